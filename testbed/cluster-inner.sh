@@ -1,0 +1,388 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# testbed/cluster-inner.sh: the part of testbed/cluster that runs inside the
+# root: writes the configuration of one private cluster instance and starts,
+# stops and inspects its daemons. Called by testbed/cluster only.
+set -euo pipefail
+
+INST=${ELASTIC_TESTBED_INSTANCE:-main}
+I=/var/lib/elastic-testbed/$INST
+BUILD=${ELASTIC_BUILD_DIR:-/src/build-testbed}
+NODES="node1 node2 node3 node4"
+GPUS_PER_NODE=4
+if [ -n "${ELASTIC_TESTBED_PORT_BASE:-}" ]; then
+	PB=$ELASTIC_TESTBED_PORT_BASE
+else
+	# 40 slots of 20 ports from 17000; the default instance gets 17000.
+	if [ "$INST" = main ]; then slot=0; else slot=$((($(printf %s "$INST" | cksum | cut -d' ' -f1) % 39) + 1)); fi
+	PB=$((17000 + slot * 20))
+fi
+P_CTLD=$PB P_DBD=$((PB + 1)) P_DB=$((PB + 2)) P_ELASTIC=$((PB + 3)) P_SLURMD0=$((PB + 10))
+CLUSTER=el$INST
+MUNGE_SOCK=$I/run/munge.sock
+export SLURM_CONF=$I/etc/slurm.conf
+
+say() { printf '[cluster %s %s] %s\n' "$INST" "$(date +%H:%M:%S)" "$*" >&2; }
+die() {
+	printf '[cluster %s] error: %s\n' "$INST" "$*" >&2
+	exit 1
+}
+
+# pid from a pid file, only if that process is alive and is the expected program.
+_live_pid() { # file prog
+	local pid
+	[ -s "$1" ] || return 1
+	pid=$(tr -dc 0-9 <"$1")
+	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$2" || return 1
+	echo "$pid"
+}
+
+# The daemons of an instance: name, pid file, program.
+_daemons() {
+	echo "munged $I/run/munged.pid munged"
+	echo "mariadbd $I/run/mariadbd.pid mariadbd"
+	echo "slurmdbd $I/run/slurmdbd.pid slurmdbd"
+	echo "slurmctld $I/run/slurmctld.pid slurmctld"
+	for n in $NODES; do echo "slurmd-$n $I/run/slurmd-$n.pid slurmd"; done
+}
+
+_log_tails() {
+	local f
+	for f in "$I"/log/*.log; do
+		[ -s "$f" ] || continue
+		echo "---- last lines of $f" >&2
+		tail -n 15 "$f" >&2
+	done
+}
+
+_write_config() {
+	local pdir spank js n i
+	mkdir -p "$I"/{etc,run,log,state,db,spool,dev,jobs}
+	chmod 755 "$I" "$I/jobs"
+	chmod 1777 "$I/jobs"
+	# munge: a private key, created once per instance.
+	mkdir -p "$I/etc/munge"
+	[ -s "$I/etc/munge/munge.key" ] || dd if=/dev/urandom of="$I/etc/munge/munge.key" bs=1024 count=1 status=none
+	chmod 700 "$I/etc/munge"
+	chmod 400 "$I/etc/munge/munge.key"
+
+	# Fake GPUs: character devices with NVIDIA's major number, per node.
+	for n in $NODES; do
+		mkdir -p "$I/dev/$n" "$I/spool/$n"
+		for i in $(seq 0 $((GPUS_PER_NODE - 1))); do
+			[ -c "$I/dev/$n/nvidia$i" ] || mknod "$I/dev/$n/nvidia$i" c 195 "$i"
+		done
+	done
+
+	pdir=$(dirname "$(find /usr/lib -name select_cons_tres.so -print -quit)")
+	[ -d "$pdir" ] || die "Slurm plugins not found in the root"
+	spank= js=
+	if [ -f "$BUILD/plugin/spank/.libs/elastic.so" ]; then
+		spank="required $BUILD/plugin/spank/.libs/elastic.so conf=$I/etc/elastic.conf"
+	fi
+	if [ -f "$BUILD/plugin/job_submit/.libs/job_submit_elastic.so" ]; then
+		js=elastic
+		pdir="$pdir:$BUILD/plugin/job_submit/.libs"
+	fi
+	if [ -f /src/testbed/conf/elastic.conf ]; then
+		sed -e "s|@ELASTIC_PORT@|$P_ELASTIC|g" -e "s|@INSTANCE_DIR@|$I|g" \
+			/src/testbed/conf/elastic.conf >"$I/etc/elastic.conf"
+	fi
+	echo "${spank}" >"$I/etc/plugstack.conf"
+
+	cat >"$I/etc/slurm.conf" <<EOF
+# Private test cluster '$INST' written by testbed/cluster; do not edit.
+ClusterName=$CLUSTER
+SlurmctldHost=$(hostname -s)(127.0.0.1)
+SlurmctldPort=$P_CTLD
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$MUNGE_SOCK,cred_expire=10
+CommunicationParameters=NoInAddrAny
+PluginDir=$pdir
+PlugStackConfig=$I/etc/plugstack.conf
+${js:+JobSubmitPlugins=$js}
+StateSaveLocation=$I/state
+SlurmdSpoolDir=$I/spool/%n
+SlurmctldPidFile=$I/run/slurmctld.pid
+SlurmdPidFile=$I/run/slurmd-%n.pid
+SlurmctldLogFile=$I/log/slurmctld.log
+SlurmdLogFile=$I/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmdParameters=config_overrides
+GresTypes=gpu
+SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,bf_interval=1,defer_batch=0
+PriorityType=priority/multifactor
+PriorityWeightFairshare=10000
+PriorityWeightAge=0
+PriorityWeightJobSize=0
+PriorityWeightPartition=0
+PriorityWeightQOS=0
+PriorityCalcPeriod=1
+PriorityDecayHalfLife=1-0
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$P_DBD
+AccountingStoragePass=socket=$MUNGE_SOCK
+AccountingStorageEnforce=associations,limits,qos
+AccountingStorageTRES=gres/gpu
+JobAcctGatherType=jobacct_gather/none
+ReturnToService=1
+SlurmdTimeout=10
+SlurmctldTimeout=30
+MessageTimeout=10
+InactiveLimit=0
+KillWait=5
+MinJobAge=60
+TCPTimeout=5
+NodeName=DEFAULT CPUs=8 RealMemory=4000 Gres=gpu:$GPUS_PER_NODE State=UNKNOWN
+EOF
+	i=0
+	for n in $NODES; do
+		echo "NodeName=$n NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((P_SLURMD0 + i))" >>"$I/etc/slurm.conf"
+		i=$((i + 1))
+	done
+	echo "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP" >>"$I/etc/slurm.conf"
+
+	: >"$I/etc/gres.conf"
+	for n in $NODES; do
+		echo "NodeName=$n Name=gpu File=$I/dev/$n/nvidia[0-$((GPUS_PER_NODE - 1))]" >>"$I/etc/gres.conf"
+	done
+	echo "CgroupPlugin=disabled" >"$I/etc/cgroup.conf"
+
+	cat >"$I/etc/slurmdbd.conf" <<EOF
+# slurmdbd of test cluster '$INST' written by testbed/cluster; do not edit.
+AuthType=auth/munge
+AuthInfo=socket=$MUNGE_SOCK
+DbdHost=localhost
+DbdPort=$P_DBD
+SlurmUser=root
+PidFile=$I/run/slurmdbd.pid
+LogFile=$I/log/slurmdbd.log
+DebugLevel=info
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$P_DB
+StorageUser=slurm
+StoragePass=elastic-testbed
+StorageLoc=slurm_acct_$INST
+EOF
+	chmod 600 "$I/etc/slurmdbd.conf"
+}
+
+_wait_for() { # seconds what command...
+	local t=$1 what=$2
+	shift 2
+	local end=$((SECONDS + t))
+	until "$@" >/dev/null 2>&1; do
+		if [ $SECONDS -ge $end ]; then
+			say "timed out after ${t}s waiting for $what"
+			_log_tails
+			die "cluster did not come up: $what (logs in $I/log)"
+		fi
+		sleep 0.2
+	done
+}
+
+_start_munge() {
+	say "munged (socket $MUNGE_SOCK)"
+	munged --socket="$MUNGE_SOCK" --key-file="$I/etc/munge/munge.key" \
+		--pid-file="$I/run/munged.pid" --log-file="$I/log/munged.log" \
+		--seed-file="$I/run/munged.seed" --force 2>>"$I/log/munged.log" ||
+		{ _log_tails; die "munged did not start"; }
+	_wait_for 10 "munge credential round trip" bash -c "munge -S '$MUNGE_SOCK' -n | unmunge -S '$MUNGE_SOCK'"
+}
+
+_sql() { mariadb --no-defaults --socket="$I/run/mysql.sock" -u root "$@"; }
+
+_start_db() {
+	if [ ! -d "$I/db/mysql" ]; then
+		say "MariaDB: creating the database in $I/db"
+		mariadb-install-db --no-defaults --datadir="$I/db" --user=root \
+			--auth-root-authentication-method=socket --skip-test-db \
+			>"$I/log/mariadb-install.log" 2>&1 ||
+			{ tail -n 20 "$I/log/mariadb-install.log" >&2; die "mariadb-install-db failed"; }
+	fi
+	say "mariadbd (127.0.0.1:$P_DB)"
+	mariadbd --no-defaults --datadir="$I/db" --user=root --bind-address=127.0.0.1 \
+		--port="$P_DB" --socket="$I/run/mysql.sock" --pid-file="$I/run/mariadbd.pid" \
+		--log-error="$I/log/mariadbd.log" --skip-name-resolve \
+		--innodb-buffer-pool-size=128M --innodb-log-file-size=64M --innodb-lock-wait-timeout=900 \
+		--innodb-flush-log-at-trx-commit=0 --skip-log-bin </dev/null >/dev/null 2>&1 &
+	_wait_for 60 "MariaDB to accept connections" _sql -e 'select 1'
+	_sql -e "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'elastic-testbed';
+		GRANT ALL ON *.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
+}
+
+_start_slurmdbd() {
+	say "slurmdbd (port $P_DBD)"
+	# slurmdbd reads slurmdbd.conf from the directory of SLURM_CONF.
+	slurmdbd 2>>"$I/log/slurmdbd.log" ||
+		{ _log_tails; die "slurmdbd did not start"; }
+	_wait_for 60 "slurmdbd to answer" sacctmgr -n show cluster
+}
+
+_accounts() {
+	say "accounts: acct_a (alice), acct_b (bob), root; QOS elastic"
+	{
+		sacctmgr -i add cluster "$CLUSTER"
+		sacctmgr -i add qos elastic
+		sacctmgr -i add account acct_a,acct_b Cluster="$CLUSTER" Fairshare=1
+		sacctmgr -i add user alice Account=acct_a DefaultAccount=acct_a
+		sacctmgr -i add user bob Account=acct_b DefaultAccount=acct_b
+		sacctmgr -i add user root Account=root DefaultAccount=root AdminLevel=Admin
+		sacctmgr -i modify user alice,bob,root set qos+=elastic
+	} >"$I/log/sacctmgr.log" 2>&1 || { cat "$I/log/sacctmgr.log" >&2; die "sacctmgr setup failed"; }
+}
+
+_start_slurm() {
+	say "slurmctld (port $P_CTLD)"
+	slurmctld -i 2>>"$I/log/slurmctld.log" || { _log_tails; die "slurmctld did not start"; }
+	_wait_for 30 "slurmctld to answer" scontrol ping
+	for n in $NODES; do
+		slurmd -N "$n" 2>>"$I/log/slurmd-$n.log" || { _log_tails; die "slurmd -N $n did not start"; }
+	done
+	say "slurmd x4 started; waiting for 4 idle nodes"
+	_wait_for 60 "4 idle nodes" bash -c '[ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" = 4 ]'
+}
+
+_all_up() {
+	local name pf prog
+	while read -r name pf prog; do
+		_live_pid "$pf" "$prog" >/dev/null || return 1
+	done < <(_daemons)
+	scontrol ping >/dev/null 2>&1
+}
+
+do_up() {
+	local t0=$SECONDS
+	if [ -f "$SLURM_CONF" ] && _all_up; then
+		say "already up (SLURM_CONF=$SLURM_CONF)"
+		return 0
+	fi
+	# Something is left from a crash or a half start: clear it first.
+	do_down quiet
+	rm -rf "$I/state" "$I/spool" "$I/run" "$I/log"
+	_write_config
+	_start_munge
+	_start_db
+	_start_slurmdbd
+	_accounts
+	_start_slurm
+	say "up in $((SECONDS - t0)) s: $(sinfo -h -o '%D nodes %T, partition %P' | paste -sd';' -)"
+	say "use: testbed/cluster --instance $INST exec -- sinfo   (SLURM_CONF=$SLURM_CONF)"
+}
+
+# Kill processes whose environment says they belong to this cluster (job
+# tasks survive a killed slurmd) and the given pids.
+_kill_leftovers() {
+	local p pids=""
+	for p in /proc/[0-9]*; do
+		[ "${p#/proc/}" = $$ ] && continue
+		if tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qx "SLURM_CONF=$SLURM_CONF"; then
+			pids="$pids ${p#/proc/}"
+		fi
+	done
+	[ -z "$pids" ] && return 0
+	# Our own ancestors (exec from inside a job) are spared.
+	local self=$$ anc=""
+	while [ "$self" -gt 1 ]; do
+		anc="$anc $self"
+		self=$(awk '{print $4}' "/proc/$self/stat" 2>/dev/null || echo 1)
+	done
+	for p in $pids; do
+		case " $anc " in *" $p "*) continue ;; esac
+		kill -9 "$p" 2>/dev/null || true
+	done
+}
+
+do_down() {
+	local quiet=${1:-} name pf prog pid stopped=0
+	if [ -f "$SLURM_CONF" ] && scontrol ping >/dev/null 2>&1; then
+		scancel --quiet --full --user=root 2>/dev/null || true
+		for u in alice bob; do scancel --quiet --full --user=$u 2>/dev/null || true; done
+	fi
+	# Stop in reverse order of start.
+	while read -r name pf prog; do
+		if pid=$(_live_pid "$pf" "$prog"); then
+			kill -TERM "$pid" 2>/dev/null || true
+			for _ in $(seq 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+			[ -d "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null || true
+			stopped=$((stopped + 1))
+		fi
+		rm -f "$pf"
+	done < <(_daemons | tac)
+	[ -f "$SLURM_CONF" ] && _kill_leftovers
+	[ -n "$quiet" ] || say "down: stopped $stopped daemons"
+}
+
+do_status() {
+	local name pf prog pid bad=0
+	[ -f "$SLURM_CONF" ] || { say "not configured ($I has no slurm.conf)"; return 1; }
+	while read -r name pf prog; do
+		if pid=$(_live_pid "$pf" "$prog"); then
+			printf '  %-14s running (pid %s)\n' "$name" "$pid"
+		else
+			printf '  %-14s NOT running\n' "$name"
+			bad=1
+		fi
+	done < <(_daemons)
+	echo "SLURM_CONF=$SLURM_CONF"
+	sinfo -N -o '%N %T %G' 2>&1 || bad=1
+	return $bad
+}
+
+do_env() {
+	echo "export SLURM_CONF=$SLURM_CONF"
+	echo "export ELASTIC_MUNGE_SOCKET=$MUNGE_SOCK"
+	echo "export ELASTIC_TESTBED_DIR=$I"
+	echo "export ELASTIC_TESTBED_INSTANCE=$INST"
+	echo "export ELASTIC_TESTBED_ELASTICD_PORT=$P_ELASTIC"
+	echo "export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han"
+}
+
+do_logs() {
+	echo "logs of cluster '$INST': $I/log inside the root (on the host: ${ELASTIC_TESTBED_HOSTROOT:-ROOT}$I/log)"
+	_log_tails 2>&1
+}
+
+do_exec() {
+	local user=""
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--user) user=$2; shift 2 ;;
+		--user=*) user=${1#*=}; shift ;;
+		--) shift; break ;;
+		*) break ;;
+		esac
+	done
+	[ $# -gt 0 ] || die "exec: no command given"
+	eval "$(do_env)"
+	if [ -n "$user" ]; then
+		id "$user" >/dev/null 2>&1 || die "exec: no user '$user' in the testbed root"
+		exec runuser -u "$user" -- env SLURM_CONF="$SLURM_CONF" ELASTIC_MUNGE_SOCKET="$MUNGE_SOCK" \
+			ELASTIC_TESTBED_DIR="$I" HOME="$(getent passwd "$user" | cut -d: -f6)" "$@"
+	fi
+	exec "$@"
+}
+
+action=$1
+shift
+case "$action" in
+up) do_up ;;
+down) do_down ;;
+restart) do_down && do_up ;;
+status) do_status ;;
+env) do_env ;;
+logs) do_logs ;;
+exec) do_exec "$@" ;;
+esac

@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/lib.sh: helpers for the shell tests that run against the testbed
+# cluster (sourced). Tests exit 0 pass, 1 fail, 77 skip (automake's codes).
+
+T_NAME=$(basename "$0" .sh)
+t_log() { printf '[%s %s] %s\n' "$T_NAME" "$(date +%H:%M:%S.%3N)" "$*"; }
+t_fail() {
+	printf '[%s] FAIL: %s\n' "$T_NAME" "$*" >&2
+	exit 1
+}
+t_skip() {
+	printf '[%s] SKIP: %s\n' "$T_NAME" "$*" >&2
+	exit 77
+}
+
+# Skip unless a testbed cluster answers (SLURM_CONF set by testbed/cluster exec).
+t_need_cluster() {
+	[ -n "${SLURM_CONF:-}" ] && [ -f "$SLURM_CONF" ] ||
+		t_skip "no testbed cluster (run the suite with testbed/check, or inside 'testbed/cluster exec')"
+	scontrol ping >/dev/null 2>&1 || t_skip "the testbed cluster at $SLURM_CONF does not answer"
+}
+
+# A scratch directory every test user can write (job output lands here).
+t_scratch() {
+	T_DIR=$(mktemp -d "/tmp/$T_NAME.XXXXXX")
+	chmod 1777 "$T_DIR"
+	trap 't_cleanup' EXIT
+}
+T_JOBS=""
+t_cleanup() {
+	local j
+	for j in $T_JOBS; do scancel "$j" 2>/dev/null || true; done
+	[ -n "${T_DIR:-}" ] && [ -z "${T_KEEP:-}" ] && rm -rf "$T_DIR"
+	return 0
+}
+
+# Run a command as a test user, keeping the cluster environment.
+t_as() { # user cmd...
+	local u=$1
+	shift
+	if [ "$u" = root ]; then "$@"; else runuser -u "$u" -- env SLURM_CONF="$SLURM_CONF" "$@"; fi
+}
+
+# sbatch as USER; prints the job id; the job is cancelled at exit.
+t_sbatch() { # user sbatch-args...
+	local u=$1 out id
+	shift
+	out=$(cd "$T_DIR" && t_as "$u" sbatch --parsable "$@" 2>&1) || t_fail "sbatch $* as $u: $out"
+	id=${out%%;*}
+	[[ "$id" =~ ^[0-9]+$ ]] || t_fail "sbatch $* as $u printed no job id: $out"
+	T_JOBS="$T_JOBS $id"
+	echo "$id"
+}
+
+t_job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+
+# Wait until job ends (or the timeout); fail on timeout or a state other
+# than the one expected (default COMPLETED).
+t_wait_job() { # id timeout [expected-state]
+	local id=$1 t=$2 want=${3:-COMPLETED} st end=$((SECONDS + $2))
+	while :; do
+		st=$(t_job_state "$id")
+		case "$st" in
+		PENDING | RUNNING | CONFIGURING | COMPLETING | "") ;;
+		*) break ;;
+		esac
+		[ $SECONDS -lt $end ] || t_fail "job $id still '$st' after ${t}s"
+		sleep 0.5
+	done
+	[ "$st" = "$want" ] || t_fail "job $id ended $st, expected $want ($(scontrol show job "$id" | grep -o 'Reason=[^ ]*'))"
+}
+
+# Assert a file contains a line matching an extended regex.
+t_grep() { # regex file what
+	grep -Eq -- "$1" "$2" || {
+		echo "---- $2:" >&2
+		cat "$2" >&2 || true
+		t_fail "$3 (no line matching /$1/ in $2)"
+	}
+}
