@@ -79,10 +79,12 @@ int elastic_conf_set(const struct elastic_conf_key *keys, void *out, const char 
 	if (!k) {
 		char known[160] = "";
 		size_t used = 0;
-		for (const struct elastic_conf_key *p = keys; p->name && used < sizeof(known); p++)
+		for (const struct elastic_conf_key *p = keys;
+		     p->name && used < sizeof(known); p++)
 			used += snprintf(known + used, sizeof(known) - used, "%s%s",
 					 used ? ", " : "", p->name);
-		return _fail(err, EINVAL, "%s: unknown key '%s' (known: %s)", where, key, known);
+		return _fail(err, EINVAL, "%s: unknown key '%s' (known: %s)", where, key,
+			     known);
 	}
 	field = (char *)out + k->offset;
 	switch (k->type) {
@@ -100,18 +102,19 @@ int elastic_conf_set(const struct elastic_conf_key *keys, void *out, const char 
 		errno = 0;
 		v = strtol(value, &end, 10);
 		if (!*value || *end || errno == ERANGE || isspace((unsigned char)*value))
-			return _fail(err, EINVAL, "%s: %s=%s is not an integer", where, k->name,
-				     value);
+			return _fail(err, EINVAL, "%s: %s=%s is not an integer", where,
+				     k->name, value);
 		if (v < k->min || v > k->max)
-			return _fail(err, EINVAL, "%s: %s=%s is out of range [%ld, %ld]", where,
-				     k->name, value, k->min, k->max);
+			return _fail(err, EINVAL, "%s: %s=%s is out of range [%ld, %ld]",
+				     where, k->name, value, k->min, k->max);
 		*(long *)field = v;
 		return 0;
 	}
 	case ELASTIC_CONF_BOOL: {
 		int b = _parse_bool(value);
 		if (b < 0)
-			return _fail(err, EINVAL, "%s: %s=%s is not a boolean (yes or no)", where,
+			return _fail(err, EINVAL,
+				     "%s: %s=%s is not a boolean (yes or no)", where,
 				     k->name, value);
 		*(int *)field = b;
 		return 0;
@@ -119,8 +122,8 @@ int elastic_conf_set(const struct elastic_conf_key *keys, void *out, const char 
 	case ELASTIC_CONF_ENUM: {
 		int c = _choice(k->choices, value);
 		if (c < 0)
-			return _fail(err, EINVAL, "%s: %s=%s is not one of %s", where, k->name,
-				     value, k->choices);
+			return _fail(err, EINVAL, "%s: %s=%s is not one of %s", where,
+				     k->name, value, k->choices);
 		*(int *)field = c;
 		return 0;
 	}
@@ -164,7 +167,8 @@ int elastic_conf_defaults(const struct elastic_conf_key *keys, void *out, size_t
 {
 	memset(out, 0, size);
 	for (const struct elastic_conf_key *k = keys; k->name; k++)
-		if (k->def && elastic_conf_set(keys, out, k->name, k->def, "default", err) < 0) {
+		if (k->def &&
+		    elastic_conf_set(keys, out, k->name, k->def, "default", err) < 0) {
 			elastic_conf_free(keys, out);
 			return -1;
 		}
@@ -204,7 +208,8 @@ int elastic_conf_parse_text(const struct elastic_conf_key *keys, void *out, size
 		lineno++;
 		snprintf(where, sizeof(where), "%s:%d", origin, lineno);
 		if (n >= sizeof(line)) {
-			_fail(err, EINVAL, "%s: line longer than %d bytes", where, MAX_LINE - 1);
+			_fail(err, EINVAL, "%s: line longer than %d bytes", where,
+			      MAX_LINE - 1);
 			goto out;
 		}
 		memcpy(line, text, n);

@@ -23,12 +23,12 @@ enum elastic_conf_type {
 
 /* One key of a configuration table; tables end with a NULL name. */
 struct elastic_conf_key {
-	const char *name;	 /* matched case-insensitively, like Slurm */
+	const char *name; /* matched case-insensitively, like Slurm */
 	enum elastic_conf_type type;
-	size_t offset;		 /* of the field in the caller's struct */
-	const char *def;	 /* default, as it would be written; NULL: none */
-	long min, max;		 /* ELASTIC_CONF_INT bounds */
-	const char *choices;	 /* ELASTIC_CONF_ENUM: "a|b|c" */
+	size_t offset;	     /* of the field in the caller's struct */
+	const char *def;     /* default, as it would be written; NULL: none */
+	long min, max;	     /* ELASTIC_CONF_INT bounds */
+	const char *choices; /* ELASTIC_CONF_ENUM: "a|b|c" */
 };
 
 /* Set every key of the table to its default in the struct at out (zeroed

@@ -24,7 +24,8 @@ struct cfg {
 
 static const struct elastic_conf_key keys[] = {
 	{"ControllerHost", ELASTIC_CONF_STRING, offsetof(struct cfg, host), "localhost"},
-	{"ControllerPort", ELASTIC_CONF_INT, offsetof(struct cfg, port), "6820", 1, 65535},
+	{"ControllerPort", ELASTIC_CONF_INT, offsetof(struct cfg, port), "6820", 1,
+	 65535},
 	{"Debug", ELASTIC_CONF_BOOL, offsetof(struct cfg, debug), "no"},
 	{"PolicyMode", ELASTIC_CONF_ENUM, offsetof(struct cfg, mode), "priority", 0, 0,
 	 "priority|fairshare|fifo"},
@@ -48,11 +49,12 @@ static void parses_keys_comments_and_spaces(void **state)
 	struct cfg c;
 	elastic_error_t err;
 	elastic_conf_defaults(keys, &c, sizeof(c), NULL);
-	assert_int_equal(elastic_conf_parse_text(keys, &c, sizeof(c),
-						 "# comment\n\n  controllerhost = ctl01 # x\n"
-						 "ControllerPort=7000\nDebug=YES\nPolicyMode=fifo",
-						 "t.conf", &err),
-			 0);
+	assert_int_equal(
+		elastic_conf_parse_text(keys, &c, sizeof(c),
+					"# comment\n\n  controllerhost = ctl01 # x\n"
+					"ControllerPort=7000\nDebug=YES\nPolicyMode=fifo",
+					"t.conf", &err),
+		0);
 	assert_string_equal(c.host, "ctl01");
 	assert_int_equal(c.port, 7000);
 	assert_int_equal(c.debug, 1);
@@ -68,8 +70,10 @@ static void bad_input_is_named_and_changes_nothing(void **state)
 		const char *text, *expect;
 	} cases[] = {
 		{"ControllerPort=7000\nBogus=1\n", "t.conf:2: unknown key 'Bogus'"},
-		{"ControllerPort=70000\n", "t.conf:1: ControllerPort=70000 is out of range [1, 65535]"},
-		{"ControllerPort=12ab\n", "t.conf:1: ControllerPort=12ab is not an integer"},
+		{"ControllerPort=70000\n",
+		 "t.conf:1: ControllerPort=70000 is out of range [1, 65535]"},
+		{"ControllerPort=12ab\n",
+		 "t.conf:1: ControllerPort=12ab is not an integer"},
 		{"ControllerPort=\n", "t.conf:1: ControllerPort= is not an integer"},
 		{"ControllerPort=99999999999999999999999\n", "is not an integer"},
 		{"Debug=maybe\n", "t.conf:1: Debug=maybe is not a boolean"},
@@ -82,12 +86,13 @@ static void bad_input_is_named_and_changes_nothing(void **state)
 		elastic_error_t err = {""};
 		elastic_conf_defaults(keys, &c, sizeof(c), NULL);
 		errno = 0;
-		assert_int_equal(elastic_conf_parse_text(keys, &c, sizeof(c), cases[i].text,
-							 "t.conf", &err),
+		assert_int_equal(elastic_conf_parse_text(keys, &c, sizeof(c),
+							 cases[i].text, "t.conf", &err),
 				 -1);
 		assert_int_equal(errno, EINVAL);
 		if (!strstr(err.text, cases[i].expect))
-			fail_msg("case %zu: got '%s', want '%s'", i, err.text, cases[i].expect);
+			fail_msg("case %zu: got '%s', want '%s'", i, err.text,
+				 cases[i].expect);
 		assert_string_equal(c.host, "localhost");
 		assert_int_equal(c.port, 6820);
 		elastic_conf_free(keys, &c);
@@ -104,7 +109,8 @@ static void long_line_is_refused(void **state)
 	memcpy(text, "ControllerHost=", 15);
 	text[n] = '\0';
 	elastic_conf_defaults(keys, &c, sizeof(c), NULL);
-	assert_int_equal(elastic_conf_parse_text(keys, &c, sizeof(c), text, "t.conf", &err), -1);
+	assert_int_equal(
+		elastic_conf_parse_text(keys, &c, sizeof(c), text, "t.conf", &err), -1);
 	assert_non_null(strstr(err.text, "t.conf:1: line longer than"));
 	assert_string_equal(c.host, "localhost");
 	elastic_conf_free(keys, &c);

@@ -34,8 +34,9 @@ int main(int argc, char **argv)
 	MPI_Comm_rank(comm, &wrank);
 	MPI_Comm_size(comm, &size);
 	gethostname(host, sizeof(host));
-	printf("rank %d of %d on %s (SLURMD_NODENAME=%s) CUDA_VISIBLE_DEVICES=%s\n", wrank, size,
-	       host, getenv("SLURMD_NODENAME") ? getenv("SLURMD_NODENAME") : "-",
+	printf("rank %d of %d on %s (SLURMD_NODENAME=%s) CUDA_VISIBLE_DEVICES=%s\n",
+	       wrank, size, host,
+	       getenv("SLURMD_NODENAME") ? getenv("SLURMD_NODENAME") : "-",
 	       getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "-");
 	fflush(stdout);
 	rank = wrank;
@@ -72,7 +73,8 @@ int main(int argc, char **argv)
 		t_fail = 0;
 	}
 	if (rank == 0)
-		printf("ulfm_smoke: finished %d iterations at size %d after %d recoveries "
+		printf("ulfm_smoke: finished %d iterations at size %d after %d "
+		       "recoveries "
 		       "(recovery %.2f ms)\n",
 		       iters, size, recoveries, t_rec);
 	fflush(stdout);
