@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* common/test/test_elastic_conf.c: unit tests of elastic.conf loading, the elastic
+ * request and the job tag. */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "elastic_conf.h"
+
+static char *_write_tmp(const char *text)
+{
+	static char path[64];
+	int fd;
+	snprintf(path, sizeof(path), "/tmp/test_elastic_conf.XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static void defaults_are_documented_values(void **state)
+{
+	struct elastic_site_conf c;
+	assert_int_equal(elastic_site_conf_defaults(&c, NULL), 0);
+	assert_string_equal(c.controller_host, "localhost");
+	assert_int_equal(c.controller_port, 6820);
+	assert_int_equal(c.max_gpus_per_job, 64);
+	assert_string_equal(c.allowed_partitions, "");
+	assert_int_equal(c.default_grace, 30);
+	assert_int_equal(c.max_grace, 600);
+	assert_int_equal(c.policy_mode, ELASTIC_POLICY_PRIORITY);
+	assert_int_equal(c.tick_seconds, 2);
+	assert_string_equal(c.grant_qos, "elastic");
+	assert_string_equal(c.grant_name_prefix, "elastic:");
+	assert_int_equal(c.hysteresis, 1);
+	assert_int_equal(c.cool_down, 10);
+	assert_int_equal(c.debug, 0);
+	assert_int_equal(elastic_site_conf_check(&c, NULL, NULL), 0);
+	elastic_site_conf_free(&c);
+	elastic_site_conf_free(NULL);
+}
+
+static void load_reads_every_key(void **state)
+{
+	struct elastic_site_conf c;
+	elastic_error_t err = {""};
+	char *path = _write_tmp("# site\nControllerHost=ctl1\nControllerPort=7001\n"
+				"MaxGpusPerJob=8\nAllowedPartitions=gpu,debug\n"
+				"AllowedAccounts=acct_a\nAllowedUsers=alice, bob\n"
+				"DefaultGrace=20\nMaxGrace=120\nPolicyMode=fairshare\n"
+				"TickSeconds=1\nGrantQos=egrant\nGrantNamePrefix=eg:\n"
+				"Hysteresis=2\nCoolDown=0\nMungeSocket=/run/m.sock\n"
+				"LogFile=/var/log/elasticd.log\nDebug=yes\n");
+	assert_int_equal(elastic_site_conf_load(&c, path, 0, &err), 0);
+	assert_string_equal(c.controller_host, "ctl1");
+	assert_int_equal(c.controller_port, 7001);
+	assert_int_equal(c.max_gpus_per_job, 8);
+	assert_int_equal(c.default_grace, 20);
+	assert_int_equal(c.max_grace, 120);
+	assert_int_equal(c.policy_mode, ELASTIC_POLICY_FAIRSHARE);
+	assert_int_equal(c.tick_seconds, 1);
+	assert_string_equal(c.grant_qos, "egrant");
+	assert_string_equal(c.grant_name_prefix, "eg:");
+	assert_int_equal(c.hysteresis, 2);
+	assert_int_equal(c.cool_down, 0);
+	assert_string_equal(c.munge_socket, "/run/m.sock");
+	assert_string_equal(c.log_file, "/var/log/elasticd.log");
+	assert_int_equal(c.debug, 1);
+	assert_true(elastic_list_allows(c.allowed_partitions, "debug"));
+	assert_false(elastic_list_allows(c.allowed_partitions, "cpu"));
+	assert_true(elastic_list_allows(c.allowed_users, "bob"));
+	assert_false(elastic_list_allows(c.allowed_users, "bo"));
+	assert_false(elastic_list_allows(c.allowed_users, NULL));
+	assert_true(elastic_list_allows("", "anyone"));
+	assert_true(elastic_list_allows(NULL, "anyone"));
+	elastic_site_conf_free(&c);
+	unlink(path);
+}
+
+static void load_errors_name_file_and_line(void **state)
+{
+	static const struct {
+		const char *text, *expect;
+	} cases[] = {
+		{"MaxGpusPerJob=8\nMaxGPUs=3\n", ":2: unknown key 'MaxGPUs'"},
+		{"MaxGpusPerJob=0\n", ":1: MaxGpusPerJob=0 is out of range [1, 4096]"},
+		{"PolicyMode=lottery\n", ":1: PolicyMode=lottery is not one of"},
+		{"DefaultGrace=700\n", "DefaultGrace=700 is above MaxGrace=600"},
+		{"ControllerHost=a:1\n", "ControllerHost=a:1 is not a host name"},
+		{"GrantNamePrefix=\n", "GrantNamePrefix must not be empty"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct elastic_site_conf c;
+		elastic_error_t err = {""};
+		char *path = _write_tmp(cases[i].text);
+		assert_int_equal(elastic_site_conf_load(&c, path, 0, &err), -1);
+		assert_int_equal(errno, EINVAL);
+		if (!strstr(err.text, cases[i].expect) || !strstr(err.text, path))
+			fail_msg("case %zu: got '%s', want '%s' and the path", i,
+				 err.text, cases[i].expect);
+		unlink(path);
+	}
+}
+
+static void missing_file(void **state)
+{
+	struct elastic_site_conf c;
+	elastic_error_t err = {""};
+	assert_int_equal(elastic_site_conf_load(&c, "/nonexistent/elastic.conf", 0, &err),
+			 -1);
+	assert_int_equal(errno, ENOENT);
+	assert_non_null(strstr(err.text, "/nonexistent/elastic.conf"));
+	assert_int_equal(elastic_site_conf_load(&c, "/nonexistent/elastic.conf", 1, &err),
+			 1);
+	assert_int_equal(c.max_gpus_per_job, 64);
+	elastic_site_conf_free(&c);
+}
+
+static void default_path_follows_env(void **state)
+{
+	char buf[256];
+	unsetenv("ELASTIC_CONF");
+	unsetenv("SLURM_CONF");
+	assert_int_equal(elastic_site_conf_path(buf, sizeof(buf), NULL), 0);
+	assert_string_equal(buf, ELASTIC_SLURM_SYSCONFDIR "/elastic.conf");
+	setenv("SLURM_CONF", "/var/lib/t/etc/slurm.conf", 1);
+	assert_int_equal(elastic_site_conf_path(buf, sizeof(buf), NULL), 0);
+	assert_string_equal(buf, "/var/lib/t/etc/elastic.conf");
+	setenv("ELASTIC_CONF", "/x/e.conf", 1);
+	assert_int_equal(elastic_site_conf_path(buf, sizeof(buf), NULL), 0);
+	assert_string_equal(buf, "/x/e.conf");
+	assert_int_equal(elastic_site_conf_path(buf, 4, NULL), -1);
+	assert_int_equal(errno, ENAMETOOLONG);
+	unsetenv("ELASTIC_CONF");
+	unsetenv("SLURM_CONF");
+}
+
+static struct elastic_site_conf *_site(long max_gpus, long max_grace)
+{
+	static struct elastic_site_conf c;
+	elastic_site_conf_free(&c);
+	assert_int_equal(elastic_site_conf_defaults(&c, NULL), 0);
+	c.max_gpus_per_job = max_gpus;
+	c.max_grace = max_grace;
+	return &c;
+}
+
+static void valid_options(void **state)
+{
+	struct elastic_request r;
+	struct elastic_site_conf *site = _site(8, 600);
+	char buf[ELASTIC_TAG_MAX];
+
+	assert_int_equal(
+		elastic_request_from_options(&r, "1-8", NULL, NULL, NULL, site, NULL), 0);
+	assert_int_equal(r.min_gpus, 1);
+	assert_int_equal(r.max_gpus, 8);
+	assert_int_equal(r.grace, 30);
+	assert_int_equal(r.weight, 1);
+	assert_int_equal(r.sizes_kind, ELASTIC_SIZES_ANY);
+
+	/* MAX defaults to MIN. */
+	assert_int_equal(
+		elastic_request_from_options(&r, "4", "45", "pow2", "3", site, NULL), 0);
+	assert_int_equal(r.min_gpus, 4);
+	assert_int_equal(r.max_gpus, 4);
+	assert_int_equal(r.grace, 45);
+	assert_int_equal(r.weight, 3);
+	assert_int_equal(r.sizes_kind, ELASTIC_SIZES_POW2);
+
+	/* Lists are sorted. */
+	assert_int_equal(
+		elastic_request_from_options(&r, "2-8", NULL, "8,2,6", NULL, site, NULL),
+		0);
+	assert_int_equal(r.sizes_kind, ELASTIC_SIZES_LIST);
+	assert_int_equal(r.nsizes, 3);
+	assert_int_equal(r.sizes[0], 2);
+	assert_int_equal(r.sizes[2], 8);
+	assert_int_equal(elastic_request_sizes_str(&r, ',', buf, sizeof(buf)), 5);
+	assert_string_equal(buf, "2,6,8");
+	assert_true(elastic_request_size_ok(&r, 6));
+	assert_false(elastic_request_size_ok(&r, 4));
+	assert_false(elastic_request_size_ok(&r, 10));
+
+	/* Without site limits: the built-in sanity bounds. */
+	assert_int_equal(
+		elastic_request_from_options(&r, "1-4096", NULL, NULL, NULL, NULL, NULL),
+		0);
+}
+
+/* Every bad input: -1, EINVAL, one line naming the option, the value and the
+ * allowed range; the request is left as it was. */
+static void bad_options(void **state)
+{
+	static const struct {
+		const char *gpus, *grace, *sizes, *weight, *expect;
+	} cases[] = {
+		{"abc", NULL, NULL, NULL,
+		 "--elastic-gpus=abc: not a whole number of GPUs (allowed: MIN[-MAX] "
+		 "with 1 <= MIN "
+		 "<= MAX <= 8)"},
+		{"", NULL, NULL, NULL, "--elastic-gpus=: not a whole number"},
+		{"0", NULL, NULL, NULL,
+		 "--elastic-gpus=0: MIN must be at least 1 (allowed"},
+		{"0-4", NULL, NULL, NULL, "--elastic-gpus=0-4: MIN must be at least 1"},
+		{"-2", NULL, NULL, NULL,
+		 "--elastic-gpus=-2: GPU counts cannot be negative"},
+		{"2--4", NULL, NULL, NULL, "--elastic-gpus=2--4: MAX cannot be negative"},
+		{"2-", NULL, NULL, NULL, "--elastic-gpus=2-: MAX missing"},
+		{"1-2-3", NULL, NULL, NULL,
+		 "--elastic-gpus=1-2-3: expected MIN or MIN-MAX"},
+		{"4-2", NULL, NULL, NULL,
+		 "--elastic-gpus=4-2: MIN 4 is greater than MAX 2"},
+		{"1-9", NULL, NULL, NULL,
+		 "--elastic-gpus=1-9: MAX 9 is above the site limit MaxGpusPerJob=8 "
+		 "(allowed: "
+		 "MIN[-MAX] with 1 <= MIN <= MAX <= 8)"},
+		{"9", NULL, NULL, NULL,
+		 "--elastic-gpus=9: 9 GPUs is above the site limit"},
+		{"1-99999999999999999999999", NULL, NULL, NULL,
+		 "--elastic-gpus=1-99999999999999999999999: number too large"},
+		{" 2", NULL, NULL, NULL, "--elastic-gpus= 2: not a whole number"},
+		{"2.5", NULL, NULL, NULL, "--elastic-gpus=2.5: not a whole number"},
+		{"1-4", "0", NULL, NULL,
+		 "--elastic-grace=0: must be at least 1 (allowed: 1 to 600 seconds)"},
+		{"1-4", "-5", NULL, NULL, "--elastic-grace=-5: cannot be negative"},
+		{"1-4", "10s", NULL, NULL, "--elastic-grace=10s: not a whole number"},
+		{"1-4", "601", NULL, NULL,
+		 "--elastic-grace=601: too large (allowed: 1 to 600"},
+		{"1-4", "99999999999999999999", NULL, NULL,
+		 "--elastic-grace=99999999999999999999: too large"},
+		{"1-4", NULL, "odd", NULL,
+		 "--elastic-sizes=odd: 'odd' is not a GPU count (allowed: any, pow2, or "
+		 "a "
+		 "comma-separated list"},
+		{"1-4", NULL, "1,,2", NULL, "--elastic-sizes=1,,2: empty list entry"},
+		{"1-4", NULL, "1,2,2", NULL, "--elastic-sizes=1,2,2: 2 is listed twice"},
+		{"1-4", NULL, "0,1", NULL, "--elastic-sizes=0,1: 0 is not a GPU count"},
+		{"1-4", NULL, "1,8", NULL,
+		 "--elastic-sizes=1,8: 8 is outside --elastic-gpus=1-4"},
+		{"1-4", NULL, "2,4", NULL,
+		 "--elastic-sizes=2,4: the job starts at MIN=1 GPUs, which is not one of "
+		 "its sizes"},
+		{"3-8", NULL, "pow2", NULL,
+		 "--elastic-sizes=pow2: the job starts at MIN=3 GPUs"},
+		{"1-4", NULL, NULL, "0",
+		 "--elastic-policy-weight=0: must be at least 1 (allowed: 1 to 1000)"},
+		{"1-4", NULL, NULL, "1001", "--elastic-policy-weight=1001: too large"},
+		{NULL, "30", NULL, NULL,
+		 "--elastic-grace needs --elastic-gpus=MIN[-MAX]"},
+		{NULL, NULL, "pow2", NULL, "--elastic-sizes needs --elastic-gpus"},
+	};
+	struct elastic_site_conf *site = _site(8, 600);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct elastic_request r = {.min_gpus = 77};
+		elastic_error_t err = {""};
+		errno = 0;
+		assert_int_equal(elastic_request_from_options(
+					 &r, cases[i].gpus, cases[i].grace,
+					 cases[i].sizes, cases[i].weight, site, &err),
+				 -1);
+		assert_int_equal(errno, EINVAL);
+		if (!strstr(err.text, cases[i].expect))
+			fail_msg("case %zu: got '%s', want '%s'", i, err.text,
+				 cases[i].expect);
+		assert_null(strchr(err.text, '\n'));
+		assert_int_equal(r.min_gpus, 77);
+	}
+}
+
+static void tag_round_trip(void **state)
+{
+	struct elastic_request r, back;
+	char tag[ELASTIC_TAG_MAX];
+
+	assert_int_equal(
+		elastic_request_from_options(&r, "1-8", NULL, NULL, NULL, NULL, NULL), 0);
+	assert_true(elastic_tag_format(&r, tag, sizeof(tag)) > 0);
+	assert_string_equal(tag, "elastic:min=1,max=8,grace=30,sizes=any,weight=1");
+	assert_true(elastic_tag_is_tag(tag));
+
+	assert_int_equal(
+		elastic_request_from_options(&r, "2-8", "60", "8,4,2", "3", NULL, NULL),
+		0);
+	assert_true(elastic_tag_format(&r, tag, sizeof(tag)) > 0);
+	assert_string_equal(tag, "elastic:min=2,max=8,grace=60,sizes=2/4/8,weight=3");
+	assert_int_equal(elastic_tag_parse(tag, &back, NULL), 0);
+	assert_int_equal(back.min_gpus, 2);
+	assert_int_equal(back.max_gpus, 8);
+	assert_int_equal(back.grace, 60);
+	assert_int_equal(back.weight, 3);
+	assert_int_equal(back.sizes_kind, ELASTIC_SIZES_LIST);
+	assert_int_equal(back.nsizes, 3);
+	assert_int_equal(back.sizes[1], 4);
+
+	/* Any order, weight optional. */
+	assert_int_equal(
+		elastic_tag_parse("elastic:sizes=pow2,grace=5,max=16,min=4", &back, NULL),
+		0);
+	assert_int_equal(back.sizes_kind, ELASTIC_SIZES_POW2);
+	assert_int_equal(back.weight, 1);
+	assert_int_equal(back.max_gpus, 16);
+
+	assert_int_equal(elastic_tag_format(&r, tag, 10), -1);
+	assert_int_equal(errno, ENOSPC);
+}
+
+static void bad_tags(void **state)
+{
+	static const struct {
+		const char *tag, *expect;
+	} cases[] = {
+		{"hello", "not an elastic tag"},
+		{"elastic:", "is not key=value"},
+		{"elastic:min=1,max=8,grace=30", "key 'sizes' missing"},
+		{"elastic:min=1,max=8,grace=30,sizes=any,weight=1,x=2",
+		 "unknown key 'x'"},
+		{"elastic:min=1,min=2,max=8,grace=30,sizes=any", "key 'min' repeated"},
+		{"elastic:min=01,max=8,grace=30,sizes=any", "min='01' is not a number"},
+		{"elastic:min=-1,max=8,grace=30,sizes=any", "min='-1' is not a number"},
+		{"elastic:min=0,max=8,grace=30,sizes=any", "MIN must be at least 1"},
+		{"elastic:min=4,max=2,grace=30,sizes=any", "MIN 4 is greater than MAX 2"},
+		{"elastic:min=1,max=8,grace=0,sizes=any", "must be at least 1"},
+		{"elastic:min=1,max=8,grace=30,sizes=1,2", "'2' is not key=value"},
+		{"elastic:min=1,max=8,grace=30,sizes=1/16", "16 is outside"},
+		{"elastic:min=1,max=8,grace=30,sizes=x", "bad sizes 'x'"},
+		{"elastic:min=1,max=99999,grace=30,sizes=any", "above the site limit"},
+		{"elastic:min=1,max=8,grace=30,sizes=any,weight=0", "out of range"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct elastic_request r = {.min_gpus = 77};
+		elastic_error_t err = {""};
+		errno = 0;
+		assert_int_equal(elastic_tag_parse(cases[i].tag, &r, &err), -1);
+		assert_int_equal(errno, EINVAL);
+		if (!strstr(err.text, cases[i].expect))
+			fail_msg("case %zu: got '%s', want '%s'", i, err.text,
+				 cases[i].expect);
+		assert_int_equal(r.min_gpus, 77);
+	}
+	assert_int_equal(elastic_tag_parse(NULL, NULL, NULL), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(defaults_are_documented_values),
+		cmocka_unit_test(load_reads_every_key),
+		cmocka_unit_test(load_errors_name_file_and_line),
+		cmocka_unit_test(missing_file),
+		cmocka_unit_test(default_path_follows_env),
+		cmocka_unit_test(valid_options),
+		cmocka_unit_test(bad_options),
+		cmocka_unit_test(tag_round_trip),
+		cmocka_unit_test(bad_tags),
+	};
+	return cmocka_run_group_tests_name("elastic_conf", tests, NULL, NULL);
+}
