@@ -95,6 +95,7 @@ static const struct _rule _rules[ELASTIC_MSG_TYPE_MAX + 1] = {
 					 ELASTIC_K_GRANTS,
 				 ELASTIC_K_NODES},
 	[ELASTIC_MSG_END] = {"end", ELASTIC_K_COUNT, 0},
+	[ELASTIC_MSG_ERROR] = {"error", ELASTIC_K_REASON, ELASTIC_K_JOB},
 };
 
 static const char *_states[] = {"steady", "growing", "shrinking", "pending"};

@@ -56,7 +56,9 @@ enum elastic_msg_type {
 	ELASTIC_MSG_QUERY,   /* anyone -> ctl: status of one job or all ([job]) */
 	ELASTIC_MSG_JOBINFO, /* ctl -> querier: one job's status */
 	ELASTIC_MSG_END,     /* ctl -> querier: end of the answer (count) */
-	ELASTIC_MSG_TYPE_MAX = ELASTIC_MSG_END,
+	ELASTIC_MSG_ERROR,   /* ctl -> peer: why its message was refused (reason[, job]),
+				sent just before the controller closes the connection */
+	ELASTIC_MSG_TYPE_MAX = ELASTIC_MSG_ERROR,
 };
 
 enum elastic_ack_result {
