@@ -1,0 +1,506 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* libelastic/ctx.c: the context: environment, logging, state registration, accessors and
+ * the recovery watchdog thread. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int elastic__errorf(elastic_error_t *err, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->text, sizeof(err->text), fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
+
+static const char *_level_name[] = {"error", "warning", "info", "debug"};
+
+void elastic__log(elastic_ctx_t *ctx, int level, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	int to_cb = ctx->log_fn && level <= ctx->log_level;
+	int to_err = ctx->env.debug > 0 && level <= ctx->env.debug;
+
+	if (!to_cb && !to_err)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (to_cb)
+		ctx->log_fn(ctx->log_arg, level, msg);
+	if (to_err)
+		fprintf(stderr, "libelastic[%d] %s: %s\n", ctx->rank,
+			_level_name[level < 0	? 0
+				    : level > 3 ? 3
+						: level],
+			msg);
+}
+
+double elastic__now_mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double elastic__now_real(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- environment ---- */
+
+static const char *_getenv(const char *name)
+{
+	return getenv(name);
+}
+
+/* Integer in [min, max] from v; 0 or -1 with err naming var. */
+static int _env_long(const char *var, const char *v, long min, long max, long *out,
+		     elastic_error_t *err)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 10);
+	while (*end && isspace((unsigned char)*end))
+		end++;
+	if (end == v || *end || errno == ERANGE || x < min || x > max)
+		return _fail(err, EINVAL, "%s='%s': expected an integer in %ld..%ld", var,
+			     v, min, max);
+	*out = x;
+	return 0;
+}
+
+int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const char *),
+		      elastic_error_t *err)
+{
+	struct elastic_env e;
+	const char *v;
+	long x;
+
+	if (!env)
+		return _fail(err, EINVAL, "elastic_env_parse: env is NULL");
+	if (!getenv_fn)
+		getenv_fn = _getenv;
+	memset(&e, 0, sizeof(e));
+	e.watchdog_s = 60;
+	snprintf(e.shm_dir, sizeof(e.shm_dir), "/dev/shm");
+
+	if ((v = getenv_fn("ELASTIC_JOB_ID")) && *v) {
+		size_t n = strlen(v);
+		if (n >= sizeof(e.job_id))
+			return _fail(
+				err, EINVAL,
+				"ELASTIC_JOB_ID is %zu characters long (at most %zu)", n,
+				sizeof(e.job_id) - 1);
+		for (size_t i = 0; i < n; i++)
+			if (!isalnum((unsigned char)v[i]) && !strchr("_.-", v[i]))
+				return _fail(
+					err, EINVAL,
+					"ELASTIC_JOB_ID='%s': character '%c' not allowed "
+					"(letters, digits, '_', '.', '-')",
+					v, v[i]);
+		memcpy(e.job_id, v, n + 1);
+	}
+	if ((v = getenv_fn("ELASTIC_MIN_GPUS")) && *v) {
+		if (_env_long("ELASTIC_MIN_GPUS", v, 1, 65536, &x, err))
+			return -1;
+		e.min_gpus = (int)x;
+	}
+	if ((v = getenv_fn("ELASTIC_MAX_GPUS")) && *v) {
+		if (_env_long("ELASTIC_MAX_GPUS", v, e.min_gpus ? e.min_gpus : 1, 65536,
+			      &x, err)) {
+			if (e.min_gpus)
+				elastic__errorf(err,
+						"ELASTIC_MAX_GPUS='%s': expected an "
+						"integer in %d..65536 "
+						"(at least ELASTIC_MIN_GPUS=%d)",
+						v, e.min_gpus, e.min_gpus);
+			return -1;
+		}
+		e.max_gpus = (int)x;
+	}
+	if ((v = getenv_fn("ELASTIC_GRACE")) && *v) {
+		if (_env_long("ELASTIC_GRACE", v, 0, 86400, &x, err))
+			return -1;
+		e.grace_s = (int)x;
+	}
+	if ((v = getenv_fn("ELASTIC_SIZES")) && *v) {
+		const char *p = v;
+		int lo = e.min_gpus ? e.min_gpus : 1,
+		    hi = e.max_gpus ? e.max_gpus : 65536;
+		while (*p) {
+			char *end;
+			errno = 0;
+			long s = strtol(p, &end, 10);
+			if (end == p || errno || s < lo || s > hi ||
+			    (*end && *end != ','))
+				return _fail(err, EINVAL,
+					     "ELASTIC_SIZES='%s': expected increasing "
+					     "sizes in "
+					     "%d..%d separated by ','",
+					     v, lo, hi);
+			if (e.nsizes > 0 && s <= e.sizes[e.nsizes - 1])
+				return _fail(err, EINVAL,
+					     "ELASTIC_SIZES='%s': sizes must be "
+					     "increasing (%ld after %d)",
+					     v, s, e.sizes[e.nsizes - 1]);
+			if (e.nsizes == (int)(sizeof(e.sizes) / sizeof(e.sizes[0])))
+				return _fail(err, EINVAL,
+					     "ELASTIC_SIZES='%s': more than %zu sizes", v,
+					     sizeof(e.sizes) / sizeof(e.sizes[0]));
+			e.sizes[e.nsizes++] = (int)s;
+			p = *end ? end + 1 : end;
+			if (*end == ',' && !*p)
+				return _fail(err, EINVAL,
+					     "ELASTIC_SIZES='%s': trailing ','", v);
+		}
+	}
+	if ((v = getenv_fn("ELASTIC_CONTROLLER")) && *v) {
+		const char *colon = strrchr(v, ':');
+		size_t hl = colon ? (size_t)(colon - v) : 0;
+		if (!colon || hl == 0 || hl >= sizeof(e.controller_host))
+			return _fail(err, EINVAL,
+				     "ELASTIC_CONTROLLER='%s': expected HOST:PORT", v);
+		if (_env_long("ELASTIC_CONTROLLER port", colon + 1, 1, 65535, &x, err))
+			return -1;
+		memcpy(e.controller_host, v, hl);
+		e.controller_host[hl] = '\0';
+		e.controller_port = (int)x;
+	}
+	if ((v = getenv_fn("ELASTIC_DEBUG")) && *v) {
+		if (!strcasecmp(v, "yes") || !strcasecmp(v, "true") ||
+		    !strcasecmp(v, "on"))
+			e.debug = ELASTIC_LOG_DEBUG;
+		else if (!strcasecmp(v, "no") || !strcasecmp(v, "false") ||
+			 !strcasecmp(v, "off"))
+			e.debug = 0;
+		else if (_env_long("ELASTIC_DEBUG", v, 0, 3, &x, err))
+			return -1;
+		else
+			e.debug = (int)x;
+	}
+	if ((v = getenv_fn("ELASTIC_WATCHDOG")) && *v) {
+		char *end;
+		errno = 0;
+		double d = strtod(v, &end);
+		if (end == v || *end || errno || !isfinite(d) || d < 0 || d > 86400)
+			return _fail(err, EINVAL,
+				     "ELASTIC_WATCHDOG='%s': expected seconds in "
+				     "0..86400 (0 = off)",
+				     v);
+		e.watchdog_s = d;
+	}
+	if ((v = getenv_fn("ELASTIC_SHM_DIR")) && *v) {
+		if (v[0] != '/' || strlen(v) >= sizeof(e.shm_dir))
+			return _fail(
+				err, EINVAL,
+				"ELASTIC_SHM_DIR='%s': expected an absolute path shorter "
+				"than %zu",
+				v, sizeof(e.shm_dir));
+		snprintf(e.shm_dir, sizeof(e.shm_dir), "%s", v);
+	}
+	if ((v = getenv_fn("ELASTIC_CHECKPOINT_DIR")) && *v) {
+		if (v[0] != '/' || strlen(v) >= sizeof(e.checkpoint_dir))
+			return _fail(
+				err, EINVAL,
+				"ELASTIC_CHECKPOINT_DIR='%s': expected an absolute path "
+				"shorter than %zu",
+				v, sizeof(e.checkpoint_dir));
+		snprintf(e.checkpoint_dir, sizeof(e.checkpoint_dir), "%s", v);
+	}
+	if ((v = getenv_fn("ELASTIC_CHECKPOINT_EVERY")) && *v) {
+		if (_env_long("ELASTIC_CHECKPOINT_EVERY", v, 1, INT_MAX, &x, err))
+			return -1;
+		e.checkpoint_every = x;
+	}
+	if (e.checkpoint_every && !e.checkpoint_dir[0])
+		return _fail(err, EINVAL,
+			     "ELASTIC_CHECKPOINT_EVERY is set but ELASTIC_CHECKPOINT_DIR "
+			     "is not");
+	if (e.checkpoint_dir[0] && !e.checkpoint_every)
+		e.checkpoint_every = 100;
+	*env = e;
+	return 0;
+}
+
+/* ---- watchdog ---- */
+
+static void *_watchdog(void *arg)
+{
+	elastic_ctx_t *ctx = arg;
+
+	pthread_mutex_lock(&ctx->wd_lock);
+	while (!ctx->wd_stop) {
+		if (ctx->wd_deadline <= 0) {
+			pthread_cond_wait(&ctx->wd_cond, &ctx->wd_lock);
+			continue;
+		}
+		double left = ctx->wd_deadline - elastic__now_mono();
+		if (left <= 0) {
+			char msg[160];
+			int n = snprintf(
+				msg, sizeof(msg),
+				"libelastic[%d]: recovery did not finish in %.1f s: "
+				"exiting %d so that the job is re-formed\n",
+				ctx->rank, ctx->wd_timeout_s, ELASTIC_EXIT_REFORM);
+			/* The one place the library ends the process (documented in
+			 * elastic.h): ULFM recovery itself can hang. */
+			if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
+			}
+			_exit(ELASTIC_EXIT_REFORM);
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		double until = ts.tv_sec + ts.tv_nsec * 1e-9 + (left < 0.5 ? left : 0.5);
+		ts.tv_sec = (time_t)until;
+		ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+		pthread_cond_timedwait(&ctx->wd_cond, &ctx->wd_lock, &ts);
+	}
+	pthread_mutex_unlock(&ctx->wd_lock);
+	return NULL;
+}
+
+void elastic__watchdog_arm(elastic_ctx_t *ctx, int on)
+{
+	if (!ctx->wd_running)
+		return;
+	pthread_mutex_lock(&ctx->wd_lock);
+	ctx->wd_deadline =
+		on && ctx->wd_timeout_s > 0 ? elastic__now_mono() + ctx->wd_timeout_s : 0;
+	pthread_cond_signal(&ctx->wd_cond);
+	pthread_mutex_unlock(&ctx->wd_lock);
+}
+
+int elastic_set_watchdog(elastic_ctx_t *ctx, double seconds, elastic_error_t *err)
+{
+	if (!ctx)
+		return _fail(err, EINVAL, "elastic_set_watchdog: ctx is NULL");
+	if (!isfinite(seconds) || seconds < 0 || seconds > 86400)
+		return _fail(err, EINVAL,
+			     "elastic_set_watchdog: %g s is outside 0..86400", seconds);
+	pthread_mutex_lock(&ctx->wd_lock);
+	ctx->wd_timeout_s = seconds;
+	pthread_mutex_unlock(&ctx->wd_lock);
+	return 0;
+}
+
+/* ---- context ---- */
+
+int elastic__rebuild_derived(elastic_ctx_t *ctx, elastic_error_t *err)
+{
+	MPI_Comm node = MPI_COMM_NULL;
+	int rc;
+
+	MPI_Comm_rank(ctx->comm, &ctx->rank);
+	MPI_Comm_size(ctx->comm, &ctx->size);
+	rc = MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+				 &node);
+	if (rc != MPI_SUCCESS)
+		return _fail(err, elastic__ft_is_fault(rc) ? EPIPE : EIO,
+			     "MPI_Comm_split_type(node) failed (MPI error %d)", rc);
+	MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
+	if (ctx->node_comm != MPI_COMM_NULL)
+		MPI_Comm_free(&ctx->node_comm);
+	ctx->node_comm = node;
+	MPI_Comm_rank(node, &ctx->node_rank);
+	return 0;
+}
+
+int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
+{
+	elastic_ctx_t *ctx;
+	int inited = 0, rc;
+
+	if (!out)
+		return _fail(err, EINVAL, "elastic_init: ctx pointer is NULL");
+	if (MPI_Initialized(&inited) != MPI_SUCCESS || !inited)
+		return _fail(
+			err, EPROTO,
+			"elastic_init: MPI is not initialized (call MPI_Init first)");
+	if (comm == MPI_COMM_NULL)
+		return _fail(err, EINVAL, "elastic_init: comm is MPI_COMM_NULL");
+	if (!(ctx = calloc(1, sizeof(*ctx))))
+		return _fail(err, ENOMEM, "elastic_init: out of memory");
+	if (elastic_env_parse(&ctx->env, NULL, err) < 0) {
+		free(ctx);
+		return -1;
+	}
+	ctx->comm = ctx->node_comm = MPI_COMM_NULL;
+	ctx->host.step[0] = ctx->host.step[1] = UINT64_MAX;
+	ctx->wd_timeout_s = ctx->env.watchdog_s;
+	pthread_mutex_init(&ctx->wd_lock, NULL);
+	pthread_cond_init(&ctx->wd_cond, NULL);
+	if ((rc = MPI_Comm_dup(comm, &ctx->comm)) != MPI_SUCCESS) {
+		elastic__errorf(err, "elastic_init: MPI_Comm_dup failed (MPI error %d)",
+				rc);
+		goto fail;
+	}
+	MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
+	if (elastic__rebuild_derived(ctx, err) < 0)
+		goto fail;
+	ctx->stats.initial_size = ctx->size;
+	if (ctx->env.job_id[0])
+		snprintf(ctx->shm_prefix, sizeof(ctx->shm_prefix), "%s/elastic-%s-",
+			 ctx->env.shm_dir, ctx->env.job_id);
+	if (pthread_create(&ctx->wd_thread, NULL, _watchdog, ctx) == 0)
+		ctx->wd_running = 1;
+	else
+		elastic__log(ctx, ELASTIC_LOG_WARN,
+			     "no watchdog thread: recovery is not timed");
+	elastic__log(ctx, ELASTIC_LOG_DEBUG,
+		     "init: rank %d of %d, job '%s', watchdog %.1f s, node snapshot %s",
+		     ctx->rank, ctx->size, ctx->env.job_id, ctx->wd_timeout_s,
+		     ctx->shm_prefix[0] ? ctx->shm_prefix : "off (no ELASTIC_JOB_ID)");
+	*out = ctx;
+	return 0;
+fail:
+	if (ctx->comm != MPI_COMM_NULL)
+		MPI_Comm_free(&ctx->comm);
+	pthread_mutex_destroy(&ctx->wd_lock);
+	pthread_cond_destroy(&ctx->wd_cond);
+	free(ctx);
+	errno = EIO;
+	return -1;
+}
+
+void elastic_destroy(elastic_ctx_t *ctx)
+{
+	if (!ctx)
+		return;
+	if (ctx->wd_running) {
+		pthread_mutex_lock(&ctx->wd_lock);
+		ctx->wd_stop = 1;
+		pthread_cond_signal(&ctx->wd_cond);
+		pthread_mutex_unlock(&ctx->wd_lock);
+		pthread_join(ctx->wd_thread, NULL);
+	}
+	elastic__nccl_free(ctx);
+	if (ctx->node_comm != MPI_COMM_NULL)
+		MPI_Comm_free(&ctx->node_comm);
+	if (ctx->comm != MPI_COMM_NULL)
+		MPI_Comm_free(&ctx->comm);
+	elastic__snap_host_free(ctx);
+	free(ctx->regions);
+	pthread_mutex_destroy(&ctx->wd_lock);
+	pthread_cond_destroy(&ctx->wd_cond);
+	free(ctx);
+}
+
+void elastic_set_log(elastic_ctx_t *ctx, elastic_log_fn fn, void *arg, int level)
+{
+	if (!ctx)
+		return;
+	ctx->log_fn = fn;
+	ctx->log_arg = arg;
+	ctx->log_level = level;
+}
+
+void elastic_set_change_callback(elastic_ctx_t *ctx, elastic_change_fn fn, void *arg)
+{
+	if (!ctx)
+		return;
+	ctx->change_fn = fn;
+	ctx->change_arg = arg;
+}
+
+int elastic_register(elastic_ctx_t *ctx, const char *name, void *ptr, size_t bytes,
+		     elastic_error_t *err)
+{
+	struct elastic__region *r;
+	size_t nl;
+
+	if (!ctx)
+		return _fail(err, EINVAL, "elastic_register: ctx is NULL");
+	if (!name || !(nl = strlen(name)) || nl >= ELASTIC__NAME_MAX)
+		return _fail(err, EINVAL,
+			     "elastic_register: name must be 1..%d characters",
+			     ELASTIC__NAME_MAX - 1);
+	if (!ptr)
+		return _fail(err, EINVAL, "elastic_register('%s'): buffer is NULL", name);
+	if (bytes == 0)
+		return _fail(err, EINVAL, "elastic_register('%s'): size is 0", name);
+	if (ctx->started)
+		return _fail(
+			err, EBUSY,
+			"elastic_register('%s'): the first step has begun; register all "
+			"state before elastic_step_begin",
+			name);
+	for (int i = 0; i < ctx->nregions; i++)
+		if (!strcmp(ctx->regions[i].name, name))
+			return _fail(err, EEXIST,
+				     "elastic_register('%s'): name already registered",
+				     name);
+	if (bytes > SIZE_MAX / 4 - ctx->state_bytes)
+		return _fail(err, EOVERFLOW,
+			     "elastic_register('%s'): %zu bytes is too large", name,
+			     bytes);
+	if (!(r = realloc(ctx->regions, (ctx->nregions + 1) * sizeof(*r))))
+		return _fail(err, ENOMEM, "elastic_register('%s'): out of memory", name);
+	ctx->regions = r;
+	r = &ctx->regions[ctx->nregions++];
+	memset(r, 0, sizeof(*r));
+	memcpy(r->name, name, nl + 1);
+	r->ptr = ptr;
+	r->bytes = bytes;
+	r->offset = ctx->state_bytes;
+	ctx->state_bytes += (bytes + 63) & ~(size_t)63;
+	return 0;
+}
+
+MPI_Comm elastic_comm(const elastic_ctx_t *ctx)
+{
+	return ctx ? ctx->comm : MPI_COMM_NULL;
+}
+
+int elastic_rank(const elastic_ctx_t *ctx)
+{
+	return ctx ? ctx->rank : -1;
+}
+
+int elastic_size(const elastic_ctx_t *ctx)
+{
+	return ctx ? ctx->size : -1;
+}
+
+uint64_t elastic_step(const elastic_ctx_t *ctx)
+{
+	return ctx ? ctx->committed : 0;
+}
+
+int elastic_resumed(const elastic_ctx_t *ctx)
+{
+	return ctx ? ctx->resumed : 0;
+}
+
+void elastic_get_stats(const elastic_ctx_t *ctx, struct elastic_stats *st)
+{
+	if (ctx && st)
+		*st = ctx->stats;
+}
+
+const struct elastic_env *elastic_get_env(const elastic_ctx_t *ctx)
+{
+	return ctx ? &ctx->env : NULL;
+}

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* elastic/elastic.h: public API of libelastic, the in-job half of slurm-elastic. */
+#ifndef ELASTIC_ELASTIC_H
+#define ELASTIC_ELASTIC_H
+
+/*
+ * libelastic makes a data-parallel MPI training loop survive the loss of
+ * ranks and changes of its size. The caller:
+ *
+ *   elastic_init(MPI_COMM_WORLD, &ctx, &err);
+ *   elastic_register(ctx, "weights", w, sizeof(w), &err);   (all state)
+ *   while (elastic_step(ctx) < total_steps) {
+ *           elastic_step_begin(ctx, &err);
+ *           ... compute on the samples of elastic_sampler_next(), reduce with
+ *           elastic_allreduce() (or MPI on elastic_comm() + elastic_check()),
+ *           update the registered state ...
+ *           if (elastic_step_commit(ctx, &err) == ELASTIC_REDO)
+ *                   continue;   (state is back at the last committed step)
+ *   }
+ *   elastic_complete(ctx, &err);
+ *   elastic_destroy(ctx);
+ *
+ * A step is committed only when every surviving rank agrees (ULFM
+ * MPIX_Comm_agree) that it succeeded everywhere; otherwise the registered
+ * state returns to the last committed step, the communicator is rebuilt
+ * without the failed ranks and the caller redoes the step at the new size.
+ *
+ * Conventions: functions return 0 (or a documented non-negative value) on
+ * success and -1 with errno set on failure, plus text in the optional
+ * elastic_error_t. A failed call changes nothing. *_destroy accepts NULL.
+ * The library never prints unless a log callback is set or ELASTIC_DEBUG is
+ * set, and never ends the process, with one documented exception: the
+ * recovery watchdog (ELASTIC_WATCHDOG, see elastic_init).
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Human-readable detail beside a -1/errno return (same layout as the one of
+ * slurm-elastic's common code). */
+#ifndef ELASTIC_ERROR_T_DEFINED
+#define ELASTIC_ERROR_T_DEFINED 1
+typedef struct elastic_error {
+	char text[256];
+} elastic_error_t;
+#endif
+
+typedef struct elastic_ctx elastic_ctx_t;
+typedef struct elastic_sampler elastic_sampler_t;
+
+/* Results of elastic_step_commit(). */
+enum elastic_step_result {
+	ELASTIC_COMMITTED = 0, /* the step is committed on every surviving rank */
+	ELASTIC_REDO = 1,      /* the world changed: state rolled back, redo the step */
+};
+
+/* Exit status of a process ended by the recovery watchdog: the launcher
+ * (elastic-run) re-forms the job from the last committed step (path B). */
+#define ELASTIC_EXIT_REFORM 75
+
+/* Log levels for the callback and ELASTIC_DEBUG. */
+enum elastic_log_level {
+	ELASTIC_LOG_ERROR = 0,
+	ELASTIC_LOG_WARN = 1,
+	ELASTIC_LOG_INFO = 2,
+	ELASTIC_LOG_DEBUG = 3,
+};
+
+typedef void (*elastic_log_fn)(void *arg, int level, const char *msg);
+
+/* Called after the world changed (recovery or resume), once the library's own
+ * derived communicators are rebuilt: rebuild the caller's own ones from
+ * elastic_comm(ctx) there. */
+typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
+
+/*
+ * Create a context on comm (typically MPI_COMM_WORLD; MPI must be
+ * initialized). Collective over comm. The library works on its own duplicate
+ * with MPI_ERRORS_RETURN. Reads the environment (all optional):
+ *   ELASTIC_JOB_ID       job id, [A-Za-z0-9_.-], 1-64 chars; enables the
+ *                        node-local snapshot (path B resume) under
+ *                        ELASTIC_SHM_DIR/elastic-<id>-*
+ *   ELASTIC_MIN_GPUS     1..65536
+ *   ELASTIC_MAX_GPUS     ELASTIC_MIN_GPUS..65536
+ *   ELASTIC_GRACE        seconds a release order may wait, 0..86400
+ *   ELASTIC_SIZES        allowed world sizes, "2,4,8" (increasing, within
+ *                        MIN..MAX), empty = any
+ *   ELASTIC_CONTROLLER   host:port of elasticd, port 1..65535
+ *   ELASTIC_DEBUG        0..3 (or yes/no): log to stderr at that level
+ *   ELASTIC_WATCHDOG     seconds, 0..86400 (default 60; 0 = off): when a
+ *                        recovery does not finish in time the process exits
+ *                        with ELASTIC_EXIT_REFORM so that the launcher can
+ *                        re-form the job (path B)
+ *   ELASTIC_SHM_DIR      directory of node-local snapshots (default /dev/shm)
+ *   ELASTIC_CHECKPOINT_DIR, ELASTIC_CHECKPOINT_EVERY (steps, 1..2^31):
+ *                        also write a snapshot there every N committed steps
+ * A value out of range fails with EINVAL and text naming the variable.
+ */
+int elastic_init(MPI_Comm comm, elastic_ctx_t **ctx, elastic_error_t *err);
+
+/* Free the context (not collective). Keeps the node-local snapshot unless
+ * elastic_complete() was called. Accepts NULL. */
+void elastic_destroy(elastic_ctx_t *ctx);
+
+/* Mark the training finished: collective; removes this job's node-local
+ * snapshots. */
+int elastic_complete(elastic_ctx_t *ctx, elastic_error_t *err);
+
+/* Log callback (NULL: none) and the most verbose level it receives. */
+void elastic_set_log(elastic_ctx_t *ctx, elastic_log_fn fn, void *arg, int level);
+
+/* Change callback (NULL: none). */
+void elastic_set_change_callback(elastic_ctx_t *ctx, elastic_change_fn fn, void *arg);
+
+/* Recovery watchdog in seconds (0 = off), overriding ELASTIC_WATCHDOG. */
+int elastic_set_watchdog(elastic_ctx_t *ctx, double seconds, elastic_error_t *err);
+
+/*
+ * Register a state buffer of bytes bytes at ptr under a unique name (1-63
+ * chars). Registered buffers hold everything a step changes (weights,
+ * optimizer state, counters, RNG state) and must be identical on every rank
+ * at commit (replicated data-parallel state). They are copied at each commit
+ * and restored on REDO. Only before the first elastic_step_begin():
+ * EBUSY after, EINVAL for NULL/zero size/bad name, EEXIST for a name taken.
+ */
+int elastic_register(elastic_ctx_t *ctx, const char *name, void *ptr, size_t bytes,
+		     elastic_error_t *err);
+
+/*
+ * Begin a step. The first call freezes the registration, restores a
+ * snapshot of this job if one exists (path B resume: the highest committed
+ * step found on any node, sent to every rank), and records the initial state
+ * as the one to return to. EPROTO if a step is already open.
+ */
+int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err);
+
+/*
+ * Record the result of a caller's own MPI call on elastic_comm() within the
+ * step. A process failure or revocation fails the step (and revokes the
+ * communicator so no rank stays blocked); returns 0 if rc was MPI_SUCCESS,
+ * else -1 (errno EPIPE for a failure of the world, EIO for other MPI
+ * errors). After a -1 skip to elastic_step_commit().
+ */
+int elastic_check(elastic_ctx_t *ctx, int mpi_rc);
+
+/* Mark the step failed for a reason of the caller's own (it is redone). */
+void elastic_step_fail(elastic_ctx_t *ctx);
+
+/* MPI_Allreduce on the current communicator, with elastic_check() applied.
+ * Refused (-1, ECANCELED) once the step has failed. */
+int elastic_allreduce(elastic_ctx_t *ctx, const void *sendbuf, void *recvbuf, int count,
+		      MPI_Datatype type, MPI_Op op);
+
+/* MPI_Allgatherv of a variable number of MPI_INT64_T per rank on the current
+ * communicator: recv gets the concatenation in rank order; *total its
+ * length (at most cap). Same failure rules as elastic_allreduce. */
+int elastic_allgather_i64(elastic_ctx_t *ctx, const int64_t *send, int count,
+			  int64_t *recv, int cap, int *total);
+
+/*
+ * End the step: the ranks agree whether it succeeded everywhere.
+ * ELASTIC_COMMITTED: the state is now the committed state of this step.
+ * ELASTIC_REDO: a rank failed (or the step failed somewhere): the failed
+ * ranks were removed, the registered state is back at the last committed
+ * step, elastic_comm()/rank()/size() describe the new world; redo the step.
+ * -1 on an error that cannot be recovered (errno; e.g. EPROTO: no open step).
+ */
+int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err);
+
+/* Accessors. */
+MPI_Comm elastic_comm(const elastic_ctx_t *ctx);
+int elastic_rank(const elastic_ctx_t *ctx);
+int elastic_size(const elastic_ctx_t *ctx);
+/* Committed steps so far = index of the step to run next. */
+uint64_t elastic_step(const elastic_ctx_t *ctx);
+/* 1 if this run resumed from a snapshot (path B) at its first step. */
+int elastic_resumed(const elastic_ctx_t *ctx);
+
+struct elastic_stats {
+	uint64_t commits;	  /* steps committed by this process */
+	uint64_t redos;		  /* ELASTIC_REDO results */
+	uint64_t recoveries;	  /* communicator rebuilds */
+	double last_recovery_s;	  /* duration of the last rebuild */
+	double last_failure_time; /* CLOCK_REALTIME when it was detected */
+	uint64_t resumed_step;	  /* step restored from a snapshot, 0: none */
+	int initial_size;	  /* size at elastic_init */
+};
+void elastic_get_stats(const elastic_ctx_t *ctx, struct elastic_stats *st);
+
+/* Environment as parsed by elastic_init (0 / NULL / empty where not set). */
+struct elastic_env {
+	char job_id[65];
+	int min_gpus, max_gpus;
+	int grace_s;
+	int nsizes;
+	int sizes[64];
+	char controller_host[256];
+	int controller_port;
+	int debug;
+	double watchdog_s;
+	char shm_dir[256];
+	char checkpoint_dir[256];
+	long checkpoint_every;
+};
+const struct elastic_env *elastic_get_env(const elastic_ctx_t *ctx);
+
+/* Parse the ELASTIC_* variables through getenv_fn (NULL: getenv) into env.
+ * Used by elastic_init; exposed for launchers and tests. */
+int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const char *),
+		      elastic_error_t *err);
+
+/*
+ * Batch plan: the global batch stays constant whatever the world size.
+ * Given the global batch, the most samples a rank may process at once
+ * (max_micro) and the world, compute this rank's share: the active world
+ * (the largest allowed size <= size; ranks beyond it get no samples),
+ * samples of the global batch this rank processes (share, at offset), and
+ * how: accum micro-batches of at most micro samples. The shares over the
+ * active ranks cover [0, global) exactly once, in rank order.
+ * EINVAL for global < 1, max_micro < 1, size < 1, rank outside [0, size),
+ * or no allowed size <= size.
+ */
+struct elastic_batch_plan {
+	int active; /* ranks with samples */
+	int share;  /* samples of the global batch for this rank */
+	int offset; /* of this rank's share within the global batch */
+	int micro;  /* samples per micro-batch */
+	int accum;  /* micro-batches per step (same on every active rank) */
+};
+int elastic_batch_plan(int global, int max_micro, int size, int rank, const int *sizes,
+		       int nsizes, struct elastic_batch_plan *plan, elastic_error_t *err);
+
+/*
+ * Elastic sampler over nsamples samples, shuffled per epoch from seed
+ * (shuffle = 0: in order). Its position (epoch, samples consumed) is the
+ * only state: register it with elastic_sampler_register so that it rolls
+ * back and resumes with the rest. Each step takes the next `global` samples
+ * of the epoch's order (fewer at the end of an epoch), split over the ranks
+ * of the current world by the batch plan, so each sample is used exactly
+ * once per epoch whatever the sizes.
+ */
+int elastic_sampler_create(uint64_t nsamples, uint64_t seed, int shuffle,
+			   elastic_sampler_t **s, elastic_error_t *err);
+void elastic_sampler_destroy(elastic_sampler_t *s);
+int elastic_sampler_register(elastic_ctx_t *ctx, elastic_sampler_t *s,
+			     elastic_error_t *err);
+/* Samples in the current step's global batch: global, or fewer at the end
+ * of an epoch. Make the step's batch plan for this many samples. */
+uint64_t elastic_sampler_step_samples(const elastic_sampler_t *s, int global);
+/* This rank's sample indices of the current step (no advance), following
+ * plan (made for elastic_sampler_step_samples() samples): plan->share
+ * indices into idx (ERANGE if cap is smaller), count in *n. */
+int elastic_sampler_indices(elastic_sampler_t *s, const struct elastic_batch_plan *plan,
+			    uint64_t *idx, size_t cap, size_t *n, elastic_error_t *err);
+/* Move past the current step's global batch (call before commit, as a state
+ * change); returns 1 if this completed an epoch, else 0. */
+int elastic_sampler_advance(elastic_sampler_t *s, int global);
+uint64_t elastic_sampler_epoch(const elastic_sampler_t *s);
+/* Set the position (EINVAL if consumed >= the number of samples). */
+int elastic_sampler_seek(elastic_sampler_t *s, uint64_t epoch, uint64_t consumed,
+			 elastic_error_t *err);
+uint64_t elastic_sampler_consumed(const elastic_sampler_t *s);
+
+/*
+ * GPU data plane (built when NCCL was found): a NCCL communicator over the
+ * current world, created on first use and rebuilt (ncclCommShrink where NCCL
+ * has it, else abort + init) after every change. *out receives a ncclComm_t.
+ * ENODEV when this build has no NCCL or no GPU is visible.
+ */
+int elastic_nccl_comm(elastic_ctx_t *ctx, void *out, elastic_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

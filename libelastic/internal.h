@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* libelastic/internal.h: the context structure and the internal interfaces between the
+ * library's subsystems (ft: ULFM, snap: snapshots, nccl: GPU data plane). */
+#ifndef ELASTIC_INTERNAL_H
+#define ELASTIC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "elastic/elastic.h"
+
+#define ELASTIC__NAME_MAX 64
+
+struct elastic__region {
+	char name[ELASTIC__NAME_MAX];
+	void *ptr;
+	size_t bytes;
+	size_t offset; /* within a snapshot's data */
+};
+
+/* Host copies of the registered state at the last two committed steps. */
+struct elastic__hostsnap {
+	unsigned char *buf[2];
+	uint64_t step[2]; /* committed-step count stored in buf[i]; UINT64_MAX: empty */
+};
+
+struct elastic__nccl; /* nccl.c */
+
+struct elastic_ctx {
+	MPI_Comm comm;	    /* current world (ours, ERRORS_RETURN) */
+	MPI_Comm node_comm; /* ranks of comm on this node */
+	int rank, size, node_rank;
+	struct elastic_env env;
+
+	/* state */
+	struct elastic__region *regions;
+	int nregions;
+	size_t state_bytes;
+	int started;	    /* first step_begin done: registration frozen */
+	int in_step;	    /* between begin and commit */
+	int step_ok;	    /* the step has not failed on this rank */
+	int comm_ok;	    /* no fault seen and comm not revoked by this rank */
+	uint64_t committed; /* committed steps */
+	int resumed;
+	struct elastic__hostsnap host;
+	char shm_prefix[512]; /* ELASTIC_SHM_DIR/elastic-<job>-; "" = off */
+	int completed;
+
+	/* callbacks */
+	elastic_log_fn log_fn;
+	void *log_arg;
+	int log_level;
+	elastic_change_fn change_fn;
+	void *change_arg;
+
+	/* watchdog */
+	pthread_t wd_thread;
+	int wd_running;
+	pthread_mutex_t wd_lock;
+	pthread_cond_t wd_cond;
+	double wd_timeout_s;
+	double wd_deadline; /* CLOCK_MONOTONIC seconds; 0: disarmed */
+	int wd_stop;
+
+	struct elastic_stats stats;
+	struct elastic__nccl *nccl;
+};
+
+/* ctx.c */
+int elastic__errorf(elastic_error_t *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void elastic__log(elastic_ctx_t *ctx, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+double elastic__now_mono(void);
+double elastic__now_real(void);
+/* Arm (on = 1: deadline = now + timeout) or disarm the recovery watchdog. */
+void elastic__watchdog_arm(elastic_ctx_t *ctx, int on);
+/* Rebuild the derived communicators (node_comm, NCCL) after comm changed. */
+int elastic__rebuild_derived(elastic_ctx_t *ctx, elastic_error_t *err);
+
+/* ft.c: the only file that calls MPIX_*. */
+/* 1 if rc is a ULFM fault (process failed, revoked), 0 if not. */
+int elastic__ft_is_fault(int rc);
+/* Agree on *flag (bitwise AND) over comm; returns the MPI return code. */
+int elastic__ft_agree(MPI_Comm comm, int *flag);
+void elastic__ft_revoke(MPI_Comm comm);
+/* Shrink comm (revoked or not) to its live processes: MPI return code. */
+int elastic__ft_shrink(MPI_Comm comm, MPI_Comm *out);
+
+/* snap.c: host double buffer and snapshot files (node-local shm, checkpoints). */
+int elastic__snap_host_alloc(elastic_ctx_t *ctx, elastic_error_t *err);
+void elastic__snap_host_free(elastic_ctx_t *ctx);
+/* Copy the registered buffers into the host slot of step (committed count). */
+void elastic__snap_host_save(elastic_ctx_t *ctx, uint64_t step);
+/* Copy the host slot of step back into the registered buffers: 0 or -1
+ * (no slot holds that step). */
+int elastic__snap_host_restore(elastic_ctx_t *ctx, uint64_t step);
+/* Write the registered state of step to DIR/elastic-<job>-<slot>.snap (the
+ * node-local copy at prefix) : 0 or -1. */
+int elastic__snap_file_write(elastic_ctx_t *ctx, const char *prefix, uint64_t step,
+			     elastic_error_t *err);
+/* Best step held in files at prefix that matches the registration: loads it
+ * into buf (state_bytes) and returns 1, 0 if none, -1 on error. */
+int elastic__snap_file_load(elastic_ctx_t *ctx, const char *prefix, unsigned char *buf,
+			    uint64_t *step, elastic_error_t *err);
+void elastic__snap_file_remove(const char *prefix);
+
+/* nccl.c (only with HAVE_NCCL; stubs report ENODEV otherwise). */
+void elastic__nccl_on_change(elastic_ctx_t *ctx, const int *failed, int nfailed);
+void elastic__nccl_free(elastic_ctx_t *ctx);
+
+#endif

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* libelastic/step.c: the step protocol (begin, checked communication, commit by
+ * agreement), in-place recovery (path A) and resume from a snapshot (path B). */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
+
+/* Bits of the commit agreement (bitwise AND over the survivors). */
+#define AGREE_STEP_OK 1 /* the step succeeded on this rank */
+#define AGREE_COMM_OK 2 /* no fault seen here: the communicator is usable */
+
+/* A failure of the world seen on this rank: revoke so that no rank stays
+ * blocked in an operation on the broken communicator. */
+static void _fault(elastic_ctx_t *ctx, int rc, const char *what)
+{
+	if (ctx->comm_ok) {
+		ctx->stats.last_failure_time = elastic__now_real();
+		elastic__log(ctx, ELASTIC_LOG_INFO,
+			     "step %llu: %s failed (MPI error %d): revoking",
+			     (unsigned long long)ctx->committed, what, rc);
+		elastic__ft_revoke(ctx->comm);
+	}
+	ctx->comm_ok = 0;
+	ctx->step_ok = 0;
+}
+
+int elastic_check(elastic_ctx_t *ctx, int mpi_rc)
+{
+	if (!ctx) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (mpi_rc == MPI_SUCCESS)
+		return 0;
+	if (elastic__ft_is_fault(mpi_rc)) {
+		_fault(ctx, mpi_rc, "communication");
+		errno = EPIPE;
+	} else {
+		/* Another MPI error: peers may wait on this rank, so revoke as
+		 * for a fault; the world is rebuilt at its size. */
+		_fault(ctx, mpi_rc, "communication (not a process failure)");
+		errno = EIO;
+	}
+	return -1;
+}
+
+void elastic_step_fail(elastic_ctx_t *ctx)
+{
+	if (ctx && ctx->in_step)
+		ctx->step_ok = 0;
+}
+
+static int _comm_usable(elastic_ctx_t *ctx)
+{
+	if (!ctx) {
+		errno = EINVAL;
+		return 0;
+	}
+	if (!ctx->in_step) {
+		errno = EPROTO;
+		return 0;
+	}
+	if (!ctx->comm_ok) {
+		errno = ECANCELED;
+		return 0;
+	}
+	return 1;
+}
+
+int elastic_allreduce(elastic_ctx_t *ctx, const void *sendbuf, void *recvbuf, int count,
+		      MPI_Datatype type, MPI_Op op)
+{
+	if (!_comm_usable(ctx))
+		return -1;
+	return elastic_check(ctx,
+			     MPI_Allreduce(sendbuf, recvbuf, count, type, op, ctx->comm));
+}
+
+int elastic_allgather_i64(elastic_ctx_t *ctx, const int64_t *send, int count,
+			  int64_t *recv, int cap, int *total)
+{
+	int *counts, *displs, sum = 0, rc;
+
+	if (!_comm_usable(ctx))
+		return -1;
+	if (count < 0 || (count > 0 && !send) || !recv || !total) {
+		errno = EINVAL;
+		return -1;
+	}
+	counts = malloc(2 * sizeof(int) * (size_t)ctx->size);
+	if (!counts) {
+		errno = ENOMEM;
+		return -1;
+	}
+	displs = counts + ctx->size;
+	rc = MPI_Allgather(&count, 1, MPI_INT, counts, 1, MPI_INT, ctx->comm);
+	if (elastic_check(ctx, rc) < 0) {
+		free(counts);
+		return -1;
+	}
+	for (int i = 0; i < ctx->size; i++) {
+		displs[i] = sum;
+		if (counts[i] < 0 || counts[i] > cap - sum) {
+			/* Every rank sees the same counts: all skip alike. */
+			free(counts);
+			ctx->step_ok = 0;
+			errno = ERANGE;
+			return -1;
+		}
+		sum += counts[i];
+	}
+	rc = MPI_Allgatherv(send, count, MPI_INT64_T, recv, counts, displs, MPI_INT64_T,
+			    ctx->comm);
+	free(counts);
+	if (elastic_check(ctx, rc) < 0)
+		return -1;
+	*total = sum;
+	return 0;
+}
+
+/* Copy a snapshot's data (state_bytes at buf) into the registered buffers. */
+static void _apply(elastic_ctx_t *ctx, const unsigned char *buf)
+{
+	for (int i = 0; i < ctx->nregions; i++)
+		memcpy(ctx->regions[i].ptr, buf + ctx->regions[i].offset,
+		       ctx->regions[i].bytes);
+}
+
+/* Path B: find the best snapshot of this job on any rank's node (or in the
+ * checkpoint directory) and give it to every rank. Collective. */
+static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
+{
+	unsigned char *buf = NULL;
+	uint64_t mine = 0, best = 0, step = 0;
+	int have = 0, root, cand, rc;
+	elastic_error_t e2;
+
+	if (!ctx->shm_prefix[0] && !ctx->env.checkpoint_dir[0])
+		return 0;
+	if (!(buf = malloc(ctx->state_bytes ? ctx->state_bytes : 1)))
+		return _fail(err, ENOMEM, "resume: out of memory");
+	if (ctx->shm_prefix[0]) {
+		have = elastic__snap_file_load(ctx, ctx->shm_prefix, buf, &step, &e2);
+		if (have < 0)
+			elastic__log(ctx, ELASTIC_LOG_WARN, "resume: %s", e2.text);
+		if (have > 0)
+			mine = step;
+	}
+	if (ctx->env.checkpoint_dir[0]) {
+		char prefix[512];
+		unsigned char *b2 = malloc(ctx->state_bytes ? ctx->state_bytes : 1);
+		snprintf(prefix, sizeof(prefix), "%s/elastic-%s-",
+			 ctx->env.checkpoint_dir,
+			 ctx->env.job_id[0] ? ctx->env.job_id : "job");
+		int h2 = b2 ? elastic__snap_file_load(ctx, prefix, b2, &step, &e2) : -1;
+		if (h2 < 0)
+			elastic__log(ctx, ELASTIC_LOG_WARN, "resume: %s",
+				     b2 ? e2.text : "no memory");
+		if (h2 > 0 && step > mine) {
+			memcpy(buf, b2, ctx->state_bytes);
+			mine = step;
+		}
+		free(b2);
+	}
+	rc = MPI_Allreduce(&mine, &best, 1, MPI_UINT64_T, MPI_MAX, ctx->comm);
+	if (rc != MPI_SUCCESS) {
+		free(buf);
+		return _fail(err, EIO, "resume: MPI_Allreduce failed (MPI error %d)", rc);
+	}
+	if (best == 0) {
+		free(buf);
+		return 0;
+	}
+	cand = mine == best ? ctx->rank : INT_MAX;
+	rc = MPI_Allreduce(&cand, &root, 1, MPI_INT, MPI_MIN, ctx->comm);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Bcast(buf, (int)ctx->state_bytes, MPI_BYTE, root, ctx->comm);
+	if (rc != MPI_SUCCESS) {
+		free(buf);
+		return _fail(err, EIO, "resume: sending the state failed (MPI error %d)",
+			     rc);
+	}
+	_apply(ctx, buf);
+	free(buf);
+	ctx->committed = best;
+	ctx->resumed = 1;
+	ctx->stats.resumed_step = best;
+	elastic__log(ctx, ELASTIC_LOG_INFO,
+		     "resumed at committed step %llu (snapshot of rank %d)",
+		     (unsigned long long)best, root);
+	return 1;
+}
+
+int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
+{
+	if (!ctx)
+		return _fail(err, EINVAL, "elastic_step_begin: ctx is NULL");
+	if (ctx->in_step)
+		return _fail(
+			err, EPROTO,
+			"elastic_step_begin: step %llu is open (call elastic_step_commit "
+			"first)",
+			(unsigned long long)ctx->committed);
+	if (ctx->completed)
+		return _fail(err, EPROTO,
+			     "elastic_step_begin: the training was completed");
+	if (!ctx->started) {
+		if (ctx->nregions == 0)
+			return _fail(err, EPROTO,
+				     "elastic_step_begin: no state registered "
+				     "(elastic_register "
+				     "the weights first)");
+		if (elastic__snap_host_alloc(ctx, err) < 0)
+			return -1;
+		if (_resume(ctx, err) < 0) {
+			elastic__snap_host_free(ctx);
+			return -1;
+		}
+		elastic__snap_host_save(ctx, ctx->committed);
+		ctx->started = 1;
+		if (ctx->resumed && ctx->change_fn)
+			ctx->change_fn(ctx, ctx->change_arg);
+	}
+	ctx->in_step = 1;
+	ctx->step_ok = 1;
+	ctx->comm_ok = 1;
+	return 0;
+}
+
+/* Ranks of old that are not in cur, as ranks of old (same on every rank). */
+static int _lost_ranks(MPI_Comm old, MPI_Comm cur, int **out)
+{
+	MPI_Group go, gc, gd;
+	int n = 0;
+
+	*out = NULL;
+	MPI_Comm_group(old, &go);
+	MPI_Comm_group(cur, &gc);
+	MPI_Group_difference(go, gc, &gd);
+	MPI_Group_size(gd, &n);
+	if (n > 0 && (*out = malloc(2 * sizeof(int) * (size_t)n))) {
+		int *in = *out + n;
+		for (int i = 0; i < n; i++)
+			in[i] = i;
+		MPI_Group_translate_ranks(gd, n, in, go, *out);
+	} else {
+		n = 0;
+	}
+	MPI_Group_free(&gd);
+	MPI_Group_free(&gc);
+	MPI_Group_free(&go);
+	return n;
+}
+
+/* Path A: rebuild the world from the survivors of ctx->comm and return the
+ * state to the last step committed everywhere. Collective over survivors. */
+static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
+{
+	MPI_Comm cur = ctx->comm, nc = MPI_COMM_NULL, node = MPI_COMM_NULL;
+	double t0 = elastic__now_mono();
+	int old_size = ctx->size, attempt, *lost = NULL, nlost;
+	uint64_t lohi[2], red[2];
+
+	if (ctx->stats.last_failure_time == 0)
+		ctx->stats.last_failure_time = elastic__now_real();
+	elastic__watchdog_arm(ctx, 1);
+	elastic__ft_revoke(cur);
+	for (attempt = 1;; attempt++) {
+		int rc = elastic__ft_shrink(cur, &nc), ok, flag;
+		if (rc != MPI_SUCCESS) {
+			elastic__log(ctx, ELASTIC_LOG_WARN,
+				     "recovery: shrink failed (MPI error %d), "
+				     "attempt %d",
+				     rc, attempt);
+			if (attempt >= 20) {
+				elastic__watchdog_arm(ctx, 0);
+				return _fail(err, EIO,
+					     "recovery: MPIX_Comm_shrink failed %d times",
+					     attempt);
+			}
+			continue;
+		}
+		MPI_Comm_set_errhandler(nc, MPI_ERRORS_RETURN);
+		/* Every survivor should be at the same committed step (the commit
+		 * agreement is uniform); check it, and take the lowest if not. */
+		lohi[0] = ctx->committed;
+		lohi[1] = UINT64_MAX - ctx->committed;
+		rc = MPI_Allreduce(lohi, red, 2, MPI_UINT64_T, MPI_MIN, nc);
+		ok = rc == MPI_SUCCESS;
+		if (ok) {
+			rc = MPI_Comm_split_type(nc, MPI_COMM_TYPE_SHARED, 0,
+						 MPI_INFO_NULL, &node);
+			ok = rc == MPI_SUCCESS;
+		}
+		flag = ok;
+		rc = elastic__ft_agree(nc, &flag);
+		if (rc == MPI_SUCCESS && flag)
+			break;
+		elastic__log(
+			ctx, ELASTIC_LOG_INFO,
+			"recovery: another failure during attempt %d, shrinking again",
+			attempt);
+		if (node != MPI_COMM_NULL)
+			MPI_Comm_free(&node);
+		elastic__ft_revoke(nc);
+		if (cur != ctx->comm)
+			MPI_Comm_free(&cur);
+		cur = nc;
+		nc = MPI_COMM_NULL;
+	}
+	if (cur != ctx->comm)
+		MPI_Comm_free(&cur);
+	uint64_t lo = red[0], hi = UINT64_MAX - red[1];
+	if (hi != lo)
+		elastic__log(ctx, ELASTIC_LOG_WARN,
+			     "recovery: survivors were at committed steps %llu..%llu: "
+			     "all return to "
+			     "%llu",
+			     (unsigned long long)lo, (unsigned long long)hi,
+			     (unsigned long long)lo);
+	if (elastic__snap_host_restore(ctx, lo) < 0) {
+		/* Cannot happen with uniform agreement; never continue on a
+		 * state that differs between ranks. */
+		elastic__watchdog_arm(ctx, 0);
+		MPI_Comm_free(&node);
+		MPI_Comm_free(&nc);
+		return _fail(
+			err, EIO,
+			"recovery: no copy of committed step %llu here (have %llu, %llu)",
+			(unsigned long long)lo, (unsigned long long)ctx->host.step[0],
+			(unsigned long long)ctx->host.step[1]);
+	}
+	ctx->committed = lo;
+	nlost = _lost_ranks(ctx->comm, nc, &lost);
+	MPI_Comm_free(&ctx->comm);
+	ctx->comm = nc;
+	if (ctx->node_comm != MPI_COMM_NULL)
+		MPI_Comm_free(&ctx->node_comm);
+	ctx->node_comm = node;
+	MPI_Comm_rank(nc, &ctx->rank);
+	MPI_Comm_size(nc, &ctx->size);
+	MPI_Comm_rank(node, &ctx->node_rank);
+	elastic__nccl_on_change(ctx, lost, nlost);
+	free(lost);
+	elastic__watchdog_arm(ctx, 0);
+	ctx->stats.recoveries++;
+	ctx->stats.last_recovery_s = elastic__now_mono() - t0;
+	elastic__log(ctx, ELASTIC_LOG_INFO,
+		     "recovered: size %d -> %d in %.3f ms (%d attempt%s), back at "
+		     "committed step "
+		     "%llu",
+		     old_size, ctx->size, ctx->stats.last_recovery_s * 1e3, attempt,
+		     attempt > 1 ? "s" : "", (unsigned long long)lo);
+	return 0;
+}
+
+static void _persist(elastic_ctx_t *ctx)
+{
+	elastic_error_t e;
+
+	if (ctx->shm_prefix[0] && ctx->node_rank == 0 &&
+	    elastic__snap_file_write(ctx, ctx->shm_prefix, ctx->committed, &e) < 0)
+		elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s", e.text);
+	if (ctx->env.checkpoint_dir[0] && ctx->rank == 0 &&
+	    ctx->committed % (uint64_t)ctx->env.checkpoint_every == 0) {
+		char prefix[512];
+		snprintf(prefix, sizeof(prefix), "%s/elastic-%s-",
+			 ctx->env.checkpoint_dir,
+			 ctx->env.job_id[0] ? ctx->env.job_id : "job");
+		if (elastic__snap_file_write(ctx, prefix, ctx->committed, &e) < 0)
+			elastic__log(ctx, ELASTIC_LOG_WARN, "checkpoint: %s", e.text);
+	}
+}
+
+int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err)
+{
+	int flag, rc;
+
+	if (!ctx)
+		return _fail(err, EINVAL, "elastic_step_commit: ctx is NULL");
+	if (!ctx->in_step)
+		return _fail(err, EPROTO,
+			     "elastic_step_commit: no open step (call "
+			     "elastic_step_begin first)");
+	flag = (ctx->step_ok ? AGREE_STEP_OK : 0) | (ctx->comm_ok ? AGREE_COMM_OK : 0);
+	rc = elastic__ft_agree(ctx->comm, &flag);
+	if (rc == MPI_SUCCESS && (flag & AGREE_STEP_OK) && (flag & AGREE_COMM_OK)) {
+		ctx->committed++;
+		elastic__snap_host_save(ctx, ctx->committed);
+		_persist(ctx);
+		ctx->in_step = 0;
+		ctx->stats.commits++;
+		ctx->stats.last_failure_time = 0;
+		return ELASTIC_COMMITTED;
+	}
+	ctx->in_step = 0;
+	ctx->stats.redos++;
+	if (rc == MPI_SUCCESS && (flag & AGREE_COMM_OK)) {
+		/* Failed for a reason of the caller's: the world is whole. */
+		elastic__snap_host_restore(ctx, ctx->committed);
+		elastic__log(ctx, ELASTIC_LOG_INFO, "step %llu failed on some rank: redo",
+			     (unsigned long long)ctx->committed);
+		return ELASTIC_REDO;
+	}
+	if (rc != MPI_SUCCESS && !elastic__ft_is_fault(rc))
+		elastic__log(ctx, ELASTIC_LOG_WARN, "commit agreement: MPI error %d", rc);
+	if (_recover(ctx, err) < 0)
+		return -1;
+	if (ctx->change_fn)
+		ctx->change_fn(ctx, ctx->change_arg);
+	return ELASTIC_REDO;
+}
+
+int elastic_complete(elastic_ctx_t *ctx, elastic_error_t *err)
+{
+	int rc;
+
+	if (!ctx)
+		return _fail(err, EINVAL, "elastic_complete: ctx is NULL");
+	if (ctx->in_step)
+		return _fail(err, EPROTO, "elastic_complete: step %llu is still open",
+			     (unsigned long long)ctx->committed);
+	rc = MPI_Barrier(ctx->comm);
+	if (rc != MPI_SUCCESS)
+		return _fail(err, elastic__ft_is_fault(rc) ? EPIPE : EIO,
+			     "elastic_complete: barrier failed (MPI error %d)", rc);
+	if (ctx->shm_prefix[0] && ctx->node_rank == 0)
+		elastic__snap_file_remove(ctx->shm_prefix);
+	ctx->completed = 1;
+	return 0;
+}
