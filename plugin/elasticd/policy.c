@@ -1,0 +1,1052 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* plugin/elasticd/policy.c: elastic allocation policy (water-filling, rounding,
+ * hysteresis, placement); the rules are written down in policy.h. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+
+/* Set err and errno = e; returns -1. */
+#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
+
+/* Hysteresis re-split rounds before the last split stands. */
+#define _MAX_ROUNDS 32
+
+typedef unsigned __int128 _u128;
+
+/* Working state of one job. */
+struct _job {
+	const struct elastic_policy_job *in;
+	int cur, lo, hi, pinned;
+	uint64_t w;   /* water-filling weight */
+	int rank;     /* position in rank order */
+	int admitted; /* gets at least lo */
+	int frozen;   /* held at cur by hysteresis */
+	enum elastic_policy_reason hold;
+	int target, want;
+	int state;     /* water-filling: 0 at lo, 1 linear, 2 at hi */
+	_u128 deficit; /* (ideal - target) * denominator */
+	double share;
+};
+
+struct _rank_key {
+	uint32_t prio; /* 0 in fifo mode */
+	int64_t submit;
+	uint32_t id;
+	int job;
+};
+
+struct _event {
+	uint64_t v, w; /* at level v / w */
+	int rank;
+	int leave; /* 0: job enters the linear part at lo, 1: leaves it at hi */
+	int job;
+};
+
+struct _cand {
+	_u128 deficit;
+	int rank;
+	int job;
+};
+
+struct _ws {
+	const struct elastic_policy_input *in;
+	int nj, nn;
+	struct _job *j;
+	int *order;	   /* job indices in rank order */
+	struct _event *ev; /* 2 per admitted job, sorted */
+	int nev;
+	struct _cand *cand; /* scratch for rounding */
+	int *free;	    /* per node: free GPUs for elastic jobs, after holdings */
+	int *stamp;	    /* per node scratch */
+	int capacity;
+};
+
+/* ---- allowed sizes ---------------------------------------------------- */
+
+/* Largest allowed size <= v, or 0. */
+static int _size_floor(const struct elastic_policy_job *jb, int v)
+{
+	if (v < 1)
+		return 0;
+	switch (jb->sizes) {
+	case ELASTIC_SIZES_POW2:
+		return 1 << (31 - __builtin_clz((unsigned)v));
+	case ELASTIC_SIZES_LIST: {
+		int lo = 0, hi = jb->nsize_list; /* first index with list > v */
+		while (lo < hi) {
+			int mid = lo + (hi - lo) / 2;
+			if (jb->size_list[mid] <= v)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		return lo ? jb->size_list[lo - 1] : 0;
+	}
+	default:
+		return v;
+	}
+}
+
+/* Smallest allowed size >= v, or -1. */
+static int _size_ceil(const struct elastic_policy_job *jb, int v)
+{
+	if (v < 1)
+		v = 1;
+	switch (jb->sizes) {
+	case ELASTIC_SIZES_POW2:
+		if (v > (1 << 30))
+			return -1;
+		return v == 1 ? 1 : 1 << (32 - __builtin_clz((unsigned)(v - 1)));
+	case ELASTIC_SIZES_LIST: {
+		int lo = 0, hi = jb->nsize_list; /* first index with list >= v */
+		while (lo < hi) {
+			int mid = lo + (hi - lo) / 2;
+			if (jb->size_list[mid] < v)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		return lo < jb->nsize_list ? jb->size_list[lo] : -1;
+	}
+	default:
+		return v;
+	}
+}
+
+static int _size_ok(const struct elastic_policy_job *jb, int v)
+{
+	return v >= 1 && _size_floor(jb, v) == v;
+}
+
+/* ---- names ------------------------------------------------------------ */
+
+const char *elastic_policy_mode_name(enum elastic_policy_mode mode)
+{
+	switch (mode) {
+	case ELASTIC_POLICY_PRIORITY:
+		return "priority";
+	case ELASTIC_POLICY_FAIRSHARE:
+		return "fairshare";
+	case ELASTIC_POLICY_FIFO:
+		return "fifo";
+	}
+	return NULL;
+}
+
+const char *elastic_policy_reason_name(enum elastic_policy_reason reason)
+{
+	static const char *const names[] = {
+		[ELASTIC_POLICY_STEADY] = "steady",
+		[ELASTIC_POLICY_START] = "start",
+		[ELASTIC_POLICY_GROW] = "grow",
+		[ELASTIC_POLICY_SHRINK] = "shrink",
+		[ELASTIC_POLICY_WAIT] = "wait",
+		[ELASTIC_POLICY_STOP] = "stop",
+		[ELASTIC_POLICY_HOLD_THRESHOLD] = "hold-threshold",
+		[ELASTIC_POLICY_HOLD_COOLDOWN] = "hold-cooldown",
+	};
+	if ((unsigned)reason >= sizeof(names) / sizeof(names[0]))
+		return NULL;
+	return names[reason];
+}
+
+/* ---- input checks ----------------------------------------------------- */
+
+static int _check_nodes(struct _ws *ws, elastic_error_t *err)
+{
+	const struct elastic_policy_input *in = ws->in;
+	int64_t total = 0, capacity = 0;
+
+	for (int n = 0; n < in->nnodes; n++) {
+		int gpus = in->node_gpus[n], busy = in->node_busy ? in->node_busy[n] : 0;
+		if (gpus < 0 || gpus > ELASTIC_POLICY_MAX_NODE_GPUS)
+			return _fail(err, EINVAL, "node %d: %d GPUs (allowed: 0..%d)", n,
+				     gpus, ELASTIC_POLICY_MAX_NODE_GPUS);
+		if (busy < 0 || busy > gpus)
+			return _fail(err, EINVAL,
+				     "node %d: %d GPUs busy with non-elastic jobs "
+				     "(allowed: 0..%d, its GPU count)",
+				     n, busy, gpus);
+		total += gpus;
+		capacity += gpus - busy;
+		ws->free[n] = gpus - busy;
+		ws->stamp[n] = -1;
+	}
+	if (total == 0)
+		return _fail(err, EINVAL, "zero GPU capacity: all %d nodes have 0 GPUs",
+			     in->nnodes);
+	if (total > INT_MAX)
+		return _fail(err, EINVAL, "%lld GPUs in all: more than %d",
+			     (long long)total, INT_MAX);
+	ws->capacity = (int)capacity;
+	return 0;
+}
+
+static int _check_sizes(const struct elastic_policy_job *jb, elastic_error_t *err)
+{
+	switch (jb->sizes) {
+	case ELASTIC_SIZES_ANY:
+	case ELASTIC_SIZES_POW2:
+		return 0;
+	case ELASTIC_SIZES_LIST:
+		if (!jb->size_list || jb->nsize_list < 1)
+			return _fail(err, EINVAL, "job %u: allowed-size list is empty",
+				     jb->id);
+		for (int i = 0; i < jb->nsize_list; i++) {
+			if (jb->size_list[i] < 1)
+				return _fail(err, EINVAL, "job %u: allowed size %d < 1",
+					     jb->id, jb->size_list[i]);
+			if (i && jb->size_list[i] <= jb->size_list[i - 1])
+				return _fail(err, EINVAL,
+					     "job %u: allowed sizes not ascending (%d "
+					     "after %d)",
+					     jb->id, jb->size_list[i],
+					     jb->size_list[i - 1]);
+		}
+		return 0;
+	}
+	return _fail(err, EINVAL, "job %u: allowed-size kind %d is not any, pow2 or list",
+		     jb->id, (int)jb->sizes);
+}
+
+/* Check one job and fill its working state; holdings are taken off the
+ * nodes' free counts (which must stay >= 0 over all jobs). */
+static int _check_job(struct _ws *ws, int i, elastic_error_t *err)
+{
+	const struct elastic_policy_job *jb = &ws->in->jobs[i];
+	struct _job *t = &ws->j[i];
+
+	if (jb->id == 0)
+		return _fail(err, EINVAL, "job at index %d: id 0 (Slurm job ids are > 0)",
+			     i);
+	if (jb->min < 1)
+		return _fail(err, EINVAL, "job %u: min %d < 1", jb->id, jb->min);
+	if (jb->max < jb->min)
+		return _fail(err, EINVAL, "job %u: min %d > max %d", jb->id, jb->min,
+			     jb->max);
+	if (_check_sizes(jb, err) < 0)
+		return -1;
+	t->lo = _size_ceil(jb, jb->min);
+	t->hi = _size_floor(jb, jb->max);
+	if (t->lo < 0 || t->lo > t->hi)
+		return _fail(err, EINVAL,
+			     "job %u: no allowed size between min %d and max %d", jb->id,
+			     jb->min, jb->max);
+	if (jb->submit_time < 0)
+		return _fail(err, EINVAL, "job %u: submit time %lld is negative", jb->id,
+			     (long long)jb->submit_time);
+	if (jb->last_resize < 0)
+		return _fail(err, EINVAL, "job %u: last resize time %lld is negative",
+			     jb->id, (long long)jb->last_resize);
+	if (jb->nplace < 0 || (jb->nplace > 0 && !jb->place))
+		return _fail(err, EINVAL,
+			     "job %u: placement of %d entries is missing or negative",
+			     jb->id, jb->nplace);
+	t->in = jb;
+	t->cur = 0;
+	t->pinned = 0;
+	for (int k = 0; k < jb->nplace; k++) {
+		const struct elastic_policy_place *p = &jb->place[k];
+		if (p->node < 0 || p->node >= ws->nn)
+			return _fail(err, EINVAL,
+				     "job %u: placement on node %d (nodes: 0..%d)",
+				     jb->id, p->node, ws->nn - 1);
+		if (p->gpus < 1)
+			return _fail(err, EINVAL,
+				     "job %u: %d GPUs on node %d (must be > 0)", jb->id,
+				     p->gpus, p->node);
+		if (p->pinned < 0 || p->pinned > p->gpus)
+			return _fail(err, EINVAL,
+				     "job %u: %d pinned GPUs on node %d (allowed: 0..%d)",
+				     jb->id, p->pinned, p->node, p->gpus);
+		if (ws->stamp[p->node] == i)
+			return _fail(err, EINVAL,
+				     "job %u: node %d listed twice in its placement",
+				     jb->id, p->node);
+		ws->stamp[p->node] = i;
+		if (p->gpus > ws->free[p->node]) {
+			int busy = ws->in->node_busy ? ws->in->node_busy[p->node] : 0;
+			return _fail(err, EINVAL,
+				     "node %d: over-committed: job %u holds %d GPUs "
+				     "there, but "
+				     "only %d of its %d GPUs are not held by other jobs "
+				     "(%d busy "
+				     "with non-elastic jobs)",
+				     p->node, jb->id, p->gpus, ws->free[p->node],
+				     ws->in->node_gpus[p->node], busy);
+		}
+		ws->free[p->node] -= p->gpus;
+		t->cur += p->gpus;
+		t->pinned += p->pinned;
+	}
+	if (t->pinned > jb->min)
+		return _fail(err, EINVAL, "job %u: %d pinned GPUs > min %d", jb->id,
+			     t->pinned, jb->min);
+	if (ws->in->mode == ELASTIC_POLICY_PRIORITY)
+		t->w = jb->priority ? jb->priority : 1;
+	else
+		t->w = 1;
+	return 0;
+}
+
+/* Ids must be unique: an open-addressing set over a scratch array. */
+static int _check_ids(struct _ws *ws, elastic_error_t *err)
+{
+	size_t size = 16;
+	uint32_t *set;
+
+	while (size < (size_t)ws->nj * 2)
+		size <<= 1;
+	if (!(set = calloc(size, sizeof(*set))))
+		return _fail(err, ENOMEM, "out of memory checking %d job ids", ws->nj);
+	for (int i = 0; i < ws->nj; i++) {
+		uint32_t id = ws->in->jobs[i].id;
+		size_t h = (id * 2654435761u) & (size - 1);
+		while (set[h] && set[h] != id)
+			h = (h + 1) & (size - 1);
+		if (set[h] == id) {
+			free(set);
+			return _fail(err, EINVAL, "job %u: listed twice", id);
+		}
+		set[h] = id;
+	}
+	free(set);
+	return 0;
+}
+
+static int _check_input(struct _ws *ws, elastic_error_t *err)
+{
+	if (_check_nodes(ws, err) < 0)
+		return -1;
+	for (int i = 0; i < ws->nj; i++)
+		if (_check_job(ws, i, err) < 0)
+			return -1;
+	return _check_ids(ws, err);
+}
+
+/* ---- ranking ---------------------------------------------------------- */
+
+static int _cmp_rank(const void *pa, const void *pb)
+{
+	const struct _rank_key *a = pa, *b = pb;
+	if (a->prio != b->prio)
+		return a->prio > b->prio ? -1 : 1;
+	if (a->submit != b->submit)
+		return a->submit < b->submit ? -1 : 1;
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return 0;
+}
+
+static int _rank(struct _ws *ws)
+{
+	struct _rank_key *keys = malloc(sizeof(*keys) * (ws->nj ? ws->nj : 1));
+	if (!keys)
+		return -1;
+	for (int i = 0; i < ws->nj; i++) {
+		const struct elastic_policy_job *jb = &ws->in->jobs[i];
+		keys[i].prio = ws->in->mode == ELASTIC_POLICY_FIFO ? 0 : jb->priority;
+		keys[i].submit = jb->submit_time;
+		keys[i].id = jb->id;
+		keys[i].job = i;
+	}
+	qsort(keys, ws->nj, sizeof(*keys), _cmp_rank);
+	for (int r = 0; r < ws->nj; r++) {
+		ws->order[r] = keys[r].job;
+		ws->j[keys[r].job].rank = r;
+	}
+	free(keys);
+	return 0;
+}
+
+/* Running jobs keep their MIN while it fits (lowest rank stopped first);
+ * pending jobs follow in rank order until the first that does not fit. */
+static void _admit(struct _ws *ws)
+{
+	int64_t left = ws->capacity;
+
+	for (int r = 0; r < ws->nj; r++) {
+		struct _job *t = &ws->j[ws->order[r]];
+		if (t->cur > 0 && t->lo <= left) {
+			t->admitted = 1;
+			left -= t->lo;
+		}
+	}
+	for (int r = 0; r < ws->nj; r++) {
+		struct _job *t = &ws->j[ws->order[r]];
+		if (t->cur > 0)
+			continue;
+		if (t->lo > left)
+			break;
+		t->admitted = 1;
+		left -= t->lo;
+	}
+}
+
+/* ---- splitting -------------------------------------------------------- */
+
+static int _cmp_event(const void *pa, const void *pb)
+{
+	const struct _event *a = pa, *b = pb;
+	/* a->v / a->w vs b->v / b->w; v < 2^31, w < 2^32: products fit. */
+	uint64_t x = a->v * b->w, y = b->v * a->w;
+	if (x != y)
+		return x < y ? -1 : 1;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return a->leave - b->leave;
+}
+
+static void _events(struct _ws *ws)
+{
+	ws->nev = 0;
+	for (int i = 0; i < ws->nj; i++) {
+		struct _job *t = &ws->j[i];
+		if (!t->admitted)
+			continue;
+		ws->ev[ws->nev++] = (struct _event){(uint64_t)t->lo, t->w, t->rank, 0, i};
+		ws->ev[ws->nev++] = (struct _event){(uint64_t)t->hi, t->w, t->rank, 1, i};
+	}
+	qsort(ws->ev, ws->nev, sizeof(*ws->ev), _cmp_event);
+}
+
+static int _active(const struct _job *t)
+{
+	return t->admitted && !t->frozen;
+}
+
+static int _cmp_cand(const void *pa, const void *pb)
+{
+	const struct _cand *a = pa, *b = pb;
+	if (a->deficit != b->deficit)
+		return a->deficit > b->deficit ? -1 : 1;
+	return a->rank - b->rank;
+}
+
+/* Hand out the left GPUs by largest remainder, one allowed step at a time;
+ * repeat passes while some job can still take a step. */
+static void _round_up(struct _ws *ws, int left)
+{
+	int nc = 0;
+
+	if (left <= 0)
+		return;
+	for (int i = 0; i < ws->nj; i++) {
+		struct _job *t = &ws->j[i];
+		if (_active(t) && t->target < t->hi)
+			ws->cand[nc++] = (struct _cand){t->deficit, t->rank, i};
+	}
+	qsort(ws->cand, nc, sizeof(*ws->cand), _cmp_cand);
+	for (int progress = 1; left > 0 && progress;) {
+		progress = 0;
+		for (int c = 0; c < nc && left > 0; c++) {
+			struct _job *t = &ws->j[ws->cand[c].job];
+			int next;
+			if (t->target >= t->hi)
+				continue;
+			next = _size_ceil(t->in, t->target + 1);
+			if (next < 0 || next > t->hi || next - t->target > left)
+				continue;
+			left -= next - t->target;
+			t->target = next;
+			progress = 1;
+		}
+	}
+}
+
+/* Weighted water-filling of K GPUs over the active jobs. */
+static void _split_weighted(struct _ws *ws, int K)
+{
+	__int128 A = 0, B = 0;
+	int64_t sum_hi = 0;
+	int any = 0, left = K;
+
+	for (int i = 0; i < ws->nj; i++) {
+		struct _job *t = &ws->j[i];
+		if (!_active(t))
+			continue;
+		any = 1;
+		A += t->lo;
+		sum_hi += t->hi;
+		t->state = 0;
+	}
+	if (!any)
+		return;
+	if (sum_hi <= K) {
+		for (int i = 0; i < ws->nj; i++) {
+			struct _job *t = &ws->j[i];
+			if (_active(t)) {
+				t->target = t->hi;
+				t->share = t->hi;
+			}
+		}
+		return;
+	}
+	/* f(L) = A + B * L on the current segment; stop at the first event
+	 * whose level already gives f >= K. */
+	for (int e = 0; e < ws->nev; e++) {
+		const struct _event *ev = &ws->ev[e];
+		struct _job *t = &ws->j[ev->job];
+		if (!_active(t))
+			continue;
+		if (A * (__int128)ev->w + B * (__int128)ev->v >= (__int128)K * ev->w)
+			break;
+		if (!ev->leave) {
+			A -= t->lo;
+			B += t->w;
+			t->state = 1;
+		} else {
+			A += t->hi;
+			B -= t->w;
+			t->state = 2;
+		}
+	}
+	/* Level = (K - A) / B; with B == 0 every job sits on a bound. */
+	_u128 num = (_u128)(K - A), den = B > 0 ? (_u128)B : 1;
+	for (int i = 0; i < ws->nj; i++) {
+		struct _job *t = &ws->j[i];
+		_u128 q, r = 0;
+		if (!_active(t))
+			continue;
+		if (t->state == 1 && B > 0) {
+			_u128 p = (_u128)t->w * num;
+			q = p / den;
+			r = p % den;
+		} else {
+			q = t->state == 2 ? (_u128)t->hi : (_u128)t->lo;
+		}
+		if (q > (_u128)t->hi) /* cannot happen; keep bounds whatever */
+			q = t->hi;
+		if (q < (_u128)t->lo)
+			q = t->lo;
+		t->share = (double)q + (double)r / (double)den;
+		t->target = _size_floor(t->in, (int)q);
+		t->deficit = ((_u128)q - (_u128)t->target) * den + r;
+		left -= t->target;
+	}
+	_round_up(ws, left);
+}
+
+/* fifo: all MINs, then jobs in rank order take up to their MAX. */
+static void _split_fifo(struct _ws *ws, int K)
+{
+	int64_t left = K;
+
+	for (int i = 0; i < ws->nj; i++)
+		if (_active(&ws->j[i]))
+			left -= ws->j[i].lo;
+	for (int r = 0; r < ws->nj; r++) {
+		struct _job *t = &ws->j[ws->order[r]];
+		int64_t up;
+		if (!_active(t))
+			continue;
+		up = t->lo + left < t->hi ? t->lo + left : t->hi;
+		t->target = _size_floor(t->in, (int)up);
+		t->share = t->target;
+		left -= t->target - t->lo;
+	}
+}
+
+/* Why job t's change to its target would be held, or STEADY for none. */
+static enum elastic_policy_reason _hold_reason(const struct _ws *ws, const struct _job *t)
+{
+	const struct elastic_policy_input *in = ws->in;
+	int64_t d = t->target > t->cur ? t->target - t->cur : t->cur - t->target;
+
+	if (t->cur < t->lo || t->cur > t->hi || !_size_ok(t->in, t->cur))
+		return ELASTIC_POLICY_STEADY;
+	if (in->cooldown > 0 && t->in->last_resize > 0 &&
+	    in->now - t->in->last_resize < in->cooldown)
+		return ELASTIC_POLICY_HOLD_COOLDOWN;
+	if (d < in->min_change || d * 100 < (int64_t)in->min_change_pct * t->cur)
+		return ELASTIC_POLICY_HOLD_THRESHOLD;
+	return ELASTIC_POLICY_STEADY;
+}
+
+/* Split, then hold the changes hysteresis suppresses and re-split around
+ * them, until nothing new is held. Returns the number of rounds. */
+static int _split(struct _ws *ws)
+{
+	int rounds = 0;
+
+	for (;;) {
+		int64_t K = ws->capacity, slack;
+		int held = 0;
+
+		for (int i = 0; i < ws->nj; i++)
+			if (ws->j[i].admitted && ws->j[i].frozen)
+				K -= ws->j[i].cur;
+		if (ws->in->mode == ELASTIC_POLICY_FIFO)
+			_split_fifo(ws, (int)K);
+		else
+			_split_weighted(ws, (int)K);
+		if (++rounds >= _MAX_ROUNDS)
+			break;
+		slack = K;
+		for (int i = 0; i < ws->nj; i++)
+			if (_active(&ws->j[i]))
+				slack -= ws->j[i].lo;
+		/* Held grows only free GPUs; then shrinks, while every admitted
+		 * job's MIN still fits around them. */
+		for (int pass = 0; pass < 2; pass++) {
+			for (int r = 0; r < ws->nj; r++) {
+				struct _job *t = &ws->j[ws->order[r]];
+				enum elastic_policy_reason why;
+				if (!_active(t) || t->target == t->cur)
+					continue;
+				if ((pass == 0) != (t->target > t->cur))
+					continue;
+				why = _hold_reason(ws, t);
+				if (why == ELASTIC_POLICY_STEADY)
+					continue;
+				if (pass == 1 && slack - (t->cur - t->lo) < 0)
+					continue;
+				slack -= t->cur - t->lo;
+				t->frozen = 1;
+				t->hold = why;
+				t->want = t->target;
+				t->target = t->cur;
+				held++;
+			}
+		}
+		if (!held)
+			break;
+	}
+	return rounds;
+}
+
+/* ---- placement -------------------------------------------------------- */
+
+/* Lazy min-heaps of node indices, one per free count: a node's entry is
+ * current only while its free count equals the heap's value. */
+struct _heap {
+	int *a;
+	int n, cap;
+};
+
+static int _heap_push(struct _heap *h, int node)
+{
+	int i;
+	if (h->n == h->cap) {
+		int cap = h->cap ? h->cap * 2 : 16;
+		int *a = realloc(h->a, sizeof(*a) * cap);
+		if (!a)
+			return -1;
+		h->a = a;
+		h->cap = cap;
+	}
+	for (i = h->n++; i > 0 && h->a[(i - 1) / 2] > node; i = (i - 1) / 2)
+		h->a[i] = h->a[(i - 1) / 2];
+	h->a[i] = node;
+	return 0;
+}
+
+static void _heap_pop(struct _heap *h)
+{
+	int last = h->a[--h->n], i = 0;
+	for (;;) {
+		int c = 2 * i + 1;
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && h->a[c + 1] < h->a[c])
+			c++;
+		if (h->a[c] >= last)
+			break;
+		h->a[i] = h->a[c];
+		i = c;
+	}
+	if (h->n)
+		h->a[i] = last;
+}
+
+/* Lowest node index with exactly v free GPUs, or -1. */
+static int _heap_top(struct _heap *heaps, const int *freec, int v)
+{
+	struct _heap *h = &heaps[v];
+	while (h->n && freec[h->a[0]] != v)
+		_heap_pop(h);
+	return h->n ? h->a[0] : -1;
+}
+
+struct _grow {
+	int need, rank, job;
+};
+
+static int _cmp_grow(const void *pa, const void *pb)
+{
+	const struct _grow *a = pa, *b = pb;
+	if (a->need != b->need)
+		return a->need > b->need ? -1 : 1;
+	return a->rank - b->rank;
+}
+
+static int _cmp_place_node(const void *pa, const void *pb)
+{
+	const struct elastic_policy_place *a = pa, *b = pb;
+	return a->node - b->node;
+}
+
+/* Release order of a shrinking job: fewest GPUs first, then higher node. */
+static int _cmp_release(const void *pa, const void *pb)
+{
+	const struct elastic_policy_place *a = pa, *b = pb;
+	if (a->gpus != b->gpus)
+		return a->gpus - b->gpus;
+	return b->node - a->node;
+}
+
+/* Growth order on own nodes: most GPUs first, then lower node. */
+static int _cmp_own(const void *pa, const void *pb)
+{
+	const struct elastic_policy_place *a = pa, *b = pb;
+	if (a->gpus != b->gpus)
+		return b->gpus - a->gpus;
+	return a->node - b->node;
+}
+
+/* Take up to want GPUs of node n for target tg; returns how many. */
+static int _take(struct _ws *ws, struct _heap *heaps, struct elastic_policy_target *tg,
+		 int n, int want, int own)
+{
+	int got = ws->free[n] < want ? ws->free[n] : want;
+	if (got <= 0)
+		return 0;
+	ws->free[n] -= got;
+	if (ws->free[n] > 0 && _heap_push(&heaps[ws->free[n]], n) < 0)
+		return -1;
+	if (own) {
+		for (int k = 0; k < tg->nplace; k++)
+			if (tg->place[k].node == n) {
+				tg->place[k].gpus += got;
+				return got;
+			}
+	}
+	tg->place[tg->nplace++] = (struct elastic_policy_place){n, got, 0};
+	return got;
+}
+
+/* Place every job's target; tg[i].place points at room for its entries. */
+static int _place(struct _ws *ws, struct elastic_policy_target *tg, elastic_error_t *err)
+{
+	struct _heap *heaps = NULL;
+	struct _grow *grow = NULL;
+	int ngrow = 0, maxv = 0, nheaps = 0, rc = -1;
+
+	/* Keep, or release what a shrink gives back. */
+	for (int i = 0; i < ws->nj; i++) {
+		const struct elastic_policy_job *jb = ws->j[i].in;
+		struct elastic_policy_target *t = &tg[i];
+		int rel = t->cur - t->gpus;
+
+		t->nplace = 0;
+		if (t->gpus == 0) {
+			for (int k = 0; k < jb->nplace; k++)
+				ws->free[jb->place[k].node] += jb->place[k].gpus;
+			continue;
+		}
+		memcpy(t->place, jb->place, sizeof(*t->place) * jb->nplace);
+		t->nplace = jb->nplace;
+		if (rel <= 0)
+			continue;
+		qsort(t->place, t->nplace, sizeof(*t->place), _cmp_release);
+		for (int k = 0; k < t->nplace && rel > 0; k++) {
+			struct elastic_policy_place *p = &t->place[k];
+			int r = p->gpus - p->pinned < rel ? p->gpus - p->pinned : rel;
+			p->gpus -= r;
+			ws->free[p->node] += r;
+			rel -= r;
+		}
+		int kept = 0;
+		for (int k = 0; k < t->nplace; k++)
+			if (t->place[k].gpus > 0)
+				t->place[kept++] = t->place[k];
+		t->nplace = kept;
+	}
+
+	/* Free counts by value, lowest node first. */
+	for (int n = 0; n < ws->nn; n++)
+		if (ws->free[n] > maxv)
+			maxv = ws->free[n];
+	if (!(heaps = calloc(maxv + 1, sizeof(*heaps))))
+		goto nomem;
+	nheaps = maxv + 1;
+	for (int n = 0; n < ws->nn; n++)
+		if (ws->free[n] > 0 && _heap_push(&heaps[ws->free[n]], n) < 0)
+			goto nomem;
+
+	if (!(grow = malloc(sizeof(*grow) * (ws->nj ? ws->nj : 1))))
+		goto nomem;
+	for (int i = 0; i < ws->nj; i++)
+		if (tg[i].gpus > tg[i].cur)
+			grow[ngrow++] =
+				(struct _grow){tg[i].gpus - tg[i].cur, ws->j[i].rank, i};
+	qsort(grow, ngrow, sizeof(*grow), _cmp_grow);
+
+	for (int g = 0; g < ngrow; g++) {
+		struct elastic_policy_target *t = &tg[grow[g].job];
+		int rem = grow[g].need, got;
+
+		/* Nodes the job already uses, most held first. */
+		qsort(t->place, t->nplace, sizeof(*t->place), _cmp_own);
+		for (int k = 0, n0 = t->nplace; k < n0 && rem > 0; k++) {
+			if ((got = _take(ws, heaps, t, t->place[k].node, rem, 1)) < 0)
+				goto nomem;
+			rem -= got;
+		}
+		while (rem > 0) {
+			int node = -1, v;
+			while (maxv > 0 && _heap_top(heaps, ws->free, maxv) < 0)
+				maxv--;
+			if (maxv == 0) {
+				(void)_fail(err, EFAULT,
+					    "internal error: no free GPU left to place "
+					    "job %u "
+					    "(%d more GPUs)",
+					    t->id, rem);
+				goto out;
+			}
+			/* Best fit: the smallest free count that covers rem. */
+			for (v = rem; v <= maxv && node < 0; v++)
+				node = _heap_top(heaps, ws->free, v);
+			if (node < 0)
+				node = _heap_top(heaps, ws->free, maxv);
+			if ((got = _take(ws, heaps, t, node, rem, 0)) < 0)
+				goto nomem;
+			rem -= got;
+		}
+	}
+	for (int i = 0; i < ws->nj; i++)
+		if (tg[i].nplace > 1)
+			qsort(tg[i].place, tg[i].nplace, sizeof(*tg[i].place),
+			      _cmp_place_node);
+	rc = 0;
+	goto out;
+nomem:
+	(void)_fail(err, ENOMEM, "out of memory placing %d jobs on %d nodes", ws->nj,
+		    ws->nn);
+out:
+	for (int v = 0; v < nheaps; v++)
+		free(heaps[v].a);
+	free(heaps);
+	free(grow);
+	return rc;
+}
+
+/* ---- the decision ----------------------------------------------------- */
+
+static void _ws_free(struct _ws *ws)
+{
+	free(ws->j);
+	free(ws->order);
+	free(ws->ev);
+	free(ws->cand);
+	free(ws->free);
+	free(ws->stamp);
+}
+
+static int _check_top(const struct elastic_policy_input *in,
+		      struct elastic_policy_result **out, elastic_error_t *err)
+{
+	if (!in)
+		return _fail(err, EINVAL, "no policy input");
+	if (!out)
+		return _fail(err, EINVAL, "no place for the policy result");
+	if (!elastic_policy_mode_name(in->mode))
+		return _fail(err, EINVAL,
+			     "policy mode %d is not priority, fairshare or fifo",
+			     (int)in->mode);
+	if (in->now < 0)
+		return _fail(err, EINVAL, "now %lld is negative", (long long)in->now);
+	if (in->min_change < 0)
+		return _fail(err, EINVAL, "hysteresis min change %d GPUs is negative",
+			     in->min_change);
+	if (in->min_change_pct < 0 || in->min_change_pct > 100)
+		return _fail(err, EINVAL, "hysteresis min change %d%% is outside 0..100",
+			     in->min_change_pct);
+	if (in->cooldown < 0)
+		return _fail(err, EINVAL, "hysteresis cool-down %lld s is negative",
+			     (long long)in->cooldown);
+	if (in->nnodes <= 0)
+		return _fail(err, EINVAL, "no nodes (%d)", in->nnodes);
+	if (!in->node_gpus)
+		return _fail(err, EINVAL, "no GPU counts for the %d nodes", in->nnodes);
+	if (in->njobs < 0)
+		return _fail(err, EINVAL, "job count %d is negative", in->njobs);
+	if (in->njobs > 0 && !in->jobs)
+		return _fail(err, EINVAL, "no job array for %d jobs", in->njobs);
+	return 0;
+}
+
+int elastic_policy_decide(const struct elastic_policy_input *in,
+			  struct elastic_policy_result **out, elastic_error_t *err)
+{
+	struct _ws ws = {0};
+	struct elastic_policy_result *res = NULL;
+	size_t nplaces = 0, size;
+	int nj;
+
+	if (_check_top(in, out, err) < 0)
+		return -1;
+	ws.in = in;
+	ws.nj = nj = in->njobs;
+	ws.nn = in->nnodes;
+	ws.j = calloc(nj ? nj : 1, sizeof(*ws.j));
+	ws.order = calloc(nj ? nj : 1, sizeof(*ws.order));
+	ws.ev = calloc(nj ? 2 * (size_t)nj : 1, sizeof(*ws.ev));
+	ws.cand = calloc(nj ? nj : 1, sizeof(*ws.cand));
+	ws.free = calloc(ws.nn, sizeof(*ws.free));
+	ws.stamp = calloc(ws.nn, sizeof(*ws.stamp));
+	if (!ws.j || !ws.order || !ws.ev || !ws.cand || !ws.free || !ws.stamp) {
+		(void)_fail(err, ENOMEM, "out of memory for %d jobs on %d nodes", nj,
+			    ws.nn);
+		goto fail;
+	}
+	if (_check_input(&ws, err) < 0)
+		goto fail;
+	if (_rank(&ws) < 0) {
+		(void)_fail(err, ENOMEM, "out of memory ranking %d jobs", nj);
+		goto fail;
+	}
+	_admit(&ws);
+	if (in->mode != ELASTIC_POLICY_FIFO)
+		_events(&ws);
+	int rounds = _split(&ws);
+
+	/* One block: result, targets, then room for every placement. */
+	for (int i = 0; i < nj; i++) {
+		const struct _job *t = &ws.j[i];
+		int target = t->admitted ? t->target : 0;
+		int add = target > t->cur ? target - t->cur : 0;
+		nplaces += t->in->nplace + (add < ws.nn ? add : ws.nn);
+	}
+	size = sizeof(*res) + sizeof(*res->targets) * nj +
+	       sizeof(*res->targets->place) * nplaces;
+	if (!(res = calloc(1, size))) {
+		(void)_fail(err, ENOMEM, "out of memory for the result of %d jobs", nj);
+		goto fail;
+	}
+	res->mode = in->mode;
+	res->capacity = ws.capacity;
+	res->rounds = rounds;
+	res->now = in->now;
+	res->cooldown = in->cooldown;
+	res->njobs = nj;
+	res->targets = (struct elastic_policy_target *)(res + 1);
+	struct elastic_policy_place *pool =
+		(struct elastic_policy_place *)(res->targets + nj);
+	for (int i = 0; i < nj; i++) {
+		const struct _job *t = &ws.j[i];
+		struct elastic_policy_target *tg = &res->targets[i];
+		int add;
+
+		tg->id = t->in->id;
+		tg->cur = t->cur;
+		tg->min = t->lo;
+		tg->max = t->hi;
+		if (!t->admitted) {
+			tg->gpus = tg->want = 0;
+			tg->reason =
+				t->cur > 0 ? ELASTIC_POLICY_STOP : ELASTIC_POLICY_WAIT;
+		} else {
+			tg->gpus = t->target;
+			tg->want = t->frozen ? t->want : t->target;
+			tg->share = t->share;
+			if (t->frozen)
+				tg->reason = t->hold;
+			else if (t->target == t->cur)
+				tg->reason = ELASTIC_POLICY_STEADY;
+			else if (t->cur == 0)
+				tg->reason = ELASTIC_POLICY_START;
+			else
+				tg->reason = t->target > t->cur ? ELASTIC_POLICY_GROW
+								: ELASTIC_POLICY_SHRINK;
+		}
+		res->used += tg->gpus;
+		tg->place = pool;
+		add = tg->gpus > tg->cur ? tg->gpus - tg->cur : 0;
+		pool += t->in->nplace + (add < ws.nn ? add : ws.nn);
+	}
+	res->idle = res->capacity - res->used;
+	if (_place(&ws, res->targets, err) < 0)
+		goto fail;
+	_ws_free(&ws);
+	*out = res;
+	return 0;
+fail:
+	free(res);
+	_ws_free(&ws);
+	return -1;
+}
+
+void elastic_policy_result_destroy(struct elastic_policy_result *res)
+{
+	free(res);
+}
+
+int elastic_policy_explain(const struct elastic_policy_result *res, int i, char *buf,
+			   size_t len)
+{
+	const struct elastic_policy_target *t;
+	const char *mode;
+
+	if (!res || i < 0 || i >= res->njobs || (!buf && len)) {
+		errno = EINVAL;
+		return -1;
+	}
+	t = &res->targets[i];
+	mode = elastic_policy_mode_name(res->mode);
+	switch (t->reason) {
+	case ELASTIC_POLICY_STEADY:
+		return snprintf(buf, len, "job %u: steady at %d GPUs", t->id, t->gpus);
+	case ELASTIC_POLICY_START:
+		return snprintf(buf, len,
+				"job %u: start with %d GPUs (%s share %.2f of %d)", t->id,
+				t->gpus, mode, t->share, res->capacity);
+	case ELASTIC_POLICY_GROW:
+		if (t->cur < t->min)
+			return snprintf(buf, len,
+					"job %u: grow %d -> %d GPUs (below its min %d)",
+					t->id, t->cur, t->gpus, t->min);
+		return snprintf(buf, len,
+				"job %u: grow %d -> %d GPUs (%s share %.2f of %d)", t->id,
+				t->cur, t->gpus, mode, t->share, res->capacity);
+	case ELASTIC_POLICY_SHRINK:
+		if (t->cur > t->max)
+			return snprintf(buf, len,
+					"job %u: shrink %d -> %d GPUs (above its max %d)",
+					t->id, t->cur, t->gpus, t->max);
+		return snprintf(buf, len,
+				"job %u: shrink %d -> %d GPUs (%s share %.2f of %d)",
+				t->id, t->cur, t->gpus, mode, t->share, res->capacity);
+	case ELASTIC_POLICY_WAIT:
+		return snprintf(
+			buf, len,
+			"job %u: waits: its min of %d GPUs does not fit beside the "
+			"mins of running and higher-ranked jobs (%d GPUs)",
+			t->id, t->min, res->capacity);
+	case ELASTIC_POLICY_STOP:
+		return snprintf(
+			buf, len,
+			"job %u: stop: its min of %d GPUs no longer fits beside the "
+			"mins of higher-ranked running jobs (%d GPUs)",
+			t->id, t->min, res->capacity);
+	case ELASTIC_POLICY_HOLD_THRESHOLD:
+		return snprintf(buf, len,
+				"job %u: held at %d GPUs (would be %d: change under the "
+				"threshold)",
+				t->id, t->gpus, t->want);
+	case ELASTIC_POLICY_HOLD_COOLDOWN:
+		return snprintf(buf, len,
+				"job %u: held at %d GPUs (would be %d: within the %llds "
+				"cool-down)",
+				t->id, t->gpus, t->want, (long long)res->cooldown);
+	}
+	errno = EINVAL;
+	return -1;
+}

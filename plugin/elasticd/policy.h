@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* plugin/elasticd/policy.h: the elastic allocation policy, a pure function from
+ * jobs + nodes to per-job GPU targets and placements (no Slurm calls). */
+#ifndef ELASTIC_POLICY_H
+#define ELASTIC_POLICY_H
+
+/*
+ * Design note: how the policy splits GPUs
+ * =======================================
+ * elastic_policy_decide() is a pure function of its input: no Slurm calls, no
+ * globals, no clock (the caller passes "now"). Same input, same output, in any
+ * input order of jobs.
+ *
+ * Capacity. Free GPUs of a node = its GPUs - GPUs held by non-elastic jobs.
+ * The capacity C is the sum over nodes. GPUs held by elastic jobs count as
+ * theirs to be re-split.
+ *
+ * Sizes. A job's allowed sizes are any count, powers of two, or an explicit
+ * list. MIN is raised to the smallest allowed size >= MIN and MAX lowered to
+ * the largest allowed size <= MAX; a job with no allowed size in [MIN, MAX] is
+ * bad input. A job never gets a count outside its allowed sizes (0 = none).
+ *
+ * Rank. Jobs are ranked for admission and every tie-break:
+ *   priority, fairshare: higher Slurm priority, then earlier submit, then
+ *                        lower job id;
+ *   fifo:                earlier submit, then lower job id.
+ *
+ * Admission (when the MINs do not all fit). A running job (holding GPUs now)
+ * is never stopped to start another one: running jobs are admitted first, in
+ * rank order, each if its MIN still fits in what the MINs before it left; a
+ * running job whose MIN no longer fits (capacity lost, e.g. a node went down)
+ * is stopped (target 0, reason STOP), lowest rank first. Pending jobs (holding
+ * nothing) are then admitted in rank order, and admission stops at the first
+ * pending job whose MIN does not fit: the ones behind it wait (reason WAIT)
+ * even if they are smaller, so a large job is not starved by a stream of small
+ * ones (the GPUs meanwhile go to running jobs' growth, never idle). Slurm's
+ * own preemption, not this policy, decides whether a pending job may take
+ * GPUs from a running job's MIN.
+ *
+ * Shares. Every admitted job first gets its MIN; the rest is water-filled:
+ *   priority:  shares proportional to the Slurm job priority (priority 0
+ *              counts as 1), bounded by MIN and MAX: the level L solves
+ *              sum_j clamp(w_j * L, MIN_j, MAX_j) = C, so GPUs a job cannot
+ *              take (its MAX) flow to the others by their weights. Computed
+ *              exactly in integers, no floating point in any decision.
+ *   fairshare: the same with equal weights: every admitted job gets an equal
+ *              share whatever its priority; priority only orders admission
+ *              and ties. Why not "equal within a priority tier, tiers served
+ *              in order": Slurm's multifactor priorities are nearly always
+ *              distinct (the age factor alone changes them every minute), so
+ *              tiers would degrade into strict priority order; Slurm's own
+ *              fair-share factor lives in the priority, which the priority
+ *              mode follows.
+ *   fifo:      after all MINs, jobs in submit order each take up to their MAX.
+ * Rounding (largest remainder). Each job gets the largest allowed size <= its
+ * ideal share; the GPUs left over go one allowed step at a time to the jobs
+ * with the largest remainder (ideal - given), ties by rank; passes repeat
+ * while some job can still take its next allowed step within what is left
+ * and under its MAX, so no GPU stays idle that an allowed size could use.
+ * Example: 8 GPUs, priorities 10000 and 5000: ideals 5.33 and 2.67, floors
+ * 5 and 2, the one GPU left goes to the larger remainder (0.67): 5 / 3.
+ *
+ * Hysteresis. A job's change is held (target = current, reason HOLD_*) when
+ *   - |change| < MinChange GPUs, or |change| * 100 < MinChangePct * current
+ *     (reason HOLD_THRESHOLD), or
+ *   - now - last resize < Cooldown seconds (reason HOLD_COOLDOWN).
+ * Held jobs keep their GPUs and the others are re-split around them (repeated
+ * until no new job is held, at most 32 rounds, then the last split stands).
+ * Never held: a job below its MIN (it always gets its MIN: a pending job
+ * starts at once), a job above its MAX or at a size it may not have, a job
+ * being stopped. A shrink is held only while the admitted jobs' MINs still
+ * fit around it: a shrink that makes room for another job's MIN happens even
+ * within the cool-down, and then straight to the job's fair share (one
+ * re-form instead of two).
+ *
+ * Placement. Jobs keep the GPUs they hold unless they shrink (moving GPUs
+ * means re-forming the job): a shrinking job releases GPUs first from the
+ * nodes where it holds the fewest (whole nodes go first, fewer nodes remain),
+ * ties on the higher node index, and never its pinned GPUs (its own Slurm
+ * allocation) unless it stops. Growing jobs are then placed largest need
+ * first (ties by rank): first on free GPUs of nodes they already use (most
+ * held first), then best fit: the lowest-index node whose free count is the
+ * smallest that covers the rest; if none covers it, the lowest-index node
+ * with the most free GPUs is taken whole and the search repeats. This packs
+ * a job on as few nodes as a greedy can and leaves whole nodes whole.
+ * Cost: O(J log J + N + P log N) for J jobs, N nodes, P placement entries.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf.h" /* elastic_error_t */
+
+enum elastic_policy_mode {
+	ELASTIC_POLICY_PRIORITY = 0,
+	ELASTIC_POLICY_FAIRSHARE,
+	ELASTIC_POLICY_FIFO,
+};
+/* The mode names in enum order, for an ELASTIC_CONF_ENUM key. */
+#define ELASTIC_POLICY_MODE_CHOICES "priority|fairshare|fifo"
+
+enum elastic_policy_sizes {
+	ELASTIC_SIZES_ANY = 0, /* every count */
+	ELASTIC_SIZES_POW2,    /* 1, 2, 4, 8, ... */
+	ELASTIC_SIZES_LIST,    /* size_list */
+};
+
+/* Largest GPU count of one node the policy accepts. */
+#define ELASTIC_POLICY_MAX_NODE_GPUS 1024
+
+/* GPUs of one job on one node. */
+struct elastic_policy_place {
+	int node;   /* index into the input's node arrays */
+	int gpus;   /* > 0 */
+	int pinned; /* of which the job's own Slurm allocation (never released
+		       while the job runs): 0..gpus */
+};
+
+struct elastic_policy_job {
+	uint32_t id;  /* Slurm job id, > 0, unique */
+	int min, max; /* 1 <= min <= max */
+	enum elastic_policy_sizes sizes;
+	const int *size_list; /* ELASTIC_SIZES_LIST: ascending, > 0 */
+	int nsize_list;
+	uint32_t priority;   /* Slurm job priority */
+	int64_t submit_time; /* seconds (epoch), >= 0 */
+	int64_t last_resize; /* seconds (epoch) of the last change of its
+				GPUs (or start); 0: never */
+	const struct elastic_policy_place *place; /* GPUs it holds now; its
+						     current count is the sum */
+	int nplace;
+};
+
+struct elastic_policy_input {
+	enum elastic_policy_mode mode;
+	int64_t now;	      /* seconds (epoch), >= 0 */
+	int min_change;	      /* hold changes of fewer GPUs (0/1: none held) */
+	int min_change_pct;   /* hold changes under this % of the current size */
+	int64_t cooldown;     /* hold changes this many seconds after a resize */
+	int nnodes;	      /* > 0 */
+	const int *node_gpus; /* [nnodes] GPUs per node, 0 for a node down */
+	const int *node_busy; /* [nnodes] GPUs held by non-elastic jobs; NULL: 0 */
+	int njobs;	      /* >= 0 */
+	const struct elastic_policy_job *jobs;
+};
+
+enum elastic_policy_reason {
+	ELASTIC_POLICY_STEADY = 0,     /* target == current, nothing to do */
+	ELASTIC_POLICY_START,	       /* pending job admitted */
+	ELASTIC_POLICY_GROW,	       /* grows to its share */
+	ELASTIC_POLICY_SHRINK,	       /* shrinks to its share (or to MAX) */
+	ELASTIC_POLICY_WAIT,	       /* pending, its MIN does not fit: 0 */
+	ELASTIC_POLICY_STOP,	       /* running, its MIN no longer fits: 0 */
+	ELASTIC_POLICY_HOLD_THRESHOLD, /* change held: under the threshold */
+	ELASTIC_POLICY_HOLD_COOLDOWN,  /* change held: within the cool-down */
+};
+
+struct elastic_policy_target {
+	uint32_t id;
+	int cur;      /* GPUs held now */
+	int gpus;     /* target */
+	int want;     /* what the split gave before a HOLD_* kept cur */
+	int min, max; /* effective bounds (after allowed sizes) */
+	enum elastic_policy_reason reason;
+	double share; /* ideal (unrounded) share, for explanations only */
+	int nplace;   /* target placement, ascending node index */
+	struct elastic_policy_place *place; /* owned by the result */
+};
+
+struct elastic_policy_result {
+	enum elastic_policy_mode mode;
+	int capacity; /* free GPUs of all nodes for elastic jobs */
+	int used;     /* sum of targets */
+	int idle;     /* capacity - used */
+	int rounds;   /* split rounds (1 + hysteresis re-splits) */
+	int64_t now, cooldown;
+	int njobs;
+	struct elastic_policy_target *targets; /* input order */
+};
+
+/* Compute targets and placements. On success *out is a new result (free it
+ * with elastic_policy_result_destroy) and 0 is returned. Bad input returns -1
+ * with errno EINVAL and err naming the job/node and the value; *out is left
+ * unchanged. ENOMEM likewise. */
+int elastic_policy_decide(const struct elastic_policy_input *in,
+			  struct elastic_policy_result **out, elastic_error_t *err);
+
+/* Accepts NULL. */
+void elastic_policy_result_destroy(struct elastic_policy_result *res);
+
+/* "priority", "fairshare", "fifo"; NULL for an unknown value. */
+const char *elastic_policy_mode_name(enum elastic_policy_mode mode);
+
+/* "steady", "start", ...; NULL for an unknown value. */
+const char *elastic_policy_reason_name(enum elastic_policy_reason reason);
+
+/* One line for people about target i of res, e.g. "job 2: grow 4 -> 5 GPUs
+ * (priority share 5.33)". Returns the snprintf length, or -1 (EINVAL) for a
+ * bad argument. */
+int elastic_policy_explain(const struct elastic_policy_result *res, int i, char *buf,
+			   size_t len);
+
+#endif

@@ -1,0 +1,1202 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* plugin/elasticd/test/test_policy.c: table tests of the elastic allocation
+ * policy (splits, rounding, admission, hysteresis, placement, bad input). */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "policy.h"
+
+/* ---- a small world the tests drive ------------------------------------ */
+
+#define MAXJ 24
+#define MAXN 64
+#define MAXP 64
+
+struct world {
+	struct elastic_policy_input in;
+	int gpus[MAXN], busy[MAXN];
+	struct elastic_policy_job jobs[MAXJ];
+	struct elastic_policy_place place[MAXJ][MAXP];
+	int list[MAXJ][8];
+	struct elastic_policy_result *res;
+};
+
+static void world_init(struct world *w, enum elastic_policy_mode mode, int nnodes,
+		       int per_node)
+{
+	memset(w, 0, sizeof(*w));
+	w->in.mode = mode;
+	w->in.now = 1000;
+	w->in.nnodes = nnodes;
+	w->in.node_gpus = w->gpus;
+	w->in.node_busy = w->busy;
+	w->in.jobs = w->jobs;
+	for (int n = 0; n < nnodes; n++)
+		w->gpus[n] = per_node;
+}
+
+static void world_fini(struct world *w)
+{
+	elastic_policy_result_destroy(w->res);
+	w->res = NULL;
+}
+
+static int job_index(const struct world *w, uint32_t id)
+{
+	for (int i = 0; i < w->in.njobs; i++)
+		if (w->jobs[i].id == id)
+			return i;
+	return -1;
+}
+
+static struct elastic_policy_job *add_job(struct world *w, uint32_t id, int min, int max,
+					  uint32_t prio, int64_t submit)
+{
+	int i = w->in.njobs++;
+	assert_true(i < MAXJ);
+	w->jobs[i] = (struct elastic_policy_job){.id = id,
+						 .min = min,
+						 .max = max,
+						 .priority = prio,
+						 .submit_time = submit,
+						 .place = w->place[i]};
+	return &w->jobs[i];
+}
+
+static struct elastic_policy_job *job(struct world *w, uint32_t id)
+{
+	int i = job_index(w, id);
+	assert_true(i >= 0);
+	return &w->jobs[i];
+}
+
+/* Give job id n GPUs on node (pinned p), as if it held them now. */
+static void hold(struct world *w, uint32_t id, int node, int n, int pinned)
+{
+	int i = job_index(w, id);
+	assert_true(i >= 0 && w->jobs[i].nplace < MAXP);
+	w->place[i][w->jobs[i].nplace++] = (struct elastic_policy_place){node, n, pinned};
+}
+
+static void remove_job(struct world *w, uint32_t id)
+{
+	int i = job_index(w, id);
+	assert_true(i >= 0);
+	for (int k = i; k < w->in.njobs - 1; k++) {
+		w->jobs[k] = w->jobs[k + 1];
+		memcpy(w->place[k], w->place[k + 1], sizeof(w->place[k]));
+		memcpy(w->list[k], w->list[k + 1], sizeof(w->list[k]));
+		w->jobs[k].place = w->place[k];
+		if (w->jobs[k].sizes == ELASTIC_SIZES_LIST)
+			w->jobs[k].size_list = w->list[k];
+	}
+	w->in.njobs--;
+}
+
+static void set_list(struct world *w, uint32_t id, const int *sizes, int n)
+{
+	int i = job_index(w, id);
+	memcpy(w->list[i], sizes, sizeof(int) * n);
+	w->jobs[i].sizes = ELASTIC_SIZES_LIST;
+	w->jobs[i].size_list = w->list[i];
+	w->jobs[i].nsize_list = n;
+}
+
+static const struct elastic_policy_target *tgt(const struct world *w, uint32_t id)
+{
+	for (int i = 0; i < w->res->njobs; i++)
+		if (w->res->targets[i].id == id)
+			return &w->res->targets[i];
+	fail_msg("job %u not in the result", id);
+	return NULL;
+}
+
+static int gpus(const struct world *w, uint32_t id)
+{
+	return tgt(w, id)->gpus;
+}
+
+static int on_node(const struct world *w, uint32_t id, int node)
+{
+	const struct elastic_policy_target *t = tgt(w, id);
+	for (int k = 0; k < t->nplace; k++)
+		if (t->place[k].node == node)
+			return t->place[k].gpus;
+	return 0;
+}
+
+static int allowed(const struct elastic_policy_job *jb, int v)
+{
+	if (jb->sizes == ELASTIC_SIZES_POW2)
+		return v > 0 && (v & (v - 1)) == 0;
+	if (jb->sizes == ELASTIC_SIZES_LIST) {
+		for (int i = 0; i < jb->nsize_list; i++)
+			if (jb->size_list[i] == v)
+				return 1;
+		return 0;
+	}
+	return v > 0;
+}
+
+static int held_on(const struct elastic_policy_job *jb, int node, int *pinned)
+{
+	for (int k = 0; k < jb->nplace; k++)
+		if (jb->place[k].node == node) {
+			if (pinned)
+				*pinned = jb->place[k].pinned;
+			return jb->place[k].gpus;
+		}
+	if (pinned)
+		*pinned = 0;
+	return 0;
+}
+
+/* Invariants every result must keep, checked after every decision. */
+static void check_result(const struct world *w)
+{
+	const struct elastic_policy_result *r = w->res;
+	int used[MAXN] = {0}, total = 0, capacity = 0, holds = 0;
+
+	for (int n = 0; n < w->in.nnodes; n++)
+		capacity += w->gpus[n] - w->busy[n];
+	assert_int_equal(r->capacity, capacity);
+	assert_int_equal(r->njobs, w->in.njobs);
+	for (int i = 0; i < r->njobs; i++) {
+		const struct elastic_policy_target *t = &r->targets[i];
+		const struct elastic_policy_job *jb = &w->jobs[i];
+		int sum = 0, cur = 0;
+
+		assert_int_equal(t->id, jb->id);
+		for (int k = 0; k < jb->nplace; k++)
+			cur += jb->place[k].gpus;
+		assert_int_equal(t->cur, cur);
+		if (t->gpus) {
+			assert_true(t->gpus >= t->min && t->gpus <= t->max);
+			assert_true(t->min >= jb->min && t->max <= jb->max);
+			assert_true(allowed(jb, t->gpus));
+		} else {
+			assert_true(t->reason == ELASTIC_POLICY_WAIT ||
+				    t->reason == ELASTIC_POLICY_STOP);
+		}
+		if (t->reason == ELASTIC_POLICY_HOLD_THRESHOLD ||
+		    t->reason == ELASTIC_POLICY_HOLD_COOLDOWN) {
+			assert_int_equal(t->gpus, t->cur);
+			assert_int_not_equal(t->want, t->cur);
+			holds++;
+		}
+		for (int k = 0; k < t->nplace; k++) {
+			const struct elastic_policy_place *p = &t->place[k];
+			int pinned, had = held_on(jb, p->node, &pinned);
+			assert_true(p->gpus > 0);
+			assert_true(k == 0 || p->node > t->place[k - 1].node);
+			assert_true(p->node >= 0 && p->node < w->in.nnodes);
+			used[p->node] += p->gpus;
+			sum += p->gpus;
+			/* A shrinking job only gives back; others only add. */
+			if (t->gpus < cur)
+				assert_true(p->gpus <= had);
+			else
+				assert_true(p->gpus >= had);
+			assert_int_equal(p->pinned, had ? pinned : 0);
+		}
+		assert_int_equal(sum, t->gpus);
+		/* Held GPUs are kept where they are unless the job shrinks;
+		 * pinned ones unless it stops. */
+		for (int k = 0; k < jb->nplace; k++) {
+			int now = on_node(w, jb->id, jb->place[k].node);
+			if (t->gpus >= cur)
+				assert_true(now >= jb->place[k].gpus);
+			if (t->gpus > 0)
+				assert_true(now >= jb->place[k].pinned);
+		}
+		total += t->gpus;
+		char line[256];
+		assert_true(elastic_policy_explain(r, i, line, sizeof(line)) > 0);
+		assert_non_null(strstr(line, "job "));
+	}
+	for (int n = 0; n < w->in.nnodes; n++)
+		assert_true(used[n] + w->busy[n] <= w->gpus[n]);
+	assert_int_equal(r->used, total);
+	assert_int_equal(r->idle, capacity - total);
+	/* Work-conserving: with nothing held, no job that runs could take
+	 * another allowed step out of the idle GPUs. */
+	if (!holds && r->idle > 0)
+		for (int i = 0; i < r->njobs; i++) {
+			const struct elastic_policy_target *t = &r->targets[i];
+			if (!t->gpus)
+				continue;
+			for (int v = t->gpus + 1; v <= t->max && v - t->gpus <= r->idle;
+			     v++)
+				assert_false(allowed(&w->jobs[i], v));
+		}
+}
+
+static void decide(struct world *w)
+{
+	elastic_error_t err = {{0}};
+	world_fini(w);
+	if (elastic_policy_decide(&w->in, &w->res, &err) != 0)
+		fail_msg("decide failed: %s", err.text);
+	check_result(w);
+}
+
+/* Enact the last result: the jobs now hold their targets; the ones that
+ * changed were resized now. */
+static void apply(struct world *w)
+{
+	for (int i = 0; i < w->in.njobs; i++) {
+		const struct elastic_policy_target *t = &w->res->targets[i];
+		memcpy(w->place[i], t->place, sizeof(*t->place) * t->nplace);
+		w->jobs[i].nplace = t->nplace;
+		if (t->gpus != t->cur)
+			w->jobs[i].last_resize = w->in.now;
+	}
+}
+
+static int nodes_of(const struct world *w, uint32_t id)
+{
+	return tgt(w, id)->nplace;
+}
+
+static int has(const struct world *w, uint32_t id, enum elastic_policy_reason why)
+{
+	return tgt(w, id)->reason == why;
+}
+
+/* ---- the reference scenario ------------------------------------------- */
+
+static void reference_scenario(void **state)
+{
+	struct world w;
+	char line[256];
+
+	world_init(&w, ELASTIC_POLICY_PRIORITY, 2, 4);
+	add_job(&w, 1, 1, 8, 5000, 100);
+	decide(&w); /* job 1 alone: 8 */
+	assert_int_equal(gpus(&w, 1), 8);
+	assert_true(has(&w, 1, ELASTIC_POLICY_START));
+	assert_int_equal(on_node(&w, 1, 0), 4);
+	assert_int_equal(on_node(&w, 1, 1), 4);
+	apply(&w);
+
+	add_job(&w, 2, 1, 8, 5000, 200);
+	decide(&w); /* equal priorities: 4 / 4, one node each */
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_true(has(&w, 1, ELASTIC_POLICY_SHRINK));
+	assert_true(has(&w, 2, ELASTIC_POLICY_START));
+	assert_int_equal(on_node(&w, 1, 0), 4);
+	assert_int_equal(on_node(&w, 2, 1), 4);
+	apply(&w);
+
+	job(&w, 2)->priority = 10000;
+	decide(&w); /* 10000/15000 of 8 = 5.33 -> 5, and 3 */
+	assert_int_equal(gpus(&w, 2), 5);
+	assert_int_equal(gpus(&w, 1), 3);
+	assert_true(has(&w, 2, ELASTIC_POLICY_GROW));
+	assert_true(has(&w, 1, ELASTIC_POLICY_SHRINK));
+	assert_true(tgt(&w, 2)->share > 5.33 && tgt(&w, 2)->share < 5.34);
+	elastic_policy_explain(w.res, job_index(&w, 2), line, sizeof(line));
+	assert_string_equal(line, "job 2: grow 4 -> 5 GPUs (priority share 5.33 of 8)");
+	assert_int_equal(on_node(&w, 2, 1), 4); /* kept where it was */
+	assert_int_equal(on_node(&w, 2, 0), 1);
+	assert_int_equal(on_node(&w, 1, 0), 3);
+	apply(&w);
+
+	decide(&w); /* nothing changed: nothing moves */
+	assert_true(has(&w, 1, ELASTIC_POLICY_STEADY));
+	assert_true(has(&w, 2, ELASTIC_POLICY_STEADY));
+
+	remove_job(&w, 1);
+	decide(&w); /* job 1 gone: job 2 grows to 8 */
+	assert_int_equal(gpus(&w, 2), 8);
+	assert_true(has(&w, 2, ELASTIC_POLICY_GROW));
+	assert_int_equal(w.res->idle, 0);
+	world_fini(&w);
+}
+
+/* ---- modes -------------------------------------------------------------- */
+
+static void priority_vs_fairshare(void **state)
+{
+	struct world w;
+
+	world_init(&w, ELASTIC_POLICY_PRIORITY, 2, 4);
+	add_job(&w, 1, 1, 8, 10000, 100);
+	add_job(&w, 2, 1, 8, 5000, 100);
+	add_job(&w, 3, 1, 8, 1, 100);
+	decide(&w); /* job 3 at its min 1; 7 split 10000:5000 = 4.67/2.33 */
+	assert_int_equal(gpus(&w, 1), 5);
+	assert_int_equal(gpus(&w, 2), 2);
+	assert_int_equal(gpus(&w, 3), 1);
+
+	w.in.mode = ELASTIC_POLICY_FAIRSHARE;
+	decide(&w); /* equal shares 2.67: 2 each, the 2 left by rank */
+	assert_int_equal(gpus(&w, 1), 3);
+	assert_int_equal(gpus(&w, 2), 3);
+	assert_int_equal(gpus(&w, 3), 2);
+	world_fini(&w);
+}
+
+static void fairshare_ties_by_submit_then_id(void **state)
+{
+	struct world w;
+
+	world_init(&w, ELASTIC_POLICY_FAIRSHARE, 1, 8);
+	add_job(&w, 30, 1, 8, 100, 500);
+	add_job(&w, 20, 1, 8, 100, 400);
+	add_job(&w, 10, 1, 8, 100, 500);
+	decide(&w); /* 8/3: 2 each; the 2 left: earlier submit (20), then id 10 */
+	assert_int_equal(gpus(&w, 20), 3);
+	assert_int_equal(gpus(&w, 10), 3);
+	assert_int_equal(gpus(&w, 30), 2);
+	world_fini(&w);
+}
+
+static void priority_zero_counts_as_one(void **state)
+{
+	struct world w;
+
+	world_init(&w, ELASTIC_POLICY_PRIORITY, 1, 8);
+	add_job(&w, 1, 1, 8, 0, 100);
+	add_job(&w, 2, 1, 8, 0, 200);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_int_equal(gpus(&w, 2), 4);
+	world_fini(&w);
+}
+
+static void fifo_earliest_first_up_to_max(void **state)
+{
+	struct world w;
+
+	world_init(&w, ELASTIC_POLICY_FIFO, 2, 4);
+	add_job(&w, 1, 2, 8, 99999, 300);
+	add_job(&w, 2, 1, 4, 1, 100);
+	add_job(&w, 3, 1, 8, 1, 200);
+	decide(&w); /* mins 2+1+1; 2 (earliest) to its max 4; 3 takes the last 1 */
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_int_equal(gpus(&w, 3), 2);
+	assert_int_equal(gpus(&w, 1), 2);
+	world_fini(&w);
+}
+
+/* ---- bounds ------------------------------------------------------------- */
+
+static void min_sum_above_capacity(void **state)
+{
+	struct world w;
+
+	/* A running job keeps its min; a higher-priority pending job waits. */
+	world_init(&w, ELASTIC_POLICY_PRIORITY, 2, 4);
+	add_job(&w, 1, 6, 8, 100, 100);
+	hold(&w, 1, 0, 4, 4);
+	hold(&w, 1, 1, 4, 2);
+	add_job(&w, 2, 4, 8, 10000, 200);
+	add_job(&w, 3, 1, 8, 50, 300);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 8);
+	assert_true(has(&w, 1, ELASTIC_POLICY_STEADY));
+	assert_int_equal(gpus(&w, 2), 0);
+	assert_true(has(&w, 2, ELASTIC_POLICY_WAIT));
+	/* Job 3 would fit (min 1) but waits behind job 2: no starvation. */
+	assert_int_equal(gpus(&w, 3), 0);
+	assert_true(has(&w, 3, ELASTIC_POLICY_WAIT));
+	char line[256];
+	elastic_policy_explain(w.res, job_index(&w, 2), line, sizeof(line));
+	assert_non_null(strstr(line, "waits: its min of 4 GPUs does not fit"));
+
+	/* Job 1 ends: job 2 (priority) starts before job 3. */
+	remove_job(&w, 1);
+	decide(&w);
+	assert_true(has(&w, 2, ELASTIC_POLICY_START));
+	assert_true(has(&w, 3, ELASTIC_POLICY_START));
+	assert_int_equal(gpus(&w, 2) + gpus(&w, 3), 8);
+	world_fini(&w);
+
+	/* A node is lost: running jobs' mins no longer all fit; the lowest
+	 * ranked running job stops, the others keep at least their min. */
+	world_init(&w, ELASTIC_POLICY_PRIORITY, 3, 4);
+	w.gpus[2] = 0; /* node 2 down; its holdings are gone */
+	add_job(&w, 1, 4, 4, 300, 100);
+	hold(&w, 1, 0, 4, 4);
+	add_job(&w, 2, 3, 4, 200, 100);
+	hold(&w, 2, 1, 2, 2);
+	add_job(&w, 3, 2, 4, 100, 100);
+	hold(&w, 3, 1, 2, 2);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_true(has(&w, 2, ELASTIC_POLICY_GROW)); /* back to its min and more */
+	assert_int_equal(gpus(&w, 3), 0);
+	assert_true(has(&w, 3, ELASTIC_POLICY_STOP));
+	assert_int_equal(tgt(&w, 3)->nplace, 0);
+	world_fini(&w);
+}
+
+static void max_below_share_leftover_to_others(void **state)
+{
+	struct world w;
+
+	world_init(&w, ELASTIC_POLICY_FAIRSHARE, 2, 4);
+	add_job(&w, 1, 1, 2, 1, 100);
+	add_job(&w, 2, 1, 8, 1, 200);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 2);
+	assert_int_equal(gpus(&w, 2), 6);
+
+	add_job(&w, 3, 1, 8, 1, 300);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 2);
+	assert_int_equal(gpus(&w, 2), 3);
+	assert_int_equal(gpus(&w, 3), 3);
+
+	/* Priority weights: the share job 1 cannot take flows by weight. */
+	w.in.mode = ELASTIC_POLICY_PRIORITY;
+	job(&w, 1)->priority = 1000;
+	job(&w, 2)->priority = 1000;
+	job(&w, 3)->priority = 3000;
+	decide(&w); /* 1.6, 1.6, 4.8: floors 1, 1, 4; the 2 left by remainder */
+	assert_int_equal(gpus(&w, 3), 5);
+	assert_int_equal(gpus(&w, 1), 2); /* ties with job 2: earlier submit */
+	assert_int_equal(gpus(&w, 2), 1);
+
+	/* All maxes below capacity: every job at max, the rest idle. */
+	remove_job(&w, 3);
+	job(&w, 2)->max = 3;
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 2);
+	assert_int_equal(gpus(&w, 2), 3);
+	assert_int_equal(w.res->idle, 3);
+	world_fini(&w);
+
+	/* A job above a lowered max shrinks, and says why. */
+	world_init(&w, ELASTIC_POLICY_PRIORITY, 2, 4);
+	add_job(&w, 1, 1, 3, 1, 100);
+	hold(&w, 1, 0, 4, 1);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 3);
+	char line[256];
+	elastic_policy_explain(w.res, 0, line, sizeof(line));
+	assert_string_equal(line, "job 1: shrink 4 -> 3 GPUs (above its max 3)");
+	world_fini(&w);
+}
+
+/* ---- allowed sizes ------------------------------------------------------ */
+
+static void pow2_sizes(void **state)
+{
+	struct world w;
+
+	world_init(&w, ELASTIC_POLICY_FAIRSHARE, 2, 5);
+	add_job(&w, 1, 1, 16, 1, 100)->sizes = ELASTIC_SIZES_POW2;
+	add_job(&w, 2, 1, 16, 1, 200);
+	decide(&w); /* shares 5 / 5: pow2 job 4, the GPU left to job 2 */
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_int_equal(gpus(&w, 2), 6);
+	world_fini(&w);
+
+	world_init(&w, ELASTIC_POLICY_FAIRSHARE, 3, 4);
+	add_job(&w, 1, 1, 16, 1, 100)->sizes = ELASTIC_SIZES_POW2;
+	add_job(&w, 2, 1, 16, 1, 200)->sizes = ELASTIC_SIZES_POW2;
+	decide(&w); /* shares 6 / 6 -> 4 / 4; the 4 left: one step, by rank */
+	assert_int_equal(gpus(&w, 1), 8);
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_int_equal(w.res->idle, 0);
+	assert_int_equal(nodes_of(&w, 1), 2);
+	assert_int_equal(nodes_of(&w, 2), 1);
+
+	/* min 3 means 4, max 6 means 4: effective bounds are reported. */
+	job(&w, 2)->min = 3;
+	job(&w, 2)->max = 6;
+	decide(&w);
+	assert_int_equal(tgt(&w, 2)->min, 4);
+	assert_int_equal(tgt(&w, 2)->max, 4);
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_int_equal(gpus(&w, 1), 8);
+	world_fini(&w);
+}
+
+static void explicit_size_list(void **state)
+{
+	struct world w;
+	static const int sizes[] = {2, 6};
+
+	world_init(&w, ELASTIC_POLICY_FAIRSHARE, 2, 4);
+	add_job(&w, 1, 1, 8, 1, 100);
+	set_list(&w, 1, sizes, 2);
+	add_job(&w, 2, 1, 8, 1, 200);
+	decide(&w); /* 4 / 4: job 1 may only have 2 (6 is beyond what is left) */
+	assert_int_equal(tgt(&w, 1)->min, 2);
+	assert_int_equal(gpus(&w, 1), 2);
+	assert_int_equal(gpus(&w, 2), 6);
+
+	job(&w, 2)->max = 2;
+	decide(&w); /* job 2 capped at 2: job 1 gets its 6 */
+	assert_int_equal(gpus(&w, 1), 6);
+	assert_int_equal(gpus(&w, 2), 2);
+	world_fini(&w);
+}
+
+/* ---- jobs coming and going ---------------------------------------------- */
+
+static void jobs_arriving_and_leaving(void **state)
+{
+	struct world w;
+
+	world_init(&w, ELASTIC_POLICY_FAIRSHARE, 4, 4);
+	add_job(&w, 1, 1, 16, 1, 100);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 16);
+	apply(&w);
+
+	add_job(&w, 2, 1, 16, 1, 200);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 8);
+	assert_int_equal(gpus(&w, 2), 8);
+	assert_int_equal(nodes_of(&w, 1), 2);
+	assert_int_equal(nodes_of(&w, 2), 2);
+	apply(&w);
+
+	add_job(&w, 3, 1, 16, 1, 300);
+	decide(&w); /* 5.33 each: 5, 5, 5 and the one left to the first */
+	assert_int_equal(gpus(&w, 1), 6);
+	assert_int_equal(gpus(&w, 2), 5);
+	assert_int_equal(gpus(&w, 3), 5);
+	assert_int_equal(nodes_of(&w, 3), 2);
+	apply(&w);
+
+	remove_job(&w, 2);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 8);
+	assert_int_equal(gpus(&w, 3), 8);
+	apply(&w);
+
+	remove_job(&w, 1);
+	remove_job(&w, 3);
+	decide(&w); /* nobody left: fine, all idle */
+	assert_int_equal(w.res->njobs, 0);
+	assert_int_equal(w.res->idle, 16);
+	world_fini(&w);
+}
+
+/* ---- placement ---------------------------------------------------------- */
+
+static void placement_packs_few_nodes(void **state)
+{
+	struct world w;
+
+	/* Free: node0 2, node1 4, node2 3, node3 8. */
+	world_init(&w, ELASTIC_POLICY_FIFO, 4, 8);
+	w.busy[0] = 6;
+	w.busy[1] = 4;
+	w.busy[2] = 5;
+	add_job(&w, 1, 4, 4, 1, 100);
+	decide(&w); /* 4 fit exactly on node 1, not spread and not on node 3 */
+	assert_int_equal(nodes_of(&w, 1), 1);
+	assert_int_equal(on_node(&w, 1, 1), 4);
+	apply(&w);
+
+	add_job(&w, 2, 10, 10, 1, 200);
+	decide(&w); /* 8 on node 3, the 2 left on node 0 (2 free: best fit) */
+	assert_int_equal(nodes_of(&w, 2), 2);
+	assert_int_equal(on_node(&w, 2, 3), 8);
+	assert_int_equal(on_node(&w, 2, 0), 2);
+	world_fini(&w);
+
+	/* Four jobs of 16 on 8 nodes x 8: each on exactly 2 whole nodes. */
+	world_init(&w, ELASTIC_POLICY_FAIRSHARE, 8, 8);
+	for (uint32_t id = 1; id <= 4; id++)
+		add_job(&w, id, 16, 16, 1, 100 + id);
+	decide(&w);
+	for (uint32_t id = 1; id <= 4; id++) {
+		assert_int_equal(gpus(&w, id), 16);
+		assert_int_equal(nodes_of(&w, id), 2);
+	}
+	world_fini(&w);
+
+	/* Largest need placed first: 6 and 2 on 2 nodes x 4 and 1 x 8. */
+	world_init(&w, ELASTIC_POLICY_FIFO, 3, 4);
+	w.gpus[2] = 8;
+	add_job(&w, 1, 2, 2, 1, 100);
+	add_job(&w, 2, 6, 6, 1, 200);
+	decide(&w);
+	assert_int_equal(nodes_of(&w, 2), 1);
+	assert_int_equal(on_node(&w, 2, 2), 6);
+	assert_int_equal(nodes_of(&w, 1), 1);
+	world_fini(&w);
+}
+
+static void placement_keeps_current_gpus(void **state)
+{
+	struct world w;
+
+	/* Growth goes first to the node the job already uses. */
+	world_init(&w, ELASTIC_POLICY_FIFO, 3, 8);
+	add_job(&w, 1, 1, 6, 1, 100);
+	hold(&w, 1, 2, 2, 1);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 6);
+	assert_int_equal(nodes_of(&w, 1), 1);
+	assert_int_equal(on_node(&w, 1, 2), 6);
+	assert_int_equal(tgt(&w, 1)->place[0].pinned, 1);
+	world_fini(&w);
+
+	/* A shrink gives back the smallest holdings first: whole nodes go. */
+	world_init(&w, ELASTIC_POLICY_FIFO, 3, 4);
+	add_job(&w, 1, 1, 4, 1, 100);
+	hold(&w, 1, 0, 1, 0);
+	hold(&w, 1, 1, 3, 0);
+	hold(&w, 1, 2, 4, 0);
+	decide(&w); /* max 4: keeps node 2 */
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_int_equal(nodes_of(&w, 1), 1);
+	assert_int_equal(on_node(&w, 1, 2), 4);
+	world_fini(&w);
+
+	/* ... but never the pinned GPUs of its own Slurm allocation. */
+	world_init(&w, ELASTIC_POLICY_FIFO, 2, 4);
+	add_job(&w, 1, 2, 2, 1, 100);
+	hold(&w, 1, 0, 2, 2);
+	hold(&w, 1, 1, 4, 0);
+	decide(&w); /* shrink 6 -> 2: node 0 (pinned) stays, node 1 goes */
+	assert_int_equal(gpus(&w, 1), 2);
+	assert_int_equal(on_node(&w, 1, 0), 2);
+	assert_int_equal(on_node(&w, 1, 1), 0);
+	world_fini(&w);
+
+	/* Equal holdings: the higher node index is given back first. */
+	world_init(&w, ELASTIC_POLICY_FIFO, 2, 4);
+	add_job(&w, 1, 1, 4, 1, 100);
+	hold(&w, 1, 0, 4, 0);
+	hold(&w, 1, 1, 4, 0);
+	decide(&w);
+	assert_int_equal(on_node(&w, 1, 0), 4);
+	assert_int_equal(on_node(&w, 1, 1), 0);
+	world_fini(&w);
+}
+
+static void busy_gpus_of_other_jobs(void **state)
+{
+	struct world w;
+
+	world_init(&w, ELASTIC_POLICY_PRIORITY, 2, 4);
+	w.busy[0] = 3;
+	add_job(&w, 1, 1, 8, 1, 100);
+	decide(&w);
+	assert_int_equal(w.res->capacity, 5);
+	assert_int_equal(gpus(&w, 1), 5);
+	assert_int_equal(on_node(&w, 1, 1), 4);
+	assert_int_equal(on_node(&w, 1, 0), 1);
+
+	/* Everything busy: elastic jobs wait, that is not an error. */
+	w.busy[0] = 4;
+	w.busy[1] = 4;
+	decide(&w);
+	assert_int_equal(w.res->capacity, 0);
+	assert_true(has(&w, 1, ELASTIC_POLICY_WAIT));
+	world_fini(&w);
+}
+
+/* ---- hysteresis --------------------------------------------------------- */
+
+/* Two jobs at 4 / 4 on 2 x 4, job 2's priority then rises to 7000:
+ * the split wants 5 / 3 (8 * 7000/12000 = 4.67). */
+static void two_at_four(struct world *w)
+{
+	world_init(w, ELASTIC_POLICY_PRIORITY, 2, 4);
+	add_job(w, 1, 1, 8, 5000, 100);
+	hold(w, 1, 0, 4, 1);
+	add_job(w, 2, 1, 8, 7000, 200);
+	hold(w, 2, 1, 4, 1);
+}
+
+static void hysteresis_threshold(void **state)
+{
+	struct world w;
+	char line[256];
+
+	two_at_four(&w);
+	decide(&w);
+	assert_int_equal(gpus(&w, 2), 5);
+	assert_int_equal(gpus(&w, 1), 3);
+
+	w.in.min_change = 2; /* a 1-GPU move is churn */
+	decide(&w);
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_true(has(&w, 1, ELASTIC_POLICY_HOLD_THRESHOLD));
+	assert_true(has(&w, 2, ELASTIC_POLICY_HOLD_THRESHOLD));
+	assert_int_equal(tgt(&w, 2)->want, 5);
+	elastic_policy_explain(w.res, job_index(&w, 2), line, sizeof(line));
+	assert_string_equal(
+		line, "job 2: held at 4 GPUs (would be 5: change under the threshold)");
+
+	w.in.min_change = 0;
+	w.in.min_change_pct = 30; /* 1 of 4 = 25% */
+	decide(&w);
+	assert_int_equal(gpus(&w, 2), 4);
+	w.in.min_change_pct = 25;
+	decide(&w);
+	assert_int_equal(gpus(&w, 2), 5);
+
+	/* A pending job starts even under a huge threshold; a held shrink
+	 * must leave room for its min, so one of the two shrinks anyway. */
+	w.in.min_change = 8;
+	w.in.min_change_pct = 0;
+	job(&w, 2)->priority = 5000;
+	add_job(&w, 3, 2, 8, 5000, 300);
+	decide(&w);
+	assert_true(has(&w, 3, ELASTIC_POLICY_START));
+	assert_int_equal(gpus(&w, 3), 2);
+	assert_int_equal(gpus(&w, 1) + gpus(&w, 2), 6);
+	assert_true(has(&w, 1, ELASTIC_POLICY_HOLD_THRESHOLD)); /* earlier submit */
+	assert_true(has(&w, 2, ELASTIC_POLICY_SHRINK));
+	assert_int_equal(gpus(&w, 2), 2);
+	world_fini(&w);
+}
+
+static void hysteresis_cooldown(void **state)
+{
+	struct world w;
+	char line[256];
+
+	two_at_four(&w);
+	w.in.cooldown = 60;
+	job(&w, 1)->last_resize = 990;
+	job(&w, 2)->last_resize = 990;
+	decide(&w); /* resized 10 s ago: held */
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_true(has(&w, 2, ELASTIC_POLICY_HOLD_COOLDOWN));
+	elastic_policy_explain(w.res, job_index(&w, 2), line, sizeof(line));
+	assert_string_equal(
+		line, "job 2: held at 4 GPUs (would be 5: within the 60s cool-down)");
+
+	/* Only job 2 in its cool-down: its grow is held, so job 1 keeps 4. */
+	job(&w, 1)->last_resize = 100;
+	decide(&w);
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_true(has(&w, 1, ELASTIC_POLICY_STEADY));
+
+	w.in.now = 1050; /* cool-down over */
+	decide(&w);
+	assert_int_equal(gpus(&w, 2), 5);
+	assert_int_equal(gpus(&w, 1), 3);
+
+	/* Never blocks a min: both in cool-down, a pending job with min 4
+	 * arrives; a shrink happens, straight to the fair share. */
+	w.in.now = 1000;
+	job(&w, 1)->last_resize = 990;
+	job(&w, 2)->priority = 5000;
+	add_job(&w, 3, 4, 8, 5000, 300);
+	decide(&w);
+	assert_int_equal(gpus(&w, 3), 4);
+	assert_int_equal(gpus(&w, 1) + gpus(&w, 2), 4);
+	world_fini(&w);
+
+	/* A job below its min (it lost a node) grows in its cool-down. */
+	world_init(&w, ELASTIC_POLICY_PRIORITY, 2, 4);
+	w.in.cooldown = 60;
+	add_job(&w, 1, 4, 4, 1, 100)->last_resize = 999;
+	hold(&w, 1, 0, 2, 2);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_true(has(&w, 1, ELASTIC_POLICY_GROW));
+	elastic_policy_explain(w.res, 0, line, sizeof(line));
+	assert_string_equal(line, "job 1: grow 2 -> 4 GPUs (below its min 4)");
+	world_fini(&w);
+}
+
+/* ---- bad input ---------------------------------------------------------- */
+
+static void good_world(struct world *w)
+{
+	world_init(w, ELASTIC_POLICY_PRIORITY, 2, 4);
+	add_job(w, 7, 1, 8, 100, 100);
+	hold(w, 7, 0, 2, 1);
+	add_job(w, 8, 1, 8, 100, 200);
+}
+
+static void m_min_gt_max(struct world *w)
+{
+	w->jobs[0].min = 4;
+	w->jobs[0].max = 2;
+}
+static void m_min_zero(struct world *w)
+{
+	w->jobs[0].min = 0;
+}
+static void m_min_negative(struct world *w)
+{
+	w->jobs[1].min = -1;
+}
+static void m_zero_capacity(struct world *w)
+{
+	w->gpus[0] = w->gpus[1] = 0;
+	w->jobs[0].nplace = 0;
+}
+static void m_no_nodes(struct world *w)
+{
+	w->in.nnodes = 0;
+}
+static void m_node_gpus_null(struct world *w)
+{
+	w->in.node_gpus = NULL;
+}
+static void m_node_negative(struct world *w)
+{
+	w->gpus[1] = -4;
+}
+static void m_node_huge(struct world *w)
+{
+	w->gpus[1] = 5000;
+}
+static void m_busy_over(struct world *w)
+{
+	w->busy[1] = 5;
+}
+static void m_busy_negative(struct world *w)
+{
+	w->busy[1] = -1;
+}
+static void m_dup_id(struct world *w)
+{
+	w->jobs[1].id = 7;
+}
+static void m_id_zero(struct world *w)
+{
+	w->jobs[1].id = 0;
+}
+static void m_submit_negative(struct world *w)
+{
+	w->jobs[1].submit_time = -5;
+}
+static void m_resize_negative(struct world *w)
+{
+	w->jobs[1].last_resize = -1;
+}
+static void m_now_negative(struct world *w)
+{
+	w->in.now = -1;
+}
+static void m_cooldown_negative(struct world *w)
+{
+	w->in.cooldown = -3;
+}
+static void m_min_change_negative(struct world *w)
+{
+	w->in.min_change = -2;
+}
+static void m_pct_over(struct world *w)
+{
+	w->in.min_change_pct = 101;
+}
+static void m_mode(struct world *w)
+{
+	w->in.mode = (enum elastic_policy_mode)7;
+}
+static void m_sizes_kind(struct world *w)
+{
+	w->jobs[1].sizes = (enum elastic_policy_sizes)9;
+}
+static void m_list_empty(struct world *w)
+{
+	w->jobs[1].sizes = ELASTIC_SIZES_LIST;
+}
+static void m_list_order(struct world *w)
+{
+	static const int l[] = {4, 2};
+	w->jobs[1].sizes = ELASTIC_SIZES_LIST;
+	w->jobs[1].size_list = l;
+	w->jobs[1].nsize_list = 2;
+}
+static void m_list_zero(struct world *w)
+{
+	static const int l[] = {0, 2};
+	w->jobs[1].sizes = ELASTIC_SIZES_LIST;
+	w->jobs[1].size_list = l;
+	w->jobs[1].nsize_list = 2;
+}
+static void m_no_size_in_range(struct world *w)
+{
+	w->jobs[1].sizes = ELASTIC_SIZES_POW2;
+	w->jobs[1].min = 5;
+	w->jobs[1].max = 7;
+}
+static void m_place_node(struct world *w)
+{
+	w->place[0][0].node = 2;
+}
+static void m_place_negative_node(struct world *w)
+{
+	w->place[0][0].node = -1;
+}
+static void m_place_gpus(struct world *w)
+{
+	w->place[0][0].gpus = -2;
+}
+static void m_place_pinned(struct world *w)
+{
+	w->place[0][0].pinned = 3;
+}
+static void m_place_twice(struct world *w)
+{
+	hold(w, 7, 0, 1, 0);
+}
+static void m_overcommit(struct world *w)
+{
+	hold(w, 8, 0, 3, 0);
+}
+static void m_pinned_over_min(struct world *w)
+{
+	w->place[0][0].pinned = 2;
+}
+static void m_njobs_negative(struct world *w)
+{
+	w->in.njobs = -1;
+}
+static void m_jobs_null(struct world *w)
+{
+	w->in.jobs = NULL;
+}
+static void m_place_null(struct world *w)
+{
+	w->jobs[0].place = NULL;
+}
+
+static const struct bad_case {
+	const char *name;
+	void (*mutate)(struct world *w);
+	const char *expect;
+} bad_cases[] = {
+	{"min > max", m_min_gt_max, "job 7: min 4 > max 2"},
+	{"min 0", m_min_zero, "job 7: min 0 < 1"},
+	{"min negative", m_min_negative, "job 8: min -1 < 1"},
+	{"zero capacity", m_zero_capacity, "zero GPU capacity: all 2 nodes have 0 GPUs"},
+	{"no nodes", m_no_nodes, "no nodes (0)"},
+	{"node GPU counts NULL", m_node_gpus_null, "no GPU counts for the 2 nodes"},
+	{"negative node GPUs", m_node_negative, "node 1: -4 GPUs (allowed: 0..1024)"},
+	{"huge node", m_node_huge, "node 1: 5000 GPUs"},
+	{"busy > GPUs", m_busy_over, "node 1: 5 GPUs busy with non-elastic jobs"},
+	{"busy negative", m_busy_negative, "node 1: -1 GPUs busy"},
+	{"duplicate id", m_dup_id, "job 7: listed twice"},
+	{"id 0", m_id_zero, "job at index 1: id 0"},
+	{"negative submit", m_submit_negative, "job 8: submit time -5 is negative"},
+	{"negative resize", m_resize_negative, "job 8: last resize time -1 is negative"},
+	{"negative now", m_now_negative, "now -1 is negative"},
+	{"negative cool-down", m_cooldown_negative, "cool-down -3 s is negative"},
+	{"negative min change", m_min_change_negative, "min change -2 GPUs is negative"},
+	{"pct > 100", m_pct_over, "min change 101% is outside 0..100"},
+	{"bad mode", m_mode, "policy mode 7 is not priority, fairshare or fifo"},
+	{"bad size kind", m_sizes_kind, "job 8: allowed-size kind 9"},
+	{"empty size list", m_list_empty, "job 8: allowed-size list is empty"},
+	{"size list order", m_list_order,
+	 "job 8: allowed sizes not ascending (2 after 4)"},
+	{"size 0 in list", m_list_zero, "job 8: allowed size 0 < 1"},
+	{"no size in range", m_no_size_in_range,
+	 "job 8: no allowed size between min 5 and max 7"},
+	{"placement node", m_place_node, "job 7: placement on node 2 (nodes: 0..1)"},
+	{"placement negative node", m_place_negative_node, "job 7: placement on node -1"},
+	{"placement GPUs", m_place_gpus, "job 7: -2 GPUs on node 0 (must be > 0)"},
+	{"pinned > GPUs", m_place_pinned,
+	 "job 7: 3 pinned GPUs on node 0 (allowed: 0..2)"},
+	{"node twice", m_place_twice, "job 7: node 0 listed twice"},
+	{"over-committed node", m_overcommit, "node 0: over-committed: job 8 holds 3"},
+	{"pinned > min", m_pinned_over_min, "job 7: 2 pinned GPUs > min 1"},
+	{"negative job count", m_njobs_negative, "job count -1 is negative"},
+	{"jobs NULL", m_jobs_null, "no job array for 2 jobs"},
+	{"placement NULL", m_place_null, "job 7: placement of 1 entries is missing"},
+};
+
+static void bad_input_is_refused(void **state)
+{
+	struct elastic_policy_result *sentinel = (struct elastic_policy_result *)&state;
+	struct elastic_policy_result *res;
+	elastic_error_t err;
+	struct world w;
+
+	for (size_t c = 0; c < sizeof(bad_cases) / sizeof(bad_cases[0]); c++) {
+		good_world(&w);
+		decide(&w); /* the good world is good */
+		world_fini(&w);
+		bad_cases[c].mutate(&w);
+		res = sentinel;
+		errno = 0;
+		strcpy(err.text, "untouched");
+		if (elastic_policy_decide(&w.in, &res, &err) != -1)
+			fail_msg("case '%s': accepted", bad_cases[c].name);
+		if (errno != EINVAL)
+			fail_msg("case '%s': errno %d", bad_cases[c].name, errno);
+		if (!strstr(err.text, bad_cases[c].expect))
+			fail_msg("case '%s': error '%s' lacks '%s'", bad_cases[c].name,
+				 err.text, bad_cases[c].expect);
+		assert_ptr_equal(res, sentinel); /* a failed call changes nothing */
+	}
+
+	/* NULL everywhere; a NULL error struct is fine too. */
+	errno = 0;
+	assert_int_equal(elastic_policy_decide(NULL, &res, &err), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_string_equal(err.text, "no policy input");
+	good_world(&w);
+	assert_int_equal(elastic_policy_decide(&w.in, NULL, &err), -1);
+	assert_string_equal(err.text, "no place for the policy result");
+	m_min_gt_max(&w);
+	assert_int_equal(elastic_policy_decide(&w.in, &res, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	elastic_policy_result_destroy(NULL);
+	char line[64];
+	assert_int_equal(elastic_policy_explain(NULL, 0, line, sizeof(line)), -1);
+	good_world(&w);
+	decide(&w);
+	world_fini(&w);
+}
+
+/* ---- determinism and invariants over random worlds ---------------------- */
+
+static uint64_t rng;
+
+static unsigned rnd(unsigned n)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (unsigned)(rng >> 33) % n;
+}
+
+static void random_world(struct world *w)
+{
+	static const int sizes[] = {1, 3, 6, 12};
+	int nn = 1 + rnd(12), per = 1 + rnd(8), nj = rnd(MAXJ + 1);
+
+	world_init(w, (enum elastic_policy_mode)rnd(3), nn, per);
+	for (int n = 0; n < nn; n++) {
+		w->gpus[n] = n == 0 || rnd(5) ? per : (int)rnd(per + 1);
+		w->busy[n] = rnd(3) ? 0 : rnd(w->gpus[n] + 1);
+	}
+	if (rnd(3) == 0) {
+		w->in.min_change = rnd(3);
+		w->in.min_change_pct = rnd(40);
+		w->in.cooldown = rnd(100);
+	}
+	for (int i = 0; i < nj; i++) {
+		int min = 1 + rnd(6), max = min + rnd(20);
+		struct elastic_policy_job *jb =
+			add_job(w, 1 + rnd(100000), min, max, rnd(4) ? rnd(20000) : 5000,
+				rnd(1000));
+		if (job_index(w, jb->id) != i) { /* id taken: drop it */
+			w->in.njobs--;
+			continue;
+		}
+		switch (rnd(4)) {
+		case 1:
+			jb->sizes = ELASTIC_SIZES_POW2;
+			if (jb->max < 2 * jb->min)
+				jb->max = 2 * jb->min;
+			break;
+		case 2:
+			set_list(w, jb->id, sizes, 4);
+			jb->min = 1;
+			break;
+		}
+		jb->last_resize = rnd(2) ? 0 : 900 + rnd(200);
+	}
+	w->in.now = 1000;
+}
+
+static void random_worlds_keep_invariants(void **state)
+{
+	struct world w;
+
+	rng = 42;
+	for (int round = 0; round < 400; round++) {
+		random_world(&w);
+		/* Several decisions in a row, each enacted, some jobs going. */
+		for (int step = 0; step < 6; step++) {
+			decide(&w);
+			if (w.in.mode != ELASTIC_POLICY_FIFO && !w.in.min_change &&
+			    !w.in.min_change_pct && !w.in.cooldown) {
+				int all_any = 1;
+				for (int i = 0; i < w.in.njobs; i++)
+					all_any &= w.jobs[i].sizes == ELASTIC_SIZES_ANY;
+				/* Largest remainder: within one GPU of the share. */
+				for (int i = 0; all_any && i < w.res->njobs; i++) {
+					const struct elastic_policy_target *t =
+						&w.res->targets[i];
+					if (t->gpus)
+						assert_true(t->gpus - t->share > -1.0 &&
+							    t->gpus - t->share < 1.0);
+				}
+			}
+			apply(&w);
+			w.in.now += 30;
+			if (w.in.njobs && rnd(3) == 0)
+				remove_job(&w, w.jobs[rnd(w.in.njobs)].id);
+			if (w.in.njobs && rnd(2) == 0)
+				w.jobs[rnd(w.in.njobs)].priority = rnd(20000);
+		}
+		/* Input order does not matter. */
+		struct world rev = w;
+		for (int i = 0; i < w.in.njobs; i++) {
+			int k = w.in.njobs - 1 - i;
+			rev.jobs[i] = w.jobs[k];
+			memcpy(rev.place[i], w.place[k], sizeof(w.place[k]));
+			memcpy(rev.list[i], w.list[k], sizeof(w.list[k]));
+			rev.jobs[i].place = rev.place[i];
+			if (rev.jobs[i].sizes == ELASTIC_SIZES_LIST)
+				rev.jobs[i].size_list = rev.list[i];
+		}
+		rev.in.jobs = rev.jobs;
+		rev.in.node_gpus = rev.gpus;
+		rev.in.node_busy = rev.busy;
+		rev.res = NULL;
+		decide(&w);
+		decide(&rev);
+		for (int i = 0; i < w.in.njobs; i++) {
+			const struct elastic_policy_target *a = &w.res->targets[i];
+			const struct elastic_policy_target *b = tgt(&rev, a->id);
+			assert_int_equal(a->gpus, b->gpus);
+			assert_int_equal(a->reason, b->reason);
+			assert_int_equal(a->nplace, b->nplace);
+			for (int k = 0; k < a->nplace; k++) {
+				assert_int_equal(a->place[k].node, b->place[k].node);
+				assert_int_equal(a->place[k].gpus, b->place[k].gpus);
+			}
+		}
+		world_fini(&rev);
+		world_fini(&w);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(reference_scenario),
+		cmocka_unit_test(priority_vs_fairshare),
+		cmocka_unit_test(fairshare_ties_by_submit_then_id),
+		cmocka_unit_test(priority_zero_counts_as_one),
+		cmocka_unit_test(fifo_earliest_first_up_to_max),
+		cmocka_unit_test(min_sum_above_capacity),
+		cmocka_unit_test(max_below_share_leftover_to_others),
+		cmocka_unit_test(pow2_sizes),
+		cmocka_unit_test(explicit_size_list),
+		cmocka_unit_test(jobs_arriving_and_leaving),
+		cmocka_unit_test(placement_packs_few_nodes),
+		cmocka_unit_test(placement_keeps_current_gpus),
+		cmocka_unit_test(busy_gpus_of_other_jobs),
+		cmocka_unit_test(hysteresis_threshold),
+		cmocka_unit_test(hysteresis_cooldown),
+		cmocka_unit_test(bad_input_is_refused),
+		cmocka_unit_test(random_worlds_keep_invariants),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
