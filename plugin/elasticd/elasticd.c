@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* plugin/elasticd/elasticd.c: elasticd main: options, elastic.conf, logging, event loop.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "elastic_conf.h"
+#include "elasticd.h"
+
+static FILE *_logf; /* NULL: syslog */
+static int _log_level = ED_LOG_INFO;
+static volatile sig_atomic_t _stop;
+
+uint64_t ed_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void ed_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+	if (level > _log_level)
+		return;
+	va_start(ap, fmt);
+	if (_logf) {
+		struct timespec ts;
+		struct tm tm;
+		char stamp[32];
+		clock_gettime(CLOCK_REALTIME, &ts);
+		localtime_r(&ts.tv_sec, &tm);
+		strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+		fprintf(_logf, "[%s.%03ld] elasticd: %s", stamp, ts.tv_nsec / 1000000L,
+			level == ED_LOG_ERROR	? "error: "
+			: level == ED_LOG_DEBUG ? "debug: "
+						: "");
+		vfprintf(_logf, fmt, ap);
+		fputc('\n', _logf);
+		fflush(_logf);
+	} else {
+		vsyslog(level == ED_LOG_ERROR	? LOG_ERR
+			: level == ED_LOG_DEBUG ? LOG_DEBUG
+						: LOG_INFO,
+			fmt, ap);
+	}
+	va_end(ap);
+}
+
+static void _on_signal(int sig)
+{
+	_stop = sig;
+}
+
+static void _usage(FILE *f)
+{
+	fprintf(f, "usage: elasticd [-D] [-f elastic.conf] [-L logfile] [-p port] [-v] "
+		   "[-n]\n"
+		   "  -D          stay in the foreground, log to stderr (unless -L)\n"
+		   "  -f FILE     elastic.conf to read (default: $ELASTIC_CONF, else "
+		   "next to "
+		   "slurm.conf)\n"
+		   "  -L FILE     append the log to FILE (overrides LogFile)\n"
+		   "  -p PORT     listen on PORT (overrides ControllerPort; 0: any free "
+		   "port)\n"
+		   "  -v          debug logging\n"
+		   "  -n          dry run: compute and log decisions, change nothing\n"
+		   "  -V          print the version\n"
+		   "See elasticd(8).\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct elastic_site_conf conf;
+	const char *conf_path = NULL, *log_path = NULL;
+	int foreground = 0, port = -1, verbose = 0, dry = 0, opt;
+	elastic_error_t err;
+	elastic_auth_t *auth = NULL;
+	ed_channel_t *ch = NULL;
+	struct ed_ctl *ctl = NULL;
+	struct ed_ctl_conf cc;
+	int rc = 1;
+
+	while ((opt = getopt(argc, argv, "Df:L:p:vnVh")) != -1) {
+		switch (opt) {
+		case 'D':
+			foreground = 1;
+			break;
+		case 'f':
+			conf_path = optarg;
+			break;
+		case 'L':
+			log_path = optarg;
+			break;
+		case 'p': {
+			char *e;
+			long v = strtol(optarg, &e, 10);
+			if (*e || v < 0 || v > 65535) {
+				fprintf(stderr,
+					"elasticd: -p %s: not a port number (0-65535)\n",
+					optarg);
+				return 2;
+			}
+			port = (int)v;
+			break;
+		}
+		case 'v':
+			verbose = 1;
+			break;
+		case 'n':
+			dry = 1;
+			break;
+		case 'V':
+			printf("elasticd %s\n", PACKAGE_VERSION);
+			return 0;
+		case 'h':
+			_usage(stdout);
+			return 0;
+		default:
+			_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "elasticd: unexpected argument '%s'\n", argv[optind]);
+		_usage(stderr);
+		return 2;
+	}
+	if (elastic_site_conf_load(&conf, conf_path, 0, &err) < 0) {
+		fprintf(stderr, "elasticd: %s\n", err.text);
+		return 1;
+	}
+	if (!log_path && conf.log_file && *conf.log_file)
+		log_path = conf.log_file;
+	if (verbose || conf.debug)
+		_log_level = ED_LOG_DEBUG;
+	if (log_path) {
+		_logf = fopen(log_path, "a");
+		if (!_logf) {
+			fprintf(stderr, "elasticd: cannot open log file %s: %s\n",
+				log_path, strerror(errno));
+			goto out;
+		}
+	} else if (foreground) {
+		_logf = stderr;
+	} else {
+		openlog("elasticd", LOG_PID, LOG_DAEMON);
+	}
+	if (!foreground && daemon(0, log_path ? 1 : 0) < 0) {
+		fprintf(stderr, "elasticd: daemon: %s\n", strerror(errno));
+		goto out;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	struct sigaction sa = {.sa_handler = _on_signal};
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
+	if (ed_slurm_init(&err) < 0) {
+		ed_error("%s", err.text);
+		goto out;
+	}
+	auth = elastic_auth_create(conf.munge_socket, &err);
+	if (!auth) {
+		ed_error("%s", err.text);
+		goto out;
+	}
+	ch = ed_channel_create(conf.controller_host,
+			       port >= 0 ? port : (int)conf.controller_port, auth, &err);
+	if (!ch) {
+		ed_error("%s", err.text);
+		goto out;
+	}
+	memset(&cc, 0, sizeof(cc));
+	snprintf(cc.grant_prefix, sizeof(cc.grant_prefix), "%s", conf.grant_name_prefix);
+	snprintf(cc.grant_qos, sizeof(cc.grant_qos), "%s",
+		 conf.grant_qos ? conf.grant_qos : "");
+	cc.plan.mode = conf.policy_mode;
+	cc.plan.min_change = (int)conf.hysteresis;
+	cc.plan.cooldown = conf.cool_down;
+	cc.dry_run = dry;
+	ctl = ed_ctl_create(&cc, ch);
+	if (!ctl) {
+		ed_error("out of memory");
+		goto out;
+	}
+	ed_info("started (pid %d): listening on %s:%d, tick %ld s, policy %s, grant QOS "
+		"'%s', "
+		"prefix '%s', SlurmUser uid %u%s",
+		(int)getpid(),
+		conf.controller_host && *conf.controller_host ? conf.controller_host
+							      : "*",
+		ed_channel_port(ch), conf.tick_seconds,
+		conf.policy_mode == 1	? "fairshare"
+		: conf.policy_mode == 2 ? "fifo"
+					: "priority",
+		cc.grant_qos, cc.grant_prefix, (unsigned)ed_slurm_user(),
+		dry ? ", DRY RUN" : "");
+
+	uint64_t tick_ms = (uint64_t)conf.tick_seconds * 1000u;
+	uint64_t next = ed_now_ms();
+	while (!_stop) {
+		uint64_t now = ed_now_ms();
+		if (now >= next) {
+			ed_ctl_tick(ctl);
+			now = ed_now_ms();
+			next += tick_ms;
+			if (next <= now)
+				next = now + tick_ms;
+		}
+		ed_channel_poll(ch, ctl, (int)(next - now));
+	}
+	ed_info("stopping on signal %d", (int)_stop);
+	rc = 0;
+out:
+	ed_ctl_destroy(ctl);
+	ed_channel_destroy(ch);
+	elastic_auth_destroy(auth);
+	ed_slurm_fini();
+	elastic_site_conf_free(&conf);
+	if (_logf && _logf != stderr)
+		fclose(_logf);
+	return rc;
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* plugin/elasticd/elasticd.h: elasticd's internal model (what slurmctld says) and its
+ * modules. */
+#ifndef ELASTICD_H
+#define ELASTICD_H
+
+/*
+ * Modules of the daemon, one file each:
+ *   elasticd.c  main: options, elastic.conf, logging, the event loop
+ *   slurm.c     the only file calling libslurm: snapshot of nodes, elastic jobs
+ *               and grant jobs; submit, mark and cancel grants
+ *   plan.c      the only file calling the policy (policy.h): snapshot -> targets
+ *   ctl.c       the controller: per tick, compares targets with what jobs hold
+ *               and acts (grow by grants, two-phase shrink, clean up)
+ *   channel.c   the TCP job channel server (common/proto.h)
+ * This header includes neither elastic_conf.h nor policy.h (they both name
+ * an enum elastic_policy_mode), so each module includes the one it needs.
+ */
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "conf.h"
+#include "proto.h"
+
+#define ED_NAME_MAX  64
+#define ED_SIZES_MAX 64
+
+/* ---- logging (elasticd.c) ---- */
+enum { ED_LOG_ERROR, ED_LOG_INFO, ED_LOG_DEBUG };
+void ed_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define ed_error(...) ed_log(ED_LOG_ERROR, __VA_ARGS__)
+#define ed_info(...)  ed_log(ED_LOG_INFO, __VA_ARGS__)
+#define ed_debug(...) ed_log(ED_LOG_DEBUG, __VA_ARGS__)
+
+/* Milliseconds since the epoch (realtime) and monotonic. */
+uint64_t ed_now_ms(void);
+
+/* ---- the snapshot of slurmctld's state (slurm.c) ---- */
+struct ed_node {
+	char name[ED_NAME_MAX];
+	int gpus; /* GPUs usable for elastic work: 0 when down/drained */
+	int busy; /* GPUs held by running jobs that are neither elastic nor grants */
+};
+
+struct ed_place {
+	int node; /* index into the snapshot's nodes */
+	int gpus;
+	int pinned; /* of which the job's own allocation (never released) */
+};
+
+struct ed_job {
+	uint32_t id;
+	uid_t uid;
+	gid_t gid;
+	char user[ED_NAME_MAX];
+	char account[ED_NAME_MAX];
+	char partition[ED_NAME_MAX];
+	int running; /* 1 running, 0 pending */
+	/* from the tag */
+	int min, max, grace, weight;
+	int sizes_kind; /* 0 any, 1 pow2, 2 list (same order in both headers) */
+	int nsizes;
+	int sizes[ED_SIZES_MAX];
+	uint32_t priority;
+	time_t submit, start;
+	int nlead; /* GPUs of its own allocation, per node */
+	struct ed_place *lead;
+};
+
+enum ed_grant_state { ED_GRANT_PENDING, ED_GRANT_RUNNING };
+
+struct ed_grant {
+	uint32_t id;
+	uint32_t job; /* the elastic job it serves */
+	uid_t uid;
+	int gpus;
+	int node; /* index, -1 if unknown */
+	enum ed_grant_state state;
+	time_t start;
+	uint64_t release_by_ms; /* from its AdminComment: release ordered; 0 none */
+};
+
+struct ed_snapshot {
+	int nnodes, njobs, ngrants;
+	struct ed_node *nodes;
+	struct ed_job *jobs;
+	struct ed_grant *grants;
+};
+
+int ed_slurm_init(elastic_error_t *err);
+void ed_slurm_fini(void);
+/* uid of SlurmUser (from slurmctld's configuration). */
+uid_t ed_slurm_user(void);
+/* Load nodes and jobs. Grants are jobs named prefix<jobid> whose AdminComment
+ * carries the grant mark (which only administrators can set). */
+int ed_slurm_snapshot(const char *grant_prefix, struct ed_snapshot *s,
+		      elastic_error_t *err);
+void ed_snapshot_free(struct ed_snapshot *s);
+int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
+			  const char *prefix, const char *qos, uint32_t *grant_id,
+			  elastic_error_t *err);
+/* Record in the grant's AdminComment that its release was ordered, deadline
+ * by_ms, so that a restarted elasticd keeps the deadline. */
+int ed_slurm_mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
+			  elastic_error_t *err);
+int ed_slurm_cancel(uint32_t id, elastic_error_t *err);
+
+const struct ed_job *ed_snapshot_job(const struct ed_snapshot *s, uint32_t id);
+
+/* ---- the policy (plan.c) ---- */
+struct ed_plan_params {
+	int mode; /* PolicyMode index: priority|fairshare|fifo */
+	int min_change;
+	int64_t cooldown;
+};
+
+struct ed_target {
+	uint32_t job;
+	int cur, gpus; /* held now (as given), target */
+	int nplace;
+	struct ed_place *place; /* target placement */
+	char explain[160];
+};
+
+struct ed_plan {
+	int ntargets;
+	struct ed_target *targets; /* in snapshot job order */
+};
+
+/* held[j] lists what job j holds now (leader + grants not being released),
+ * last_resize[j] its last resize (s). */
+int ed_plan_compute(const struct ed_snapshot *s, const struct ed_place *const *held,
+		    const int *nheld, const time_t *last_resize,
+		    const struct ed_plan_params *p, time_t now, struct ed_plan *out,
+		    elastic_error_t *err);
+void ed_plan_free(struct ed_plan *p);
+
+/* ---- the channel (channel.c) ---- */
+typedef struct ed_channel ed_channel_t;
+struct ed_ctl;
+
+ed_channel_t *ed_channel_create(const char *host, int port, elastic_auth_t *auth,
+				elastic_error_t *err);
+void ed_channel_destroy(ed_channel_t *ch);
+int ed_channel_port(const ed_channel_t *ch);
+/* Wait for and handle I/O up to timeout_ms; messages go to ctl. */
+void ed_channel_poll(ed_channel_t *ch, struct ed_ctl *ctl, int timeout_ms);
+/* Send m to the connection of job (if any). 0 sent/queued, -1 none/failed. */
+int ed_channel_send_job(ed_channel_t *ch, uint32_t job, const struct elastic_msg *m);
+int ed_channel_job_connected(const ed_channel_t *ch, uint32_t job);
+/* Close a job's connection (its job ended). */
+void ed_channel_drop_job(ed_channel_t *ch, uint32_t job);
+
+/* ---- the controller (ctl.c) ---- */
+struct ed_ctl_conf {
+	char grant_prefix[ED_NAME_MAX];
+	char grant_qos[ED_NAME_MAX];
+	struct ed_plan_params plan;
+	int dry_run; /* compute and log, change nothing */
+};
+
+struct ed_ctl *ed_ctl_create(const struct ed_ctl_conf *conf, ed_channel_t *ch);
+void ed_ctl_destroy(struct ed_ctl *ctl);
+/* One pass: snapshot, plan, act. */
+void ed_ctl_tick(struct ed_ctl *ctl);
+/* Called by the channel for an authenticated message from uid. Returns 0 to
+ * accept, or -1 with err (the channel then sends ERROR and closes). conn_job
+ * is the job the connection registered for (0 none); a HELLO sets it. */
+int ed_ctl_message(struct ed_ctl *ctl, const struct elastic_msg *m, uid_t uid,
+		   uint32_t *conn_job, elastic_error_t *err);
+/* Fill the JOBINFO messages for a QUERY (job 0: all); returns the count
+ * (caller frees *out). */
+int ed_ctl_query(struct ed_ctl *ctl, uint32_t job, struct elastic_msg **out);
+/* A connection of job just registered: resend what it must know. */
+void ed_ctl_job_connected(struct ed_ctl *ctl, uint32_t job);
+
+#endif

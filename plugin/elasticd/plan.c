@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* plugin/elasticd/plan.c: elasticd's only policy caller: turns a snapshot into targets.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elasticd.h"
+#include "policy.h"
+
+int ed_plan_compute(const struct ed_snapshot *s, const struct ed_place *const *held,
+		    const int *nheld, const time_t *last_resize,
+		    const struct ed_plan_params *p, time_t now, struct ed_plan *out,
+		    elastic_error_t *err)
+{
+	struct elastic_policy_input in;
+	struct elastic_policy_result *res = NULL;
+	struct elastic_policy_job *jobs;
+	struct elastic_policy_place *places;
+	int *gpus, *busy, nplaces = 0, rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < s->njobs; i++)
+		nplaces += nheld[i];
+	jobs = calloc((size_t)s->njobs + 1, sizeof(*jobs));
+	places = calloc((size_t)nplaces + 1, sizeof(*places));
+	gpus = calloc((size_t)s->nnodes + 1, sizeof(*gpus));
+	busy = calloc((size_t)s->nnodes + 1, sizeof(*busy));
+	if (!jobs || !places || !gpus || !busy) {
+		elastic__errorf(err, "out of memory");
+		goto done;
+	}
+	for (int k = 0; k < s->nnodes; k++) {
+		gpus[k] = s->nodes[k].gpus;
+		busy[k] = s->nodes[k].busy;
+	}
+	nplaces = 0;
+	for (int i = 0; i < s->njobs; i++) {
+		const struct ed_job *j = &s->jobs[i];
+		struct elastic_policy_job *pj = &jobs[i];
+		pj->id = j->id;
+		pj->min = j->min;
+		pj->max = j->max;
+		/* elastic_conf.h's and policy.h's size kinds have the same order. */
+		pj->sizes = j->sizes_kind == 1	 ? ELASTIC_SIZES_POW2
+			    : j->sizes_kind == 2 ? ELASTIC_SIZES_LIST
+						 : ELASTIC_SIZES_ANY;
+		pj->size_list = j->sizes;
+		pj->nsize_list = j->nsizes;
+		pj->priority = j->priority;
+		pj->submit_time = j->submit;
+		pj->last_resize = last_resize[i];
+		pj->place = &places[nplaces];
+		for (int k = 0; k < nheld[i]; k++) {
+			places[nplaces].node = held[i][k].node;
+			places[nplaces].gpus = held[i][k].gpus;
+			places[nplaces].pinned = held[i][k].pinned;
+			nplaces++;
+		}
+		pj->nplace = nheld[i];
+	}
+	memset(&in, 0, sizeof(in));
+	in.mode = p->mode == 1	 ? ELASTIC_POLICY_FAIRSHARE
+		  : p->mode == 2 ? ELASTIC_POLICY_FIFO
+				 : ELASTIC_POLICY_PRIORITY;
+	in.now = now;
+	in.min_change = p->min_change;
+	in.min_change_pct = 0;
+	in.cooldown = p->cooldown;
+	in.nnodes = s->nnodes;
+	in.node_gpus = gpus;
+	in.node_busy = busy;
+	in.njobs = s->njobs;
+	in.jobs = jobs;
+	if (s->nnodes == 0) {
+		elastic__errorf(err, "slurmctld reports no nodes");
+		goto done;
+	}
+	if (elastic_policy_decide(&in, &res, err) < 0)
+		goto done;
+	out->targets = calloc((size_t)res->njobs + 1, sizeof(*out->targets));
+	if (!out->targets) {
+		elastic__errorf(err, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < res->njobs; i++) {
+		const struct elastic_policy_target *t = &res->targets[i];
+		struct ed_target *o = &out->targets[i];
+		o->job = t->id;
+		o->cur = t->cur;
+		o->gpus = t->gpus;
+		o->place = calloc((size_t)t->nplace + 1, sizeof(*o->place));
+		if (!o->place) {
+			out->ntargets = i;
+			ed_plan_free(out);
+			elastic__errorf(err, "out of memory");
+			goto done;
+		}
+		for (int k = 0; k < t->nplace; k++) {
+			o->place[k].node = t->place[k].node;
+			o->place[k].gpus = t->place[k].gpus;
+			o->place[k].pinned = t->place[k].pinned;
+		}
+		o->nplace = t->nplace;
+		elastic_policy_explain(res, i, o->explain, sizeof(o->explain));
+	}
+	out->ntargets = res->njobs;
+	rc = 0;
+done:
+	elastic_policy_result_destroy(res);
+	free(jobs);
+	free(places);
+	free(gpus);
+	free(busy);
+	return rc;
+}
+
+void ed_plan_free(struct ed_plan *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->ntargets; i++)
+		free(p->targets[i].place);
+	free(p->targets);
+	memset(p, 0, sizeof(*p));
+}
