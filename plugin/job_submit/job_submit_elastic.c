@@ -1,0 +1,676 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* plugin/job_submit/job_submit_elastic.c: slurmctld plugin job_submit/elastic: checks
+ * elastic requests against elastic.conf, asks for MIN GPUs, tags the job. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
+#include "elastic_conf.h"
+
+const char plugin_name[] = "elastic GPU jobs: request checks and job tag";
+const char plugin_type[] = "job_submit/elastic";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+/* From libslurmfull, which slurmctld links and exports to its plugins
+ * (public symbols of libslurm too, but not declared in slurm.h). Strings
+ * slurmctld frees later (err_msg, job_desc fields) must come from its
+ * allocator, slurm_xstrdup. */
+extern char *slurm_xstrdup(const char *str);
+extern void slurm_xfree(void **ptr);
+extern void slurm_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern void slurm_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern void slurm_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The SPANK option variables in job_desc->spank_job_env (plugin "elastic"). */
+#define OPT_ENV_PREFIX "_SLURM_SPANK_OPTION_elastic_"
+static const char *const _opt_env[] = {"elastic_gpus", "elastic_grace", "elastic_sizes",
+				       "elastic_policy_weight"};
+enum { O_GPUS, O_GRACE, O_SIZES, O_WEIGHT, O_N };
+
+/* ---- configuration ------------------------------------------------------- */
+
+static pthread_mutex_t _lock = PTHREAD_MUTEX_INITIALIZER; /* conf and cache */
+static struct elastic_site_conf _conf;
+static int _conf_ok;
+static char _conf_path[PATH_MAX];
+static struct stat _conf_st; /* of the loaded file; st_ino 0: none */
+
+/* elastic.conf beside slurm.conf: $ELASTIC_CONF, $SLURM_CONF's directory,
+ * else slurmctld's "-f FILE" argument, else Slurm's sysconfdir. */
+static void _find_conf_path(void)
+{
+	elastic_error_t err;
+	char cmd[8192];
+	FILE *f;
+	size_t n = 0;
+
+	if (!getenv(ELASTIC_CONF_ENV) && !getenv("SLURM_CONF") &&
+	    (f = fopen("/proc/self/cmdline", "r"))) {
+		n = fread(cmd, 1, sizeof(cmd) - 1, f);
+		fclose(f);
+		cmd[n] = '\0';
+		for (size_t i = 0; i < n; i += strlen(cmd + i) + 1) {
+			const char *arg = cmd + i, *conf = NULL;
+			if (strcmp(arg, "-f") == 0 && i + 3 < n)
+				conf = cmd + i + 3;
+			else if (strncmp(arg, "-f", 2) == 0 && arg[2])
+				conf = arg + 2;
+			if (conf && strrchr(conf, '/')) {
+				snprintf(_conf_path, sizeof(_conf_path), "%.*s/%s",
+					 (int)(strrchr(conf, '/') - conf), conf,
+					 ELASTIC_CONF_NAME);
+				return;
+			}
+		}
+	}
+	if (elastic_site_conf_path(_conf_path, sizeof(_conf_path), &err) < 0)
+		snprintf(_conf_path, sizeof(_conf_path), "%s/%s",
+			 ELASTIC_SLURM_SYSCONFDIR, ELASTIC_CONF_NAME);
+}
+
+/* (Re)load elastic.conf when it changed. Called with _lock held. A bad
+ * file keeps the configuration loaded before (and fails init()). */
+static int _conf_refresh(int first)
+{
+	struct stat st;
+	struct elastic_site_conf fresh;
+	elastic_error_t err = {""};
+	int rc, have = stat(_conf_path, &st) == 0;
+
+	if (!first && _conf_ok &&
+	    (have ? (st.st_ino == _conf_st.st_ino && st.st_mtime == _conf_st.st_mtime &&
+		     st.st_size == _conf_st.st_size && st.st_dev == _conf_st.st_dev)
+		  : _conf_st.st_ino == 0))
+		return 0;
+	rc = elastic_site_conf_load(&fresh, _conf_path, 1, &err);
+	if (rc < 0) {
+		slurm_error("elastic: %s%s", err.text,
+			    _conf_ok ? " (keeping the configuration loaded before)" : "");
+		if (have)
+			_conf_st = st; /* do not repeat the message until it changes */
+		return -1;
+	}
+	if (_conf_ok)
+		elastic_site_conf_free(&_conf);
+	_conf = fresh;
+	_conf_ok = 1;
+	if (rc == 1) {
+		memset(&_conf_st, 0, sizeof(_conf_st));
+		slurm_info("elastic: %s not found: built-in defaults (MaxGpusPerJob=%ld, "
+			   "anyone "
+			   "may submit elastic jobs)",
+			   _conf_path, _conf.max_gpus_per_job);
+	} else {
+		_conf_st = st;
+		slurm_info("elastic: loaded %s (MaxGpusPerJob=%ld AllowedPartitions=%s "
+			   "AllowedAccounts=%s AllowedUsers=%s)",
+			   _conf_path, _conf.max_gpus_per_job,
+			   *_conf.allowed_partitions ? _conf.allowed_partitions : "(any)",
+			   *_conf.allowed_accounts ? _conf.allowed_accounts : "(any)",
+			   *_conf.allowed_users ? _conf.allowed_users : "(any)");
+	}
+	return 0;
+}
+
+/* ---- job cache ------------------------------------------------------------
+ * job_modify() gets the job as an opaque job_record_t (its layout is not
+ * public) and runs with slurmctld's job lock held, so it cannot ask
+ * slurmctld about the job. A thread keeps what job_modify needs from
+ * slurm_load_jobs() (public API): which jobs are elastic, their tag and GPU
+ * layout. A job modified before the thread saw it (within about a second of
+ * its submission) is checked on the fields of the update alone. */
+struct job_entry {
+	uint32_t job_id;
+	int elastic;
+	struct elastic_request req;
+	long gpus_per_node, gpus_per_job; /* from its TRES request; -1: none */
+	uint32_t num_nodes;
+};
+
+static struct job_entry *_jobs;
+static size_t _njobs;
+static uint32_t _max_job_id;
+static pthread_t _thread;
+static int _thread_started, _stop, _kick;
+static pthread_cond_t _cond = PTHREAD_COND_INITIALIZER;
+
+/* GPUs in a TRES list ("gres/gpu:4", "gres/gpu:a100:2,gres/nic:1", "gres/gpu").
+ * Returns 1 with *count, 0 when no GPU entry, -1 when unreadable. */
+static int _tres_gpus(const char *tres, long *count)
+{
+	int found = 0;
+
+	*count = 0;
+	if (!tres)
+		return 0;
+	for (const char *p = tres; *p;) {
+		size_t n = strcspn(p, ",;");
+		if (n >= 8 && strncmp(p, "gres/gpu", 8) == 0 &&
+		    (n == 8 || p[8] == ':' || p[8] == '=')) {
+			const char *last = p + n;
+			const char *c = last;
+			long v = 1;
+			while (c > p + 8 && c[-1] != ':' && c[-1] != '=')
+				c--;
+			if (c > p + 8) {
+				char *end;
+				errno = 0;
+				v = strtol(c, &end, 10);
+				if (end == c) /* a type name ("gpu:a100"): one GPU */
+					v = 1;
+				else if (end != last || errno || v < 0)
+					return -1;
+			}
+			*count += v;
+			found = 1;
+		}
+		p += n;
+		if (*p)
+			p++;
+	}
+	return found;
+}
+
+static int _cmp_entry(const void *a, const void *b)
+{
+	uint32_t x = ((const struct job_entry *)a)->job_id;
+	uint32_t y = ((const struct job_entry *)b)->job_id;
+	return (x > y) - (x < y);
+}
+
+static const struct job_entry *_cache_find(uint32_t job_id)
+{
+	struct job_entry key = {.job_id = job_id};
+	return bsearch(&key, _jobs, _njobs, sizeof(*_jobs), _cmp_entry);
+}
+
+static void _cache_rebuild(const job_info_msg_t *msg)
+{
+	struct job_entry *v =
+		calloc(msg->record_count ? msg->record_count : 1, sizeof(*v));
+	uint32_t max_id = 0;
+	size_t n = 0;
+
+	if (!v)
+		return;
+	for (uint32_t i = 0; i < msg->record_count; i++) {
+		const slurm_job_info_t *j = &msg->job_array[i];
+		struct job_entry *e = &v[n++];
+		e->job_id = j->job_id;
+		if (j->job_id > max_id)
+			max_id = j->job_id;
+		e->elastic = elastic_tag_is_tag(j->admin_comment) &&
+			     elastic_tag_parse(j->admin_comment, &e->req, NULL) == 0;
+		if (_tres_gpus(j->tres_per_node, &e->gpus_per_node) <= 0)
+			e->gpus_per_node = -1;
+		if (_tres_gpus(j->tres_per_job, &e->gpus_per_job) <= 0)
+			e->gpus_per_job = -1;
+		e->num_nodes = j->num_nodes;
+	}
+	qsort(v, n, sizeof(*v), _cmp_entry);
+	pthread_mutex_lock(&_lock);
+	free(_jobs);
+	_jobs = v;
+	_njobs = n;
+	if (max_id > _max_job_id)
+		_max_job_id = max_id;
+	pthread_mutex_unlock(&_lock);
+}
+
+static void *_cache_thread(void *arg)
+{
+	time_t last = 0;
+	int failing = 0;
+
+	pthread_mutex_lock(&_lock);
+	while (!_stop) {
+		struct timespec until;
+		job_info_msg_t *msg = NULL;
+		int rc, e;
+
+		pthread_mutex_unlock(&_lock);
+		rc = slurm_load_jobs(last, &msg, SHOW_ALL);
+		e = rc == SLURM_SUCCESS ? 0 : errno;
+		if (rc == SLURM_SUCCESS && msg) {
+			last = msg->last_update;
+			_cache_rebuild(msg);
+			slurm_free_job_info_msg(msg);
+		}
+		if (e && e != SLURM_NO_CHANGE_IN_DATA) {
+			/* Say it once per run of failures, not every second. */
+			if (!failing++)
+				slurm_error(
+					"elastic: job cache refresh (slurm_load_jobs) "
+					"failed: "
+					"%s; job updates are checked on their own fields",
+					slurm_strerror(e));
+		} else if (failing) {
+			slurm_info("elastic: job cache refresh works again");
+			failing = 0;
+		}
+		pthread_mutex_lock(&_lock);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		while (!_stop && !_kick)
+			if (pthread_cond_timedwait(&_cond, &_lock, &until) == ETIMEDOUT)
+				break;
+		if (_kick && !_stop) {
+			/* A job was just accepted: let its RPC finish first. */
+			struct timespec soon;
+			_kick = 0;
+			clock_gettime(CLOCK_REALTIME, &soon);
+			soon.tv_nsec += 200 * 1000 * 1000;
+			if (soon.tv_nsec >= 1000000000) {
+				soon.tv_sec++;
+				soon.tv_nsec -= 1000000000;
+			}
+			while (!_stop &&
+			       pthread_cond_timedwait(&_cond, &_lock, &soon) != ETIMEDOUT)
+				;
+		}
+	}
+	pthread_mutex_unlock(&_lock);
+	return NULL;
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static int _refuse(char **err_msg, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int _refuse(char **err_msg, int rc, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "elastic: ");
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	va_end(ap);
+	slurm_info("%s", buf);
+	if (err_msg) {
+		if (*err_msg)
+			slurm_xfree((void **)err_msg);
+		*err_msg = slurm_xstrdup(buf);
+	}
+	return rc;
+}
+
+/* Replace a string field slurmctld owns. */
+static void _set_field(char **field, const char *value)
+{
+	if (*field)
+		slurm_xfree((void **)field);
+	*field = slurm_xstrdup(value);
+}
+
+static int _privileged(uint32_t uid)
+{
+	return uid == 0 || uid == (uint32_t)getuid();
+}
+
+static const char *_user_name(uint32_t uid, char *buf, size_t size)
+{
+	struct passwd pw, *res = NULL;
+	char tmp[4096];
+	if (getpwuid_r((uid_t)uid, &pw, tmp, sizeof(tmp), &res) == 0 && res) {
+		snprintf(buf, size, "%s", res->pw_name);
+		return buf;
+	}
+	return NULL;
+}
+
+/* Names reserved for the grant jobs elasticd submits (as root/SlurmUser). */
+static int _check_reserved(const job_desc_msg_t *jd, uint32_t uid, char **err_msg)
+{
+	if (_privileged(uid))
+		return SLURM_SUCCESS;
+	if (jd->qos && strcmp(jd->qos, _conf.grant_qos) == 0)
+		return _refuse(err_msg, ESLURM_INVALID_QOS,
+			       "QOS '%s' is reserved for the grant jobs of the elastic "
+			       "controller; "
+			       "use --elastic-gpus for an elastic job",
+			       jd->qos);
+	if (jd->name && strncmp(jd->name, _conf.grant_name_prefix,
+				strlen(_conf.grant_name_prefix)) == 0)
+		return _refuse(
+			err_msg, ESLURM_ACCESS_DENIED,
+			"job names starting with '%s' are reserved for the grant jobs of "
+			"the elastic controller",
+			_conf.grant_name_prefix);
+	return SLURM_SUCCESS;
+}
+
+/* Every partition of a comma list must be allowed. */
+static int _check_partitions(const char *parts, char **err_msg)
+{
+	char buf[1024];
+	char *save = NULL;
+
+	if (!*_conf.allowed_partitions || !parts)
+		return SLURM_SUCCESS;
+	snprintf(buf, sizeof(buf), "%s", parts);
+	for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save))
+		if (!elastic_list_allows(_conf.allowed_partitions, p))
+			return _refuse(
+				err_msg, ESLURM_INVALID_PARTITION_NAME,
+				"partition '%s' does not take elastic jobs (allowed: %s)",
+				p, _conf.allowed_partitions);
+	return SLURM_SUCCESS;
+}
+
+/* The job's GPU request against its elastic request. nodes: the node count
+ * per-node GPUs multiply with. */
+static int _check_gpus(const struct elastic_request *req, const char *per_job,
+		       const char *per_node, const char *per_task, const char *per_socket,
+		       uint32_t nodes, long *total, char **err_msg)
+{
+	long pj = 0, pn = 0, x = 0;
+	int hj = _tres_gpus(per_job, &pj), hn = _tres_gpus(per_node, &pn);
+
+	*total = -1;
+	if (hj < 0 || hn < 0)
+		return _refuse(err_msg, ESLURM_INVALID_GRES,
+			       "cannot read the GPU count in '%s'",
+			       hj < 0 ? per_job : per_node);
+	if (_tres_gpus(per_task, &x) != 0 || _tres_gpus(per_socket, &x) != 0)
+		return _refuse(err_msg, ESLURM_INVALID_GRES,
+			       "elastic jobs take GPUs per job (--gpus) or per node "
+			       "(--gres=gpu:N), not per task or per socket");
+	if (hj && hn)
+		return _refuse(
+			err_msg, ESLURM_INVALID_GRES,
+			"give the GPUs of an elastic job either per job (--gpus) or per "
+			"node (--gres), not both");
+	if (!hj && !hn)
+		return SLURM_SUCCESS;
+	*total = hj ? pj : pn * (long)(nodes ? nodes : 1);
+	if (!elastic_request_size_ok(req, *total)) {
+		char sizes[ELASTIC_TAG_MAX] = "";
+		elastic_request_sizes_str(req, ',', sizes, sizeof(sizes));
+		return _refuse(
+			err_msg, ESLURM_INVALID_GRES,
+			"the job asks for %ld GPUs, which --%s=%ld-%ld --%s=%s does not "
+			"allow (leave the GPU request out: the job then gets MIN GPUs)",
+			*total, ELASTIC_OPT_GPUS, req->min_gpus, req->max_gpus,
+			ELASTIC_OPT_SIZES, sizes);
+	}
+	return SLURM_SUCCESS;
+}
+
+static const char *_spank_opt(const job_desc_msg_t *jd, int which)
+{
+	size_t plen = strlen(OPT_ENV_PREFIX), olen = strlen(_opt_env[which]);
+
+	for (uint32_t i = 0; jd->spank_job_env && i < jd->spank_job_env_size; i++) {
+		const char *e = jd->spank_job_env[i];
+		if (!e)
+			continue;
+		if (strncmp(e, "SPANK_", 6) == 0)
+			e += 6;
+		if (strncmp(e, OPT_ENV_PREFIX, plen) == 0 &&
+		    strncmp(e + plen, _opt_env[which], olen) == 0 &&
+		    e[plen + olen] == '=')
+			return e + plen + olen + 1;
+	}
+	return NULL;
+}
+
+/* ---- plugin entry points -------------------------------------------------- */
+
+extern int init(void);
+extern int fini(void);
+extern int job_submit(job_desc_msg_t *jd, uint32_t submit_uid, char **err_msg);
+extern int job_modify(job_desc_msg_t *jd, void *job_ptr, uint32_t submit_uid,
+		      char **err_msg);
+
+int init(void)
+{
+	int rc;
+
+	_find_conf_path();
+	pthread_mutex_lock(&_lock);
+	rc = _conf_refresh(1);
+	_stop = 0;
+	pthread_mutex_unlock(&_lock);
+	if (rc < 0)
+		return SLURM_ERROR;
+	if (pthread_create(&_thread, NULL, _cache_thread, NULL) != 0) {
+		slurm_error("elastic: cannot start the job cache thread: %s",
+			    strerror(errno));
+		return SLURM_ERROR;
+	}
+	_thread_started = 1;
+	return SLURM_SUCCESS;
+}
+
+int fini(void)
+{
+	if (_thread_started) {
+		pthread_mutex_lock(&_lock);
+		_stop = 1;
+		pthread_cond_broadcast(&_cond);
+		pthread_mutex_unlock(&_lock);
+		pthread_join(_thread, NULL);
+		_thread_started = 0;
+	}
+	pthread_mutex_lock(&_lock);
+	free(_jobs);
+	_jobs = NULL;
+	_njobs = 0;
+	if (_conf_ok)
+		elastic_site_conf_free(&_conf);
+	_conf_ok = 0;
+	pthread_mutex_unlock(&_lock);
+	return SLURM_SUCCESS;
+}
+
+static int _submit_locked(job_desc_msg_t *jd, uint32_t submit_uid, char **err_msg)
+{
+	const char *opt[O_N];
+	struct elastic_request req;
+	elastic_error_t err = {""};
+	char user[256], tag[ELASTIC_TAG_MAX], first[256];
+	long total;
+	int rc, any = 0;
+
+	if ((rc = _check_reserved(jd, submit_uid, err_msg)) != SLURM_SUCCESS)
+		return rc;
+	for (int i = 0; i < O_N; i++)
+		any |= (opt[i] = _spank_opt(jd, i)) != NULL;
+	if (!any)
+		return SLURM_SUCCESS;
+
+	if (elastic_request_from_options(&req, opt[O_GPUS], opt[O_GRACE], opt[O_SIZES],
+					 opt[O_WEIGHT], &_conf, &err) < 0)
+		return _refuse(err_msg, ESLURM_INVALID_GRES, "%s", err.text);
+	if (*_conf.allowed_users &&
+	    !elastic_list_allows(_conf.allowed_users,
+				 _user_name(jd->user_id, user, sizeof(user))))
+		return _refuse(err_msg, ESLURM_ACCESS_DENIED,
+			       "user %u may not submit elastic jobs (AllowedUsers=%s)",
+			       jd->user_id, _conf.allowed_users);
+	if (*_conf.allowed_accounts) {
+		if (!jd->account)
+			return _refuse(
+				err_msg, ESLURM_INVALID_ACCOUNT,
+				"elastic jobs must name their account with --account "
+				"(allowed: %s)",
+				_conf.allowed_accounts);
+		if (!elastic_list_allows(_conf.allowed_accounts, jd->account))
+			return _refuse(
+				err_msg, ESLURM_INVALID_ACCOUNT,
+				"account '%s' may not run elastic jobs (allowed: %s)",
+				jd->account, _conf.allowed_accounts);
+	}
+	if (*_conf.allowed_partitions && !jd->partition) {
+		/* No -p: the first allowed partition, not Slurm's default. */
+		size_t n = strcspn(_conf.allowed_partitions, ",");
+		snprintf(first, sizeof(first), "%.*s", (int)n, _conf.allowed_partitions);
+		_set_field(&jd->partition, first);
+	} else if ((rc = _check_partitions(jd->partition, err_msg)) != SLURM_SUCCESS) {
+		return rc;
+	}
+	if (jd->array_inx)
+		return _refuse(
+			err_msg, ESLURM_INVALID_ARRAY,
+			"job arrays cannot be elastic (submit one elastic job per task)");
+	if (jd->admin_comment)
+		return _refuse(err_msg, ESLURM_ACCESS_DENIED,
+			       "the AdminComment of an elastic job holds its elastic "
+			       "tag; submit "
+			       "it without --admin-comment");
+	rc = _check_gpus(&req, jd->tres_per_job, jd->tres_per_node, jd->tres_per_task,
+			 jd->tres_per_socket, jd->min_nodes == NO_VAL ? 1 : jd->min_nodes,
+			 &total, err_msg);
+	if (rc != SLURM_SUCCESS)
+		return rc;
+	if (total < 0) {
+		/* No GPU request: the job starts with its minimum. */
+		char gpus[ELASTIC_TAG_MAX];
+		if (jd->tres_per_job && *jd->tres_per_job)
+			snprintf(gpus, sizeof(gpus), "%s,gres/gpu:%ld", jd->tres_per_job,
+				 req.min_gpus);
+		else
+			snprintf(gpus, sizeof(gpus), "gres/gpu:%ld", req.min_gpus);
+		_set_field(&jd->tres_per_job, gpus);
+	}
+	if (elastic_tag_format(&req, tag, sizeof(tag)) < 0)
+		return _refuse(err_msg, SLURM_ERROR, "elastic tag too long");
+	_set_field(&jd->admin_comment, tag);
+	_kick = 1;
+	pthread_cond_broadcast(&_cond);
+	slurm_info("elastic: job of user %u (%s) accepted as elastic: %s", jd->user_id,
+		   jd->name ? jd->name : "", tag);
+	return SLURM_SUCCESS;
+}
+
+int job_submit(job_desc_msg_t *jd, uint32_t submit_uid, char **err_msg)
+{
+	int rc;
+
+	pthread_mutex_lock(&_lock);
+	_conf_refresh(0);
+	rc = _submit_locked(jd, submit_uid, err_msg);
+	pthread_mutex_unlock(&_lock);
+	return rc;
+}
+
+/* The job an update names: job_id, or job_id_str as scontrol sends it
+ * ("123"; array tasks "123_4" and hetjob parts "123+1" are never elastic). */
+static uint32_t _update_job_id(const job_desc_msg_t *jd)
+{
+	char *end;
+	unsigned long v;
+
+	if (jd->job_id != NO_VAL && jd->job_id != 0)
+		return jd->job_id;
+	if (!jd->job_id_str)
+		return NO_VAL;
+	errno = 0;
+	v = strtoul(jd->job_id_str, &end, 10);
+	if (errno || end == jd->job_id_str || *end || v == 0 || v >= NO_VAL)
+		return NO_VAL;
+	return (uint32_t)v;
+}
+
+static int _modify_locked(job_desc_msg_t *jd, uint32_t uid, char **err_msg)
+{
+	uint32_t job_id = _update_job_id(jd);
+	const struct job_entry *e = job_id == NO_VAL ? NULL : _cache_find(job_id);
+	struct elastic_request req;
+	elastic_error_t err = {""};
+	int rc, elastic = e && e->elastic;
+	long total;
+
+	if ((rc = _check_reserved(jd, uid, err_msg)) != SLURM_SUCCESS)
+		return rc;
+	if (elastic)
+		req = e->req;
+	if (jd->admin_comment) {
+		if (elastic_tag_is_tag(jd->admin_comment)) {
+			if (elastic_tag_parse(jd->admin_comment, &req, &err) < 0)
+				return _refuse(err_msg, ESLURM_ACCESS_DENIED,
+					       "AdminComment: %s", err.text);
+			if (elastic_request_check(&req, &_conf, &err) < 0)
+				return _refuse(err_msg, ESLURM_ACCESS_DENIED,
+					       "AdminComment '%s': %s", jd->admin_comment,
+					       err.text);
+			if (e && !e->elastic)
+				return _refuse(
+					err_msg, ESLURM_ACCESS_DENIED,
+					"job %u was not submitted as an elastic job; an "
+					"elastic tag cannot be added later (submit with "
+					"--%s)",
+					job_id, ELASTIC_OPT_GPUS);
+			elastic = 1;
+		} else if (elastic) {
+			return _refuse(err_msg, ESLURM_ACCESS_DENIED,
+				       "job %u is elastic: changing its AdminComment "
+				       "would remove "
+				       "its elastic tag",
+				       job_id);
+		}
+	}
+	if (!elastic) {
+		if (!e && job_id != NO_VAL && job_id > _max_job_id)
+			slurm_debug("elastic: job %u not in the job cache yet; update "
+				    "checked "
+				    "on its own fields",
+				    job_id);
+		return SLURM_SUCCESS;
+	}
+	if ((rc = _check_partitions(jd->partition, err_msg)) != SLURM_SUCCESS)
+		return rc;
+	if (jd->tres_per_task || jd->tres_per_socket || jd->tres_per_job ||
+	    jd->tres_per_node || jd->min_nodes != NO_VAL) {
+		uint32_t nodes =
+			jd->min_nodes != NO_VAL ? jd->min_nodes : (e ? e->num_nodes : 1);
+		const char *pj = jd->tres_per_job, *pn = jd->tres_per_node;
+		char pjb[64], pnb[64];
+		/* Fields the update leaves alone keep the job's values. */
+		if (!pj && !pn && e && e->gpus_per_job >= 0) {
+			snprintf(pjb, sizeof(pjb), "gres/gpu:%ld", e->gpus_per_job);
+			pj = pjb;
+		}
+		if (!pn && !pj && e && e->gpus_per_node >= 0) {
+			snprintf(pnb, sizeof(pnb), "gres/gpu:%ld", e->gpus_per_node);
+			pn = pnb;
+		}
+		rc = _check_gpus(&req, pj, pn, jd->tres_per_task, jd->tres_per_socket,
+				 nodes, &total, err_msg);
+		if (rc != SLURM_SUCCESS)
+			return rc;
+		if (total < 0 && (jd->tres_per_job || jd->tres_per_node))
+			return _refuse(
+				err_msg, ESLURM_INVALID_GRES,
+				"job %u is elastic: its GPU request cannot be removed",
+				job_id);
+	}
+	return SLURM_SUCCESS;
+}
+
+int job_modify(job_desc_msg_t *jd, void *job_ptr, uint32_t submit_uid, char **err_msg)
+{
+	int rc;
+
+	pthread_mutex_lock(&_lock);
+	_conf_refresh(0);
+	rc = _modify_locked(jd, submit_uid, err_msg);
+	pthread_mutex_unlock(&_lock);
+	return rc;
+}

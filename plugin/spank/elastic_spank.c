@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* plugin/spank/elastic_spank.c: SPANK plugin elastic.so: --elastic-* options, their
+ * validation, ELASTIC_* for tasks. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <slurm/spank.h>
+
+#include "elastic_conf.h"
+
+/* plugin_name "elastic" is part of the option variables slurmctld sees:
+ * _SLURM_SPANK_OPTION_elastic_elastic_gpus=V (job_submit_elastic reads them). */
+SPANK_PLUGIN(elastic, 1);
+
+enum { OPT_GPUS = 1, OPT_GRACE, OPT_SIZES, OPT_WEIGHT, OPT_N };
+
+static int _opt_cb(int val, const char *optarg, int remote);
+
+static struct spank_option _options[] = {
+	{ELASTIC_OPT_GPUS, "MIN[-MAX]",
+	 "Run as an elastic job on MIN to MAX GPUs (MAX defaults to MIN); the job starts "
+	 "with "
+	 "MIN and grows and shrinks as the elastic controller decides. See "
+	 "elastic-spank(8).",
+	 1, OPT_GPUS, _opt_cb},
+	{ELASTIC_OPT_GRACE, "SECONDS",
+	 "Seconds an elastic job gets to give GPUs back at an iteration boundary "
+	 "(default: "
+	 "DefaultGrace of elastic.conf).",
+	 1, OPT_GRACE, _opt_cb},
+	{ELASTIC_OPT_SIZES, "any|pow2|LIST",
+	 "GPU counts the elastic job can run at: any (default), pow2, or a list such as "
+	 "1,2,4,8.",
+	 1, OPT_SIZES, _opt_cb},
+	{ELASTIC_OPT_WEIGHT, "N",
+	 "Relative weight of the elastic job in the GPU split, 1-1000 (default 1).", 1,
+	 OPT_WEIGHT, _opt_cb},
+	SPANK_OPTIONS_TABLE_END,
+};
+
+/* The option values as typed (NULL: not given) and the site configuration.
+ * One copy per process: sbatch/salloc/srun or one slurmstepd. */
+static char *_val[OPT_N];
+static struct elastic_site_conf _site;
+static int _site_loaded;
+
+static const char *_ctx_name(spank_context_t ctx)
+{
+	switch (ctx) {
+	case S_CTX_LOCAL:
+		return "srun";
+	case S_CTX_REMOTE:
+		return "slurmstepd";
+	case S_CTX_ALLOCATOR:
+		return "allocator";
+	case S_CTX_SLURMD:
+		return "slurmd";
+	case S_CTX_JOB_SCRIPT:
+		return "prolog/epilog";
+	default:
+		return "unknown";
+	}
+}
+
+static int _opt_cb(int val, const char *optarg, int remote)
+{
+	char *dup;
+
+	if (val <= 0 || val >= OPT_N)
+		return -1;
+	if (!optarg)
+		optarg = "";
+	if (!(dup = strdup(optarg))) {
+		slurm_error("elastic: out of memory");
+		return -1;
+	}
+	free(_val[val]);
+	_val[val] = dup;
+	return 0;
+}
+
+static void _free_state(void)
+{
+	for (int i = 0; i < OPT_N; i++) {
+		free(_val[i]);
+		_val[i] = NULL;
+	}
+	if (_site_loaded)
+		elastic_site_conf_free(&_site);
+	_site_loaded = 0;
+}
+
+/* plugstack.conf arguments: conf=PATH, then any elastic.conf Key=Value,
+ * which overrides the file for this plugin. Loads elastic.conf. */
+static int _load_config(int ac, char **av)
+{
+	const char *path = NULL;
+	elastic_error_t err = {""};
+	struct elastic_site_conf work;
+	int rc;
+
+	for (int i = 0; i < ac; i++) {
+		if (strncasecmp(av[i], "conf=", 5) == 0) {
+			if (!av[i][5]) {
+				slurm_error("elastic: plugstack.conf: argument 'conf=' "
+					    "needs a path");
+				return -1;
+			}
+			path = av[i] + 5;
+		}
+	}
+	rc = elastic_site_conf_load(&work, path, path == NULL, &err);
+	if (rc < 0) {
+		slurm_error("elastic: %s", err.text);
+		return -1;
+	}
+	if (rc == 1)
+		slurm_debug(
+			"elastic: no elastic.conf found, using the built-in defaults");
+	for (int i = 0; i < ac; i++) {
+		char key[64], *eq = strchr(av[i], '=');
+		size_t n;
+
+		if (strncasecmp(av[i], "conf=", 5) == 0)
+			continue;
+		if (!eq || eq == av[i] || (n = (size_t)(eq - av[i])) >= sizeof(key)) {
+			slurm_error(
+				"elastic: plugstack.conf: unknown argument '%s' (known: "
+				"conf=PATH and elastic.conf keys as Key=Value, e.g. "
+				"ControllerHost=HOST, MaxGpusPerJob=N)",
+				av[i]);
+			elastic_site_conf_free(&work);
+			return -1;
+		}
+		memcpy(key, av[i], n);
+		key[n] = '\0';
+		if (elastic_conf_set(elastic_site_conf_keys, &work, key, eq + 1,
+				     "plugstack.conf argument", &err) < 0) {
+			slurm_error("elastic: %s", err.text);
+			elastic_site_conf_free(&work);
+			return -1;
+		}
+	}
+	if (elastic_site_conf_check(&work, "plugstack.conf arguments", &err) < 0) {
+		slurm_error("elastic: %s", err.text);
+		elastic_site_conf_free(&work);
+		return -1;
+	}
+	if (_site_loaded)
+		elastic_site_conf_free(&_site);
+	_site = work;
+	_site_loaded = 1;
+	return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	spank_context_t ctx = spank_context();
+	int rc = _load_config(ac, av);
+
+	if (rc < 0) {
+		/* slurmd keeps running (the message is in its log); every
+		 * command and step that loads the plugin refuses to go on. */
+		if (ctx == S_CTX_SLURMD || ctx == S_CTX_JOB_SCRIPT)
+			return 0;
+		return -1;
+	}
+	if (ctx == S_CTX_SLURMD || ctx == S_CTX_JOB_SCRIPT)
+		return 0;
+	for (struct spank_option *o = _options; o->name; o++) {
+		spank_err_t e = spank_option_register(sp, o);
+		if (e != ESPANK_SUCCESS) {
+			slurm_error("elastic: cannot register --%s in %s: %s", o->name,
+				    _ctx_name(ctx), spank_strerror(e));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The request as given, checked against the site (local) or only for
+ * consistency (remote: slurmctld's job_submit plugin is the authority and
+ * this node's limits must not fail a job it accepted). */
+static int _build_request(struct elastic_request *req, int local, elastic_error_t *err)
+{
+	struct elastic_site_conf lim = _site;
+
+	if (!local) {
+		lim.max_gpus_per_job = ELASTIC_GPUS_LIMIT;
+		lim.max_grace = ELASTIC_GRACE_LIMIT;
+	}
+	return elastic_request_from_options(req, _val[OPT_GPUS], _val[OPT_GRACE],
+					    _val[OPT_SIZES], _val[OPT_WEIGHT], &lim, err);
+}
+
+static int _any_option(void)
+{
+	for (int i = 1; i < OPT_N; i++)
+		if (_val[i])
+			return 1;
+	return 0;
+}
+
+static int _setenv(spank_t sp, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int _setenv(spank_t sp, const char *name, const char *fmt, ...)
+{
+	char buf[ELASTIC_TAG_MAX];
+	va_list ap;
+	spank_err_t e;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if ((e = spank_setenv(sp, name, buf, 1)) != ESPANK_SUCCESS) {
+		slurm_error("elastic: cannot set %s for the tasks: %s", name,
+			    spank_strerror(e));
+		return -1;
+	}
+	return 0;
+}
+
+static int _export_to_tasks(spank_t sp)
+{
+	struct elastic_request req;
+	elastic_error_t err = {""};
+	char sizes[ELASTIC_TAG_MAX];
+	uint32_t job_id = 0;
+	spank_err_t e;
+
+	if (_build_request(&req, 0, &err) < 0) {
+		slurm_error("elastic: %s", err.text);
+		return -1;
+	}
+	if ((e = spank_get_item(sp, S_JOB_ID, &job_id)) != ESPANK_SUCCESS) {
+		slurm_error("elastic: cannot get the job id: %s", spank_strerror(e));
+		return -1;
+	}
+	if (elastic_request_sizes_str(&req, ',', sizes, sizeof(sizes)) < 0) {
+		slurm_error("elastic: --%s list too long", ELASTIC_OPT_SIZES);
+		return -1;
+	}
+	if (_setenv(sp, ELASTIC_ENV_JOB_ID, "%u", job_id) < 0 ||
+	    _setenv(sp, ELASTIC_ENV_MIN_GPUS, "%ld", req.min_gpus) < 0 ||
+	    _setenv(sp, ELASTIC_ENV_MAX_GPUS, "%ld", req.max_gpus) < 0 ||
+	    _setenv(sp, ELASTIC_ENV_GRACE, "%ld", req.grace) < 0 ||
+	    _setenv(sp, ELASTIC_ENV_SIZES, "%s", sizes) < 0 ||
+	    _setenv(sp, ELASTIC_ENV_WEIGHT, "%ld", req.weight) < 0 ||
+	    _setenv(sp, ELASTIC_ENV_CONTROLLER, "%s:%ld", _site.controller_host,
+		    _site.controller_port) < 0)
+		return -1;
+	if (_site.debug)
+		slurm_info("elastic: job %u: exported min=%ld max=%ld grace=%ld sizes=%s "
+			   "to the "
+			   "tasks",
+			   job_id, req.min_gpus, req.max_gpus, req.grace, sizes);
+	return 0;
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	spank_context_t ctx = spank_context();
+	struct elastic_request req;
+	elastic_error_t err = {""};
+
+	if (!_site_loaded && _load_config(ac, av) < 0)
+		return -1;
+	if (!_any_option())
+		return 0;
+	switch (ctx) {
+	case S_CTX_ALLOCATOR:
+	case S_CTX_LOCAL:
+		/* The submitting command: refuse bad input before any job exists.
+		 * The values reach slurmctld as _SLURM_SPANK_OPTION_elastic_* in
+		 * the job's SPANK environment. */
+		if (_build_request(&req, 1, &err) < 0) {
+			slurm_error("elastic: %s", err.text);
+			return -1;
+		}
+		return 0;
+	case S_CTX_REMOTE:
+		return _export_to_tasks(sp);
+	default:
+		return 0;
+	}
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	_free_state();
+	return 0;
+}
