@@ -27,6 +27,7 @@ struct _job {
 	int rank;     /* position in rank order */
 	int admitted; /* gets at least lo */
 	int frozen;   /* held at cur by hysteresis */
+	int holdable; /* cur is a size it may keep */
 	enum elastic_policy_reason hold;
 	int target, want;
 	int state;     /* water-filling: 0 at lo, 1 linear, 2 at hi */
@@ -42,6 +43,7 @@ struct _rank_key {
 };
 
 struct _event {
+	uint64_t key;  /* bits of the double v / w: orders like it (>= 0) */
 	uint64_t v, w; /* at level v / w */
 	int rank;
 	int leave; /* 0: job enters the linear part at lo, 1: leaves it at hi */
@@ -58,8 +60,10 @@ struct _ws {
 	const struct elastic_policy_input *in;
 	int nj, nn;
 	struct _job *j;
-	int *order;	   /* job indices in rank order */
-	struct _event *ev; /* 2 per admitted job, sorted */
+	int *order;	    /* job indices in rank order */
+	int *act, nact;	    /* admitted, not held: job indices in rank order */
+	struct _event *ev;  /* 2 per admitted job, sorted */
+	struct _event *ev2; /* radix sort scratch */
 	int nev;
 	struct _cand *cand; /* scratch for rounding */
 	int *free;	    /* per node: free GPUs for elastic jobs, after holdings */
@@ -387,6 +391,10 @@ static void _admit(struct _ws *ws)
 		t->admitted = 1;
 		left -= t->lo;
 	}
+	ws->nact = 0;
+	for (int r = 0; r < ws->nj; r++)
+		if (ws->j[ws->order[r]].admitted)
+			ws->act[ws->nact++] = ws->order[r];
 }
 
 /* ---- splitting -------------------------------------------------------- */
@@ -403,60 +411,170 @@ static int _cmp_event(const void *pa, const void *pb)
 	return a->leave - b->leave;
 }
 
+static uint64_t _level_key(uint64_t v, uint64_t w)
+{
+	double d = (double)v / (double)w;
+	uint64_t k;
+	memcpy(&k, &d, sizeof(k));
+	return k;
+}
+
+/* Events in level order. Rounded division is monotone, so sorting by the
+ * double level (stable LSD radix over its bits, from events made in rank
+ * order) leaves out of exact order only events with equal doubles, which
+ * the insertion pass with the exact comparison then puts right: O(n). */
 static void _events(struct _ws *ws)
 {
-	ws->nev = 0;
-	for (int i = 0; i < ws->nj; i++) {
+	struct _event *a = ws->ev, *b = ws->ev2, *x;
+	size_t count[256];
+	int n = 0;
+
+	for (int r = 0; r < ws->nj; r++) {
+		int i = ws->order[r];
 		struct _job *t = &ws->j[i];
 		if (!t->admitted)
 			continue;
-		ws->ev[ws->nev++] = (struct _event){(uint64_t)t->lo, t->w, t->rank, 0, i};
-		ws->ev[ws->nev++] = (struct _event){(uint64_t)t->hi, t->w, t->rank, 1, i};
+		a[n++] = (struct _event){
+			_level_key(t->lo, t->w), (uint64_t)t->lo, t->w, r, 0, i};
+		a[n++] = (struct _event){
+			_level_key(t->hi, t->w), (uint64_t)t->hi, t->w, r, 1, i};
 	}
-	qsort(ws->ev, ws->nev, sizeof(*ws->ev), _cmp_event);
+	for (int shift = 0; shift < 64; shift += 8) {
+		size_t pos = 0;
+		memset(count, 0, sizeof(count));
+		for (int e = 0; e < n; e++)
+			count[(a[e].key >> shift) & 0xff]++;
+		if (n && count[(a[0].key >> shift) & 0xff] == (size_t)n)
+			continue; /* this digit is the same everywhere */
+		for (int d = 0; d < 256; d++) {
+			size_t c = count[d];
+			count[d] = pos;
+			pos += c;
+		}
+		for (int e = 0; e < n; e++)
+			b[count[(a[e].key >> shift) & 0xff]++] = a[e];
+		x = a;
+		a = b;
+		b = x;
+	}
+	for (int e = 1; e < n; e++) {
+		struct _event cur = a[e];
+		int k = e;
+		while (k > 0 && _cmp_event(&a[k - 1], &cur) > 0) {
+			a[k] = a[k - 1];
+			k--;
+		}
+		a[k] = cur;
+	}
+	ws->ev = a;
+	ws->ev2 = b;
+	ws->nev = n;
 }
 
-static int _active(const struct _job *t)
+/* Drop frozen jobs from the active list and the events (orders kept), so
+ * later hysteresis rounds cost what is left, not all jobs. */
+static void _compact(struct _ws *ws)
 {
-	return t->admitted && !t->frozen;
+	int n = 0;
+	for (int a = 0; a < ws->nact; a++)
+		if (!ws->j[ws->act[a]].frozen)
+			ws->act[n++] = ws->act[a];
+	ws->nact = n;
+	n = 0;
+	for (int e = 0; e < ws->nev; e++)
+		if (!ws->j[ws->ev[e].job].frozen)
+			ws->ev[n++] = ws->ev[e];
+	ws->nev = n;
 }
 
-static int _cmp_cand(const void *pa, const void *pb)
+/* Rounding order: larger deficit first, then lower rank. */
+static int _cand_before(const struct _cand *a, const struct _cand *b)
 {
-	const struct _cand *a = pa, *b = pb;
 	if (a->deficit != b->deficit)
-		return a->deficit > b->deficit ? -1 : 1;
-	return a->rank - b->rank;
+		return a->deficit > b->deficit;
+	return a->rank < b->rank;
 }
 
-/* Hand out the left GPUs by largest remainder, one allowed step at a time;
- * repeat passes while some job can still take a step. */
+static void _cand_sift(struct _cand *h, int n, int i)
+{
+	struct _cand x = h[i];
+	for (;;) {
+		int c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && _cand_before(&h[c + 1], &h[c]))
+			c++;
+		if (!_cand_before(&h[c], &x))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = x;
+}
+
+/* Give job t its next allowed step if it fits in *left. */
+static int _step(struct _job *t, int *left)
+{
+	int next;
+	if (t->target >= t->hi)
+		return 0;
+	next = _size_ceil(t->in, t->target + 1);
+	if (next < 0 || next > t->hi || next - t->target > *left)
+		return 0;
+	*left -= next - t->target;
+	t->target = next;
+	return 1;
+}
+
+/* Hand out the left GPUs by largest remainder, one allowed step per job and
+ * pass; repeat passes while some job can still take a step. The first pass
+ * pops candidates off a heap, so it costs O(n + steps log n), not a sort. */
 static void _round_up(struct _ws *ws, int left)
 {
-	int nc = 0;
+	struct _cand *h = ws->cand;
+	int nc = 0, n, progress = 0;
 
 	if (left <= 0)
 		return;
-	for (int i = 0; i < ws->nj; i++) {
-		struct _job *t = &ws->j[i];
-		if (_active(t) && t->target < t->hi)
-			ws->cand[nc++] = (struct _cand){t->deficit, t->rank, i};
+	for (int a = 0; a < ws->nact; a++) {
+		struct _job *t = &ws->j[ws->act[a]];
+		if (t->target < t->hi)
+			h[nc++] = (struct _cand){t->deficit, t->rank, ws->act[a]};
 	}
-	qsort(ws->cand, nc, sizeof(*ws->cand), _cmp_cand);
-	for (int progress = 1; left > 0 && progress;) {
+	for (int i = nc / 2 - 1; i >= 0; i--)
+		_cand_sift(h, nc, i);
+	/* Pass 1; popped candidates collect at the end, best last. */
+	for (n = nc; left > 0 && n > 0;) {
+		struct _cand top = h[0];
+		h[0] = h[--n];
+		h[n] = top;
+		_cand_sift(h, n, 0);
+		progress |= _step(&ws->j[top.job], &left);
+	}
+	if (left == 0 || !progress)
+		return;
+	/* Every candidate was popped: h[nc - 1] .. h[0] is the order. Later
+	 * passes keep only jobs that may still step (left only shrinks). */
+	for (int a = 0, b = nc - 1; a < b; a++, b--) {
+		struct _cand x = h[a];
+		h[a] = h[b];
+		h[b] = x;
+	}
+	while (left > 0 && nc > 0) {
+		int kept = 0;
 		progress = 0;
 		for (int c = 0; c < nc && left > 0; c++) {
-			struct _job *t = &ws->j[ws->cand[c].job];
+			struct _job *t = &ws->j[h[c].job];
 			int next;
-			if (t->target >= t->hi)
-				continue;
-			next = _size_ceil(t->in, t->target + 1);
-			if (next < 0 || next > t->hi || next - t->target > left)
-				continue;
-			left -= next - t->target;
-			t->target = next;
-			progress = 1;
+			if (_step(t, &left))
+				progress = 1;
+			next = t->target < t->hi ? _size_ceil(t->in, t->target + 1) : -1;
+			if (next > 0 && next <= t->hi && next - t->target <= left)
+				h[kept++] = h[c];
 		}
+		if (!progress)
+			break;
+		nc = kept;
 	}
 }
 
@@ -465,26 +583,21 @@ static void _split_weighted(struct _ws *ws, int K)
 {
 	__int128 A = 0, B = 0;
 	int64_t sum_hi = 0;
-	int any = 0, left = K;
+	int left = K;
 
-	for (int i = 0; i < ws->nj; i++) {
-		struct _job *t = &ws->j[i];
-		if (!_active(t))
-			continue;
-		any = 1;
+	if (!ws->nact)
+		return;
+	for (int a = 0; a < ws->nact; a++) {
+		struct _job *t = &ws->j[ws->act[a]];
 		A += t->lo;
 		sum_hi += t->hi;
 		t->state = 0;
 	}
-	if (!any)
-		return;
 	if (sum_hi <= K) {
-		for (int i = 0; i < ws->nj; i++) {
-			struct _job *t = &ws->j[i];
-			if (_active(t)) {
-				t->target = t->hi;
-				t->share = t->hi;
-			}
+		for (int a = 0; a < ws->nact; a++) {
+			struct _job *t = &ws->j[ws->act[a]];
+			t->target = t->hi;
+			t->share = t->hi;
 		}
 		return;
 	}
@@ -493,8 +606,6 @@ static void _split_weighted(struct _ws *ws, int K)
 	for (int e = 0; e < ws->nev; e++) {
 		const struct _event *ev = &ws->ev[e];
 		struct _job *t = &ws->j[ev->job];
-		if (!_active(t))
-			continue;
 		if (A * (__int128)ev->w + B * (__int128)ev->v >= (__int128)K * ev->w)
 			break;
 		if (!ev->leave) {
@@ -507,27 +618,29 @@ static void _split_weighted(struct _ws *ws, int K)
 			t->state = 2;
 		}
 	}
-	/* Level = (K - A) / B; with B == 0 every job sits on a bound. */
-	_u128 num = (_u128)(K - A), den = B > 0 ? (_u128)B : 1;
-	for (int i = 0; i < ws->nj; i++) {
-		struct _job *t = &ws->j[i];
-		_u128 q, r = 0;
-		if (!_active(t))
-			continue;
+	/* Level = (K - A) / B; with B == 0 every job sits on a bound. Every
+	 * linear job's ideal is w * (K - A) / B: w < 2^32 and K - A < 2^31,
+	 * B <= jobs * 2^32 < 2^63, so 64-bit arithmetic is exact. */
+	uint64_t num = (uint64_t)(K - A), den = B > 0 ? (uint64_t)B : 1;
+	for (int a = 0; a < ws->nact; a++) {
+		struct _job *t = &ws->j[ws->act[a]];
+		uint64_t q, r = 0;
 		if (t->state == 1 && B > 0) {
-			_u128 p = (_u128)t->w * num;
+			uint64_t p = t->w * num;
 			q = p / den;
 			r = p % den;
 		} else {
-			q = t->state == 2 ? (_u128)t->hi : (_u128)t->lo;
+			q = t->state == 2 ? (uint64_t)t->hi : (uint64_t)t->lo;
 		}
-		if (q > (_u128)t->hi) /* cannot happen; keep bounds whatever */
+		if (q > (uint64_t)t->hi) /* cannot happen; keep bounds whatever */
 			q = t->hi;
-		if (q < (_u128)t->lo)
+		if (q < (uint64_t)t->lo)
 			q = t->lo;
 		t->share = (double)q + (double)r / (double)den;
-		t->target = _size_floor(t->in, (int)q);
-		t->deficit = ((_u128)q - (_u128)t->target) * den + r;
+		t->target = t->in->sizes == ELASTIC_SIZES_ANY
+				    ? (int)q
+				    : _size_floor(t->in, (int)q);
+		t->deficit = (_u128)(q - (uint64_t)t->target) * den + r;
 		left -= t->target;
 	}
 	_round_up(ws, left);
@@ -538,19 +651,38 @@ static void _split_fifo(struct _ws *ws, int K)
 {
 	int64_t left = K;
 
-	for (int i = 0; i < ws->nj; i++)
-		if (_active(&ws->j[i]))
-			left -= ws->j[i].lo;
-	for (int r = 0; r < ws->nj; r++) {
-		struct _job *t = &ws->j[ws->order[r]];
+	for (int a = 0; a < ws->nact; a++)
+		left -= ws->j[ws->act[a]].lo;
+	for (int a = 0; a < ws->nact; a++) {
+		struct _job *t = &ws->j[ws->act[a]];
 		int64_t up;
-		if (!_active(t))
-			continue;
 		up = t->lo + left < t->hi ? t->lo + left : t->hi;
 		t->target = _size_floor(t->in, (int)up);
 		t->share = t->target;
 		left -= t->target - t->lo;
 	}
+}
+
+/* A job may be held at its current size only if that size is one it may
+ * have: never below MIN (so it always gets its MIN), never above MAX. */
+static int _holdable(const struct _job *t)
+{
+	return t->cur >= t->lo && t->cur <= t->hi && _size_ok(t->in, t->cur);
+}
+
+/* Jobs that may be held, each once, then only their flag is read. */
+static void _mark_holdable(struct _ws *ws)
+{
+	for (int a = 0; a < ws->nact; a++) {
+		struct _job *t = &ws->j[ws->act[a]];
+		t->holdable = _holdable(t);
+	}
+}
+
+static int _cooling(const struct _ws *ws, const struct _job *t)
+{
+	return ws->in->cooldown > 0 && t->in->last_resize > 0 &&
+	       ws->in->now - t->in->last_resize < ws->in->cooldown;
 }
 
 /* Why job t's change to its target would be held, or STEADY for none. */
@@ -559,47 +691,61 @@ static enum elastic_policy_reason _hold_reason(const struct _ws *ws, const struc
 	const struct elastic_policy_input *in = ws->in;
 	int64_t d = t->target > t->cur ? t->target - t->cur : t->cur - t->target;
 
-	if (t->cur < t->lo || t->cur > t->hi || !_size_ok(t->in, t->cur))
-		return ELASTIC_POLICY_STEADY;
-	if (in->cooldown > 0 && t->in->last_resize > 0 &&
-	    in->now - t->in->last_resize < in->cooldown)
+	if (_cooling(ws, t))
 		return ELASTIC_POLICY_HOLD_COOLDOWN;
 	if (d < in->min_change || d * 100 < (int64_t)in->min_change_pct * t->cur)
 		return ELASTIC_POLICY_HOLD_THRESHOLD;
 	return ELASTIC_POLICY_STEADY;
 }
 
+static void _freeze(struct _job *t, enum elastic_policy_reason why, int64_t *K,
+		    int64_t *slack)
+{
+	*slack -= t->cur - t->lo;
+	*K -= t->cur;
+	t->frozen = 1;
+	t->hold = why;
+	t->want = t->target;
+	t->target = t->cur;
+}
+
 /* Split, then hold the changes hysteresis suppresses and re-split around
- * them, until nothing new is held. Returns the number of rounds. */
+ * them, until nothing new is held. A job in its cool-down is held whatever
+ * its target, so once anything is held, the steady ones in their cool-down
+ * are frozen as well (they may not change in the re-split either). Returns
+ * the number of rounds. */
 static int _split(struct _ws *ws)
 {
+	int64_t K = ws->capacity;
 	int rounds = 0;
 
+	_mark_holdable(ws);
 	for (;;) {
-		int64_t K = ws->capacity, slack;
+		int64_t slack = K;
 		int held = 0;
 
-		for (int i = 0; i < ws->nj; i++)
-			if (ws->j[i].admitted && ws->j[i].frozen)
-				K -= ws->j[i].cur;
 		if (ws->in->mode == ELASTIC_POLICY_FIFO)
 			_split_fifo(ws, (int)K);
 		else
 			_split_weighted(ws, (int)K);
 		if (++rounds >= _MAX_ROUNDS)
 			break;
-		slack = K;
-		for (int i = 0; i < ws->nj; i++)
-			if (_active(&ws->j[i]))
-				slack -= ws->j[i].lo;
-		/* Held grows only free GPUs; then shrinks, while every admitted
-		 * job's MIN still fits around them. */
+		for (int a = 0; a < ws->nact; a++)
+			slack -= ws->j[ws->act[a]].lo;
+		/* Held grows (and steady jobs) only free GPUs; then shrinks are
+		 * held while every admitted job's MIN still fits around them. */
 		for (int pass = 0; pass < 2; pass++) {
-			for (int r = 0; r < ws->nj; r++) {
-				struct _job *t = &ws->j[ws->order[r]];
+			for (int a = 0; a < ws->nact; a++) {
+				struct _job *t = &ws->j[ws->act[a]];
 				enum elastic_policy_reason why;
-				if (!_active(t) || t->target == t->cur)
+				if (t->frozen || !t->holdable)
 					continue;
+				if (t->target == t->cur) {
+					if (pass == 0 && _cooling(ws, t))
+						_freeze(t, ELASTIC_POLICY_STEADY, &K,
+							&slack);
+					continue;
+				}
 				if ((pass == 0) != (t->target > t->cur))
 					continue;
 				why = _hold_reason(ws, t);
@@ -607,16 +753,13 @@ static int _split(struct _ws *ws)
 					continue;
 				if (pass == 1 && slack - (t->cur - t->lo) < 0)
 					continue;
-				slack -= t->cur - t->lo;
-				t->frozen = 1;
-				t->hold = why;
-				t->want = t->target;
-				t->target = t->cur;
+				_freeze(t, why, &K, &slack);
 				held++;
 			}
 		}
 		if (!held)
 			break;
+		_compact(ws);
 	}
 	return rounds;
 }
@@ -844,7 +987,9 @@ static void _ws_free(struct _ws *ws)
 {
 	free(ws->j);
 	free(ws->order);
+	free(ws->act);
 	free(ws->ev);
+	free(ws->ev2);
 	free(ws->cand);
 	free(ws->free);
 	free(ws->stamp);
@@ -898,11 +1043,14 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 	ws.nn = in->nnodes;
 	ws.j = calloc(nj ? nj : 1, sizeof(*ws.j));
 	ws.order = calloc(nj ? nj : 1, sizeof(*ws.order));
+	ws.act = calloc(nj ? nj : 1, sizeof(*ws.act));
 	ws.ev = calloc(nj ? 2 * (size_t)nj : 1, sizeof(*ws.ev));
+	ws.ev2 = calloc(nj ? 2 * (size_t)nj : 1, sizeof(*ws.ev2));
 	ws.cand = calloc(nj ? nj : 1, sizeof(*ws.cand));
 	ws.free = calloc(ws.nn, sizeof(*ws.free));
 	ws.stamp = calloc(ws.nn, sizeof(*ws.stamp));
-	if (!ws.j || !ws.order || !ws.ev || !ws.cand || !ws.free || !ws.stamp) {
+	if (!ws.j || !ws.order || !ws.act || !ws.ev || !ws.ev2 || !ws.cand || !ws.free ||
+	    !ws.stamp) {
 		(void)_fail(err, ENOMEM, "out of memory for %d jobs on %d nodes", nj,
 			    ws.nn);
 		goto fail;

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* bench/bench_policy.c: decision time of the elastic policy at cluster scale
+ * (default 10,000 elastic jobs on 12,500 nodes x 8 GPUs). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "policy.h"
+
+#define TARGET_MS 10.0
+
+struct sim {
+	struct elastic_policy_input in;
+	int *gpus, *busy;
+	struct elastic_policy_job *jobs;
+	struct elastic_policy_place **place; /* per job, malloc'd */
+	int *cap;			     /* room in place[i] */
+	uint32_t next_id;
+	uint64_t rng;
+};
+
+static const int list_sizes[] = {1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+
+static unsigned rnd(struct sim *s, unsigned n)
+{
+	s->rng = s->rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (unsigned)(s->rng >> 33) % n;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+	if (!p) {
+		fprintf(stderr, "bench_policy: out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+/* A new pending job: min 1..8, max up to 64, mixed allowed sizes. */
+static void new_job(struct sim *s, int i)
+{
+	struct elastic_policy_job *jb = &s->jobs[i];
+	int min = 1 + rnd(s, 8);
+
+	*jb = (struct elastic_policy_job){
+		.id = s->next_id++,
+		.min = min,
+		.max = min + rnd(s, 57),
+		.priority = 1000 + rnd(s, 19000),
+		.submit_time = s->in.now - rnd(s, 86400),
+		.place = s->place[i],
+	};
+	switch (rnd(s, 10)) {
+	case 0:
+	case 1:
+		jb->sizes = ELASTIC_SIZES_POW2;
+		break;
+	case 2:
+		jb->sizes = ELASTIC_SIZES_LIST;
+		jb->size_list = list_sizes;
+		jb->nsize_list = sizeof(list_sizes) / sizeof(list_sizes[0]);
+		break;
+	}
+	if (jb->sizes != ELASTIC_SIZES_ANY && jb->max < 2 * min)
+		jb->max = 2 * min; /* room for an allowed size */
+}
+
+/* The controller did what the policy said: jobs hold their targets now. */
+static int apply(struct sim *s, const struct elastic_policy_result *res)
+{
+	int changed = 0;
+	for (int i = 0; i < res->njobs; i++) {
+		const struct elastic_policy_target *t = &res->targets[i];
+		if (t->nplace > s->cap[i]) {
+			s->cap[i] = t->nplace;
+			s->place[i] = realloc(s->place[i], sizeof(*t->place) * t->nplace);
+			if (!s->place[i]) {
+				fprintf(stderr, "bench_policy: out of memory\n");
+				exit(1);
+			}
+		}
+		memcpy(s->place[i], t->place, sizeof(*t->place) * t->nplace);
+		s->jobs[i].place = s->place[i];
+		s->jobs[i].nplace = t->nplace;
+		if (t->gpus != t->cur) {
+			s->jobs[i].last_resize = s->in.now;
+			changed++;
+		}
+	}
+	return changed;
+}
+
+/* Ten seconds pass: 1% of jobs change priority, 0.5% end and are replaced
+ * by new pending ones. */
+static void perturb(struct sim *s)
+{
+	int nj = s->in.njobs;
+	s->in.now += 10;
+	for (int k = 0; k < nj / 100; k++)
+		s->jobs[rnd(s, nj)].priority = 1000 + rnd(s, 19000);
+	for (int k = 0; k < nj / 200; k++) {
+		int i = rnd(s, nj);
+		s->jobs[i].nplace = 0;
+		new_job(s, i);
+	}
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* One decision: wall time returned, CPU time of this thread in *cpu. */
+static double decide(struct sim *s, struct elastic_policy_result **res, double *cpu)
+{
+	elastic_error_t err;
+	double t0 = now_ms(), c0 = cpu_ms(), t1;
+	if (elastic_policy_decide(&s->in, res, &err) < 0) {
+		fprintf(stderr, "bench_policy: decide failed: %s\n", err.text);
+		exit(1);
+	}
+	t1 = now_ms();
+	*cpu = cpu_ms() - c0;
+	return t1 - t0;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int verbose;
+
+static int run(enum elastic_policy_mode mode, int njobs, int nnodes, int per_node,
+	       int ndecisions)
+{
+	struct sim s = {.rng = 12345, .next_id = 1000};
+	struct elastic_policy_result *res = NULL;
+	double *ms = xcalloc(ndecisions, sizeof(*ms)),
+	       *cpu = xcalloc(ndecisions, sizeof(*cpu));
+	double cold, cold_cpu;
+	long changed = 0, rounds = 0, idle = 0;
+
+	s.gpus = xcalloc(nnodes, sizeof(int));
+	s.busy = xcalloc(nnodes, sizeof(int));
+	s.jobs = xcalloc(njobs, sizeof(*s.jobs));
+	s.place = xcalloc(njobs, sizeof(*s.place));
+	s.cap = xcalloc(njobs, sizeof(int));
+	s.in = (struct elastic_policy_input){
+		.mode = mode,
+		.now = 1700000000,
+		.cooldown = 30,
+		.nnodes = nnodes,
+		.node_gpus = s.gpus,
+		.node_busy = s.busy,
+		.njobs = njobs,
+		.jobs = s.jobs,
+	};
+	for (int n = 0; n < nnodes; n++)
+		s.gpus[n] = per_node;
+	for (int i = 0; i < njobs; i++)
+		new_job(&s, i);
+
+	/* Cold start: every job pending, 100,000 GPUs to place. */
+	cold = decide(&s, &res, &cold_cpu);
+	apply(&s, res);
+	elastic_policy_result_destroy(res);
+
+	for (int d = 0; d < ndecisions; d++) {
+		perturb(&s);
+		ms[d] = decide(&s, &res, &cpu[d]);
+		int c = apply(&s, res);
+		if (verbose)
+			printf("  %s decision %d: %.2f ms (cpu %.2f ms), %d rounds, %d "
+			       "jobs "
+			       "resized\n",
+			       elastic_policy_mode_name(mode), d, ms[d], cpu[d],
+			       res->rounds, c);
+		changed += c;
+		rounds += res->rounds;
+		idle += res->idle;
+		elastic_policy_result_destroy(res);
+	}
+	double med = median(ms, ndecisions), max = ms[ndecisions - 1];
+	double cpu_med = median(cpu, ndecisions), cpu_max = cpu[ndecisions - 1];
+	printf("policy: %d jobs, %d GPUs, %d nodes: median %.2f ms, max %.2f ms over %d "
+	       "decisions (mode %s; target < %.0f ms: %s)\n",
+	       njobs, nnodes * per_node, nnodes, med, max, ndecisions,
+	       elastic_policy_mode_name(mode), TARGET_MS,
+	       max < TARGET_MS	 ? "met"
+	       : med < TARGET_MS ? "met by the median"
+				 : "MISSED");
+	printf("  wall clock; CPU time of the deciding thread: median %.2f ms, max %.2f "
+	       "ms; "
+	       "cold start (all pending) %.2f ms wall, %.2f ms CPU; per decision: %.0f "
+	       "jobs "
+	       "resized, %.1f split rounds, %.1f GPUs idle\n",
+	       cpu_med, cpu_max, cold, cold_cpu, (double)changed / ndecisions,
+	       (double)rounds / ndecisions, (double)idle / ndecisions);
+	for (int i = 0; i < njobs; i++)
+		free(s.place[i]);
+	free(s.place);
+	free(s.cap);
+	free(s.jobs);
+	free(s.gpus);
+	free(s.busy);
+	free(ms);
+	free(cpu);
+	return med < TARGET_MS ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	int njobs = 10000, nnodes = 12500, per_node = 8, ndecisions = 100, strict = 0;
+	int rc = 0;
+
+	for (int a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--strict"))
+			strict = 1;
+		else if (!strcmp(argv[a], "--verbose"))
+			verbose = 1;
+		else if (!strncmp(argv[a], "--jobs=", 7))
+			njobs = atoi(argv[a] + 7);
+		else if (!strncmp(argv[a], "--nodes=", 8))
+			nnodes = atoi(argv[a] + 8);
+		else if (!strncmp(argv[a], "--gpus-per-node=", 16))
+			per_node = atoi(argv[a] + 16);
+		else if (!strncmp(argv[a], "--decisions=", 12))
+			ndecisions = atoi(argv[a] + 12);
+		else {
+			fprintf(stderr,
+				"usage: bench_policy [--jobs=N] [--nodes=N] "
+				"[--gpus-per-node=N] [--decisions=N] [--strict] "
+				"[--verbose]\n"
+				"  --strict: exit 1 when a median misses %.0f ms\n",
+				TARGET_MS);
+			return 2;
+		}
+	}
+	if (njobs < 1 || nnodes < 1 || per_node < 1 || ndecisions < 1) {
+		fprintf(stderr, "bench_policy: --jobs, --nodes, --gpus-per-node and "
+				"--decisions must be positive numbers\n");
+		return 2;
+	}
+	for (int m = ELASTIC_POLICY_PRIORITY; m <= ELASTIC_POLICY_FIFO; m++)
+		rc |= run((enum elastic_policy_mode)m, njobs, nnodes, per_node,
+			  ndecisions);
+	return strict ? rc : 0;
+}
