@@ -25,7 +25,7 @@
  * did not. --compare checks this within --tolerance (default 1e-12).
  */
 #define FIX_SCALE 1099511627776.0 /* 2^40 */
-#define MAX_D 256
+#define MAX_D	  256
 
 struct opts {
 	long samples, features, global, max_micro, epochs;
@@ -71,7 +71,8 @@ static int _sample(const struct opts *o, uint64_t i, double *x)
 	double z = 0;
 	for (long j = 0; j < o->features; j++) {
 		x[j] = _unif(o->seed + i, (uint64_t)j);
-		z += x[j] * _unif(o->seed ^ 0xabcdef, (uint64_t)j) * 3.0; /* true weights */
+		z += x[j] * _unif(o->seed ^ 0xabcdef, (uint64_t)j) *
+		     3.0; /* true weights */
 	}
 	z += 0.5 * _unif(o->seed + i, 0xfffff); /* label noise */
 	return z > 0.1;
@@ -100,16 +101,18 @@ static void _maybe_kill(const struct opts *o, int rank0, uint64_t step, const ch
 	if (!strcmp(where, "timer")) {
 		/* at a random point of the step: inside communication, the
 		 * commit agreement or the snapshot, wherever the timer fires */
-		struct itimerval it = {{0, 0}, {0, o->kill_delay_us > 0 ? o->kill_delay_us : 1}};
+		struct itimerval it = {{0, 0},
+				       {0, o->kill_delay_us > 0 ? o->kill_delay_us : 1}};
 		printf("KILL rank %d step %llu where timer+%ldus t=%.6f\n", rank0,
-		       (unsigned long long)step, o->kill_delay_us, _now() + o->kill_delay_us * 1e-6);
+		       (unsigned long long)step, o->kill_delay_us,
+		       _now() + o->kill_delay_us * 1e-6);
 		fflush(stdout);
 		signal(SIGALRM, _die_now);
 		setitimer(ITIMER_REAL, &it, NULL);
 		return;
 	}
-	printf("KILL rank %d step %llu where %s t=%.6f\n", rank0, (unsigned long long)step, where,
-	       _now());
+	printf("KILL rank %d step %llu where %s t=%.6f\n", rank0,
+	       (unsigned long long)step, where, _now());
 	fflush(stdout);
 	kill(getpid(), SIGKILL);
 }
@@ -126,11 +129,14 @@ static void _usage(FILE *f)
 		"  --lr X             learning rate (0.5)\n"
 		"  --seed S           data and shuffle seed (1)\n"
 		"  --step-sleep US    extra time per step, microseconds (0)\n"
-		"  --kill R:S:WHERE   SIGKILL the rank that started as R at step S, WHERE = "
+		"  --kill R:S:WHERE   SIGKILL the rank that started as R at step S, "
+		"WHERE = "
 		"begin|reduce|commit|timer\n"
-		"  --kill-delay US    for WHERE=timer: delay after the step begins (1000)\n"
+		"  --kill-delay US    for WHERE=timer: delay after the step begins "
+		"(1000)\n"
 		"  --out FILE         write the final model (rank 0)\n"
-		"  --compare FILE     compare the final model with FILE; exit 3 if it differs\n"
+		"  --compare FILE     compare the final model with FILE; exit 3 if it "
+		"differs\n"
 		"  --tolerance T      largest allowed |difference| per weight (1e-12)\n"
 		"  --quiet            print only epochs, changes and the result\n",
 		MAX_D);
@@ -139,47 +145,86 @@ static void _usage(FILE *f)
 static int _parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{"samples", 1, 0, 'n'},	   {"features", 1, 0, 'd'},   {"global-batch", 1, 0, 'b'},
-		{"max-micro", 1, 0, 'm'},  {"epochs", 1, 0, 'e'},     {"lr", 1, 0, 'l'},
-		{"seed", 1, 0, 's'},	   {"step-sleep", 1, 0, 'z'}, {"kill", 1, 0, 'k'},
-		{"kill-delay", 1, 0, 'K'}, {"out", 1, 0, 'o'},	      {"compare", 1, 0, 'c'},
-		{"tolerance", 1, 0, 't'},  {"quiet", 0, 0, 'q'},      {"help", 0, 0, 'h'},
-		{0, 0, 0, 0}};
+		{"samples", 1, 0, 'n'},	     {"features", 1, 0, 'd'},
+		{"global-batch", 1, 0, 'b'}, {"max-micro", 1, 0, 'm'},
+		{"epochs", 1, 0, 'e'},	     {"lr", 1, 0, 'l'},
+		{"seed", 1, 0, 's'},	     {"step-sleep", 1, 0, 'z'},
+		{"kill", 1, 0, 'k'},	     {"kill-delay", 1, 0, 'K'},
+		{"out", 1, 0, 'o'},	     {"compare", 1, 0, 'c'},
+		{"tolerance", 1, 0, 't'},    {"quiet", 0, 0, 'q'},
+		{"help", 0, 0, 'h'},	     {0, 0, 0, 0}};
 	int c;
 	char *end;
 
-	*o = (struct opts){4096, 16, 128, 32, 3, 0.5, 1, -1, -1, "", 1000, 0, NULL, NULL, 1e-12,
-			   0};
+	*o = (struct opts){4096, 16, 128,  32, 3,    0.5,  1,	  -1,
+			   -1,	 "", 1000, 0,  NULL, NULL, 1e-12, 0};
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		errno = 0;
 		switch (c) {
-		case 'n': o->samples = strtol(optarg, &end, 10); break;
-		case 'd': o->features = strtol(optarg, &end, 10); break;
-		case 'b': o->global = strtol(optarg, &end, 10); break;
-		case 'm': o->max_micro = strtol(optarg, &end, 10); break;
-		case 'e': o->epochs = strtol(optarg, &end, 10); break;
-		case 'l': o->lr = strtod(optarg, &end); break;
-		case 's': o->seed = strtoul(optarg, &end, 10); break;
-		case 'z': o->step_sleep_us = strtol(optarg, &end, 10); break;
-		case 'K': o->kill_delay_us = strtol(optarg, &end, 10); break;
-		case 't': o->tolerance = strtod(optarg, &end); break;
-		case 'o': o->out = optarg; end = ""; break;
-		case 'c': o->compare = optarg; end = ""; break;
-		case 'q': o->quiet = 1; end = ""; break;
+		case 'n':
+			o->samples = strtol(optarg, &end, 10);
+			break;
+		case 'd':
+			o->features = strtol(optarg, &end, 10);
+			break;
+		case 'b':
+			o->global = strtol(optarg, &end, 10);
+			break;
+		case 'm':
+			o->max_micro = strtol(optarg, &end, 10);
+			break;
+		case 'e':
+			o->epochs = strtol(optarg, &end, 10);
+			break;
+		case 'l':
+			o->lr = strtod(optarg, &end);
+			break;
+		case 's':
+			o->seed = strtoul(optarg, &end, 10);
+			break;
+		case 'z':
+			o->step_sleep_us = strtol(optarg, &end, 10);
+			break;
+		case 'K':
+			o->kill_delay_us = strtol(optarg, &end, 10);
+			break;
+		case 't':
+			o->tolerance = strtod(optarg, &end);
+			break;
+		case 'o':
+			o->out = optarg;
+			end = "";
+			break;
+		case 'c':
+			o->compare = optarg;
+			end = "";
+			break;
+		case 'q':
+			o->quiet = 1;
+			end = "";
+			break;
 		case 'k':
 			if (sscanf(optarg, "%d:%ld:%15s", &o->kill_rank, &o->kill_step,
 				   o->kill_where) != 3 ||
-			    (strcmp(o->kill_where, "begin") && strcmp(o->kill_where, "reduce") &&
-			     strcmp(o->kill_where, "commit") && strcmp(o->kill_where, "timer"))) {
-				fprintf(stderr, "elastic_train: --kill '%s': expected R:S:WHERE, WHERE "
-						"= begin|reduce|commit|timer\n",
+			    (strcmp(o->kill_where, "begin") &&
+			     strcmp(o->kill_where, "reduce") &&
+			     strcmp(o->kill_where, "commit") &&
+			     strcmp(o->kill_where, "timer"))) {
+				fprintf(stderr,
+					"elastic_train: --kill '%s': expected R:S:WHERE, "
+					"WHERE "
+					"= begin|reduce|commit|timer\n",
 					optarg);
 				return -1;
 			}
 			end = "";
 			break;
-		case 'h': _usage(stdout); exit(0);
-		default: _usage(stderr); return -1;
+		case 'h':
+			_usage(stdout);
+			exit(0);
+		default:
+			_usage(stderr);
+			return -1;
 		}
 		if (*end || errno) {
 			fprintf(stderr, "elastic_train: bad number '%s'\n", optarg);
@@ -187,8 +232,8 @@ static int _parse(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (optind < argc || o->samples < 1 || o->features < 1 || o->features > MAX_D ||
-	    o->global < 1 || o->global > o->samples || o->max_micro < 1 || o->epochs < 1 ||
-	    !(o->lr > 0) || !(o->tolerance >= 0)) {
+	    o->global < 1 || o->global > o->samples || o->max_micro < 1 ||
+	    o->epochs < 1 || !(o->lr > 0) || !(o->tolerance >= 0)) {
 		fprintf(stderr, "elastic_train: options out of range (see --help)\n");
 		return -1;
 	}
@@ -200,11 +245,12 @@ static int _write_model(const char *path, const struct opts *o, const struct mod
 {
 	FILE *f = fopen(path, "w");
 	if (!f) {
-		fprintf(stderr, "elastic_train: cannot write %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "elastic_train: cannot write %s: %s\n", path,
+			strerror(errno));
 		return -1;
 	}
-	fprintf(f, "# elastic_train model: %ld features + bias, %llu steps\n", o->features,
-		(unsigned long long)steps);
+	fprintf(f, "# elastic_train model: %ld features + bias, %llu steps\n",
+		o->features, (unsigned long long)steps);
 	for (long j = 0; j <= o->features; j++)
 		fprintf(f, "%a\n", m->w[j]);
 	return fclose(f);
@@ -218,7 +264,8 @@ static int _compare(const char *path, const struct opts *o, const struct model *
 	double worst = 0;
 
 	if (!f) {
-		fprintf(stderr, "elastic_train: cannot read %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "elastic_train: cannot read %s: %s\n", path,
+			strerror(errno));
 		return -1;
 	}
 	while (fgets(line, sizeof(line), f)) {
@@ -284,7 +331,8 @@ int main(int argc, char **argv)
 	if (elastic_init(MPI_COMM_WORLD, &ctx, &err) < 0 ||
 	    elastic_sampler_create((uint64_t)o.samples, o.seed, 1, &sampler, &err) < 0 ||
 	    elastic_register(ctx, "model", &model, sizeof(model), &err) < 0 ||
-	    elastic_register(ctx, "usage", uses, (size_t)o.samples * sizeof(*uses), &err) < 0 ||
+	    elastic_register(ctx, "usage", uses, (size_t)o.samples * sizeof(*uses),
+			     &err) < 0 ||
 	    elastic_register(ctx, "usage-check", &check, sizeof(check), &err) < 0 ||
 	    elastic_sampler_register(ctx, sampler, &err) < 0) {
 		fprintf(stderr, "elastic_train: %s\n", err.text);
@@ -307,9 +355,11 @@ int main(int argc, char **argv)
 		}
 		uint64_t step = elastic_step(ctx), epoch = elastic_sampler_epoch(sampler);
 		int ns = (int)elastic_sampler_step_samples(sampler, (int)o.global);
-		if (elastic_batch_plan(ns, (int)o.max_micro, elastic_size(ctx), elastic_rank(ctx),
-				       env->sizes, env->nsizes, &plan, &err) < 0 ||
-		    elastic_sampler_indices(sampler, &plan, idx, (size_t)o.global, &n, &err) < 0) {
+		if (elastic_batch_plan(ns, (int)o.max_micro, elastic_size(ctx),
+				       elastic_rank(ctx), env->sizes, env->nsizes, &plan,
+				       &err) < 0 ||
+		    elastic_sampler_indices(sampler, &plan, idx, (size_t)o.global, &n,
+					    &err) < 0) {
 			fprintf(stderr, "elastic_train: %s\n", err.text);
 			goto out;
 		}
@@ -319,7 +369,8 @@ int main(int argc, char **argv)
 		/* Forward and backward over plan.accum micro-batches. */
 		memset(sums, 0, ((size_t)o.features + 3) * sizeof(*sums));
 		for (int mb = 0; mb < plan.accum; mb++)
-			for (int k = mb * plan.micro; k < (mb + 1) * plan.micro && k < (int)n; k++) {
+			for (int k = mb * plan.micro;
+			     k < (mb + 1) * plan.micro && k < (int)n; k++) {
 				int y = _sample(&o, idx[k], x);
 				double z = model.w[o.features];
 				for (long j = 0; j < o.features; j++)
@@ -329,8 +380,8 @@ int main(int argc, char **argv)
 					sums[j] += llround(e * x[j] * FIX_SCALE);
 				sums[o.features] += llround(e * FIX_SCALE);
 				p = fmin(fmax(p, 1e-12), 1 - 1e-12);
-				sums[o.features + 1] +=
-					llround(-(y ? log(p) : log(1 - p)) * (FIX_SCALE / 1024));
+				sums[o.features + 1] += llround(
+					-(y ? log(p) : log(1 - p)) * (FIX_SCALE / 1024));
 				sums[o.features + 2]++;
 			}
 		if (o.step_sleep_us > 0)
@@ -380,23 +431,31 @@ int main(int argc, char **argv)
 			t_last_redo = _now();
 			redo_pending = 1;
 			if (elastic_rank(ctx) == 0)
-				printf("redo step %llu: size now %d, recovery %.3f ms t=%.6f\n",
-				       (unsigned long long)elastic_step(ctx), elastic_size(ctx),
-				       st.last_recovery_s * 1e3, t_last_redo);
+				printf("redo step %llu: size now %d, recovery %.3f ms "
+				       "t=%.6f\n",
+				       (unsigned long long)elastic_step(ctx),
+				       elastic_size(ctx), st.last_recovery_s * 1e3,
+				       t_last_redo);
 			fflush(stdout);
 			continue;
 		}
 		if (elastic_rank(ctx) == 0) {
 			if (!o.quiet || redo_pending)
-				printf("step %llu epoch %llu size %d micro %d x %d loss %.6f "
+				printf("step %llu epoch %llu size %d micro %d x %d loss "
+				       "%.6f "
 				       "t=%.6f%s\n",
-				       (unsigned long long)step, (unsigned long long)epoch,
-				       elastic_size(ctx), plan.micro, plan.accum, loss, _now(),
-				       redo_pending ? " (first commit after a change)" : "");
+				       (unsigned long long)step,
+				       (unsigned long long)epoch, elastic_size(ctx),
+				       plan.micro, plan.accum, loss, _now(),
+				       redo_pending ? " (first commit after a change)"
+						    : "");
 			if (elastic_sampler_consumed(sampler) == 0)
-				printf("epoch %llu done at step %llu: every sample used exactly "
+				printf("epoch %llu done at step %llu: every sample used "
+				       "exactly "
 				       "once: %s\n",
-				       (unsigned long long)elastic_sampler_epoch(sampler) - 1,
+				       (unsigned long long)elastic_sampler_epoch(
+					       sampler) -
+					       1,
 				       (unsigned long long)step,
 				       check.bad_epochs ? "NO" : "yes");
 			fflush(stdout);
@@ -410,11 +469,14 @@ int main(int argc, char **argv)
 	if (elastic_rank(ctx) == 0) {
 		struct elastic_stats st;
 		elastic_get_stats(ctx, &st);
-		printf("done: %llu steps, %llu epochs, size %d (started %d), %llu recoveries, "
+		printf("done: %llu steps, %llu epochs, size %d (started %d), %llu "
+		       "recoveries, "
 		       "usage: %llu epochs checked, %llu bad, %llu violations, %.3f s\n",
-		       (unsigned long long)elastic_step(ctx), (unsigned long long)check.epochs_checked,
-		       elastic_size(ctx), st.initial_size, (unsigned long long)st.recoveries,
-		       (unsigned long long)check.epochs_checked, (unsigned long long)check.bad_epochs,
+		       (unsigned long long)elastic_step(ctx),
+		       (unsigned long long)check.epochs_checked, elastic_size(ctx),
+		       st.initial_size, (unsigned long long)st.recoveries,
+		       (unsigned long long)check.epochs_checked,
+		       (unsigned long long)check.bad_epochs,
 		       (unsigned long long)check.violations, _now() - t_start);
 		printf("weights:");
 		for (long j = 0; j <= o.features && j < 4; j++)
@@ -430,13 +492,14 @@ int main(int argc, char **argv)
 	}
 out:
 	elastic_sampler_destroy(sampler);
-	elastic_destroy(ctx);
 	free(uses);
 	free(idx);
 	free(all);
 	free(sums);
 	free(tot);
 	free(x);
-	MPI_Finalize();
+	fflush(stdout);
+	elastic_finalize(ctx,
+			 rc); /* MPI_Finalize, guarded against its hang after failures */
 	return rc;
 }

@@ -212,6 +212,19 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 				     v);
 		e.watchdog_s = d;
 	}
+	e.finalize_timeout_s = 10;
+	if ((v = getenv_fn("ELASTIC_FINALIZE_TIMEOUT")) && *v) {
+		char *end;
+		errno = 0;
+		double d = strtod(v, &end);
+		if (end == v || *end || errno || !isfinite(d) || d < 0 || d > 86400)
+			return _fail(err, EINVAL,
+				     "ELASTIC_FINALIZE_TIMEOUT='%s': expected seconds in "
+				     "0..86400 "
+				     "(0 = wait forever)",
+				     v);
+		e.finalize_timeout_s = d;
+	}
 	if ((v = getenv_fn("ELASTIC_SHM_DIR")) && *v) {
 		if (v[0] != '/' || strlen(v) >= sizeof(e.shm_dir))
 			return _fail(
@@ -503,4 +516,56 @@ void elastic_get_stats(const elastic_ctx_t *ctx, struct elastic_stats *st)
 const struct elastic_env *elastic_get_env(const elastic_ctx_t *ctx)
 {
 	return ctx ? &ctx->env : NULL;
+}
+
+struct _guard {
+	double seconds;
+	int status;
+};
+
+static void *_finalize_guard(void *arg)
+{
+	struct _guard g = *(struct _guard *)arg;
+	struct timespec ts = {(time_t)g.seconds,
+			      (long)((g.seconds - (time_t)g.seconds) * 1e9)};
+	char msg[128];
+	int n;
+
+	free(arg);
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+	}
+	n = snprintf(msg, sizeof(msg),
+		     "libelastic: MPI_Finalize did not return in %.1f s: exiting %d\n",
+		     g.seconds, g.status);
+	fflush(NULL);
+	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
+	}
+	_exit(g.status);
+	return NULL;
+}
+
+int elastic_finalize(elastic_ctx_t *ctx, int status)
+{
+	struct _guard *g = malloc(sizeof(*g));
+	struct elastic_env env;
+	pthread_t t;
+	pthread_attr_t a;
+
+	if (ctx)
+		env = ctx->env;
+	else if (elastic_env_parse(&env, NULL, NULL) < 0)
+		env.finalize_timeout_s = 10;
+	if (g && env.finalize_timeout_s > 0) {
+		g->seconds = env.finalize_timeout_s;
+		g->status = ctx && ctx->completed ? status : ELASTIC_EXIT_REFORM;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &a, _finalize_guard, g) != 0)
+			free(g);
+		pthread_attr_destroy(&a);
+	} else {
+		free(g);
+	}
+	elastic_destroy(ctx);
+	return MPI_Finalize();
 }

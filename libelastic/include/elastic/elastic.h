@@ -18,7 +18,7 @@
  *                   continue;   (state is back at the last committed step)
  *   }
  *   elastic_complete(ctx, &err);
- *   elastic_destroy(ctx);
+ *   elastic_finalize(ctx, 0);   (or elastic_destroy + MPI_Finalize)
  *
  * A step is committed only when every surviving rank agrees (ULFM
  * MPIX_Comm_agree) that it succeeded everywhere; otherwise the registered
@@ -29,8 +29,9 @@
  * success and -1 with errno set on failure, plus text in the optional
  * elastic_error_t. A failed call changes nothing. *_destroy accepts NULL.
  * The library never prints unless a log callback is set or ELASTIC_DEBUG is
- * set, and never ends the process, with one documented exception: the
- * recovery watchdog (ELASTIC_WATCHDOG, see elastic_init).
+ * set, and never ends the process, with two documented exceptions: the
+ * recovery watchdog (ELASTIC_WATCHDOG, see elastic_init) and the guard of
+ * elastic_finalize().
  */
 
 #include <stddef.h>
@@ -96,6 +97,8 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  *                        recovery does not finish in time the process exits
  *                        with ELASTIC_EXIT_REFORM so that the launcher can
  *                        re-form the job (path B)
+ *   ELASTIC_FINALIZE_TIMEOUT  seconds, 0..86400 (default 10): see
+ *                        elastic_finalize
  *   ELASTIC_SHM_DIR      directory of node-local snapshots (default /dev/shm)
  *   ELASTIC_CHECKPOINT_DIR, ELASTIC_CHECKPOINT_EVERY (steps, 1..2^31):
  *                        also write a snapshot there every N committed steps
@@ -110,6 +113,17 @@ void elastic_destroy(elastic_ctx_t *ctx);
 /* Mark the training finished: collective; removes this job's node-local
  * snapshots. */
 int elastic_complete(elastic_ctx_t *ctx, elastic_error_t *err);
+
+/*
+ * Destroy ctx (may be NULL) and call MPI_Finalize under a guard: Open MPI
+ * 5.0.7 can hang in MPI_Finalize when a rank failed shortly before (its
+ * finalize fence). If MPI_Finalize has not returned after
+ * ELASTIC_FINALIZE_TIMEOUT seconds (default 10, 0 = wait forever), the
+ * process exits with status (what main would return) if elastic_complete()
+ * succeeded (the result is complete), else with ELASTIC_EXIT_REFORM.
+ * Returns MPI_Finalize's result.
+ */
+int elastic_finalize(elastic_ctx_t *ctx, int status);
 
 /* Log callback (NULL: none) and the most verbose level it receives. */
 void elastic_set_log(elastic_ctx_t *ctx, elastic_log_fn fn, void *arg, int level);
@@ -203,6 +217,7 @@ struct elastic_env {
 	int controller_port;
 	int debug;
 	double watchdog_s;
+	double finalize_timeout_s;
 	char shm_dir[256];
 	char checkpoint_dir[256];
 	long checkpoint_every;

@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/libelastic/common.sh: shared setup of the libelastic mpirun tests (sourced): paths,
+# the ULFM check, the Open MPI settings the testbed needs, and statistics helpers.
+here=$(cd "$(dirname "$0")" && pwd)
+: "${top_srcdir:=$(cd "$here/../.." && pwd)}"
+: "${top_builddir:=$(cd "${PWD}/.." && pwd)}"
+. "$top_srcdir/tests/lib.sh"
+
+TRAIN=$top_builddir/examples/elastic_train
+[ -x "$TRAIN" ] || t_fail "$TRAIN is not built (make -C examples)"
+command -v mpirun >/dev/null || t_skip "no mpirun in PATH"
+ompi_info 2>/dev/null | grep -q "FT MPI support: yes" ||
+	t_skip "this Open MPI has no ULFM fault tolerance (ompi_info: FT MPI support)"
+
+# Open MPI 5.0.7 here: coll/han crashes under ULFM (TESTBED-NOTES); one host,
+# loopback only; tests run as root inside the testbed.
+export OMPI_MCA_coll=^han OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN="mpirun --with-ft ulfm --oversubscribe --bind-to none"
+
+# median and max of the numbers on stdin (one a line), as "MEDIAN MAX COUNT"
+t_stats() {
+	sort -g | awk '{ v[NR] = $1 } END {
+		if (NR == 0) { print "- - 0"; exit }
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf "%.1f %.1f %d\n", m, v[NR], NR }'
+}
+
+# ms between the KILL line and the first commit after the change in file $1
+t_recovery_ms() {
+	awk '/^KILL / { for (i = 1; i <= NF; i++) if ($i ~ /^t=/) k = substr($i, 3) }
+	     /first commit after a change/ && k != "" && c == "" {
+		for (i = 1; i <= NF; i++) if ($i ~ /^t=/) c = substr($i, 3) }
+	     END { if (k != "" && c != "") printf "%.1f\n", (c - k) * 1000 }' "$1"
+}
