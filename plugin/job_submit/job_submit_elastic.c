@@ -377,7 +377,7 @@ static int _check_partitions(const char *parts, char **err_msg)
  * per-node GPUs multiply with. */
 static int _check_gpus(const struct elastic_request *req, const char *per_job,
 		       const char *per_node, const char *per_task, const char *per_socket,
-		       uint32_t nodes, long *total, char **err_msg)
+		       uint32_t nodes, int submit, long *total, char **err_msg)
 {
 	long pj = 0, pn = 0, x = 0;
 	int hj = _tres_gpus(per_job, &pj), hn = _tres_gpus(per_node, &pn);
@@ -405,9 +405,12 @@ static int _check_gpus(const struct elastic_request *req, const char *per_job,
 		return _refuse(
 			err_msg, ESLURM_INVALID_GRES,
 			"the job asks for %ld GPUs, which --%s=%ld-%ld --%s=%s does not "
-			"allow (leave the GPU request out: the job then gets MIN GPUs)",
+			"allow%s",
 			*total, ELASTIC_OPT_GPUS, req->min_gpus, req->max_gpus,
-			ELASTIC_OPT_SIZES, sizes);
+			ELASTIC_OPT_SIZES, sizes,
+			submit ? " (leave the GPU request out: the job then gets MIN "
+				 "GPUs)"
+			       : "");
 	}
 	return SLURM_SUCCESS;
 }
@@ -498,12 +501,15 @@ static int _submit_locked(job_desc_msg_t *jd, uint32_t submit_uid, char **err_ms
 	if (elastic_request_from_options(&req, opt[O_GPUS], opt[O_GRACE], opt[O_SIZES],
 					 opt[O_WEIGHT], &_conf, &err) < 0)
 		return _refuse(err_msg, ESLURM_INVALID_GRES, "%s", err.text);
-	if (*_conf.allowed_users &&
-	    !elastic_list_allows(_conf.allowed_users,
-				 _user_name(jd->user_id, user, sizeof(user))))
-		return _refuse(err_msg, ESLURM_ACCESS_DENIED,
-			       "user %u may not submit elastic jobs (AllowedUsers=%s)",
-			       jd->user_id, _conf.allowed_users);
+	if (*_conf.allowed_users) {
+		const char *name = _user_name(jd->user_id, user, sizeof(user));
+		if (!elastic_list_allows(_conf.allowed_users, name))
+			return _refuse(err_msg, ESLURM_ACCESS_DENIED,
+				       "user %s (%u) may not submit elastic jobs "
+				       "(AllowedUsers=%s)",
+				       name ? name : "?", jd->user_id,
+				       _conf.allowed_users);
+	}
 	if (*_conf.allowed_accounts) {
 		if (!jd->account)
 			return _refuse(
@@ -536,9 +542,15 @@ static int _submit_locked(job_desc_msg_t *jd, uint32_t submit_uid, char **err_ms
 			       "it without --admin-comment");
 	rc = _check_gpus(&req, jd->tres_per_job, jd->tres_per_node, jd->tres_per_task,
 			 jd->tres_per_socket, jd->min_nodes == NO_VAL ? 1 : jd->min_nodes,
-			 &total, err_msg);
+			 1, &total, err_msg);
 	if (rc != SLURM_SUCCESS)
 		return rc;
+	if (total < 0 && jd->min_nodes != NO_VAL && jd->min_nodes > req.min_gpus)
+		return _refuse(
+			err_msg, ESLURM_INVALID_GRES,
+			"--%s=%ld on %u nodes: every node needs a GPU, so MIN must be at "
+			"least the node count (allowed: MIN >= %u, or fewer nodes)",
+			ELASTIC_OPT_GPUS, req.min_gpus, jd->min_nodes, jd->min_nodes);
 	if (total < 0) {
 		/* No GPU request: the job starts with its minimum. */
 		char gpus[ELASTIC_TAG_MAX];
@@ -652,7 +664,7 @@ static int _modify_locked(job_desc_msg_t *jd, uint32_t uid, char **err_msg)
 			pn = pnb;
 		}
 		rc = _check_gpus(&req, pj, pn, jd->tres_per_task, jd->tres_per_socket,
-				 nodes, &total, err_msg);
+				 nodes, 0, &total, err_msg);
 		if (rc != SLURM_SUCCESS)
 			return rc;
 		if (total < 0 && (jd->tres_per_job || jd->tres_per_node))
