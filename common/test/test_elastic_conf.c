@@ -351,6 +351,72 @@ static void bad_tags(void **state)
 	assert_int_equal(elastic_tag_parse(NULL, NULL, NULL), -1);
 }
 
+/* The annotated slurm-conf/elastic.conf parses, holds every key with its
+ * default, and elastic.conf(5) documents every key: docs cannot drift. */
+static void shipped_example_and_man_page_match_the_table(void **state)
+{
+	const char *srcdir = getenv("srcdir");
+	char path[4096], *man = NULL;
+	struct elastic_site_conf ex, def;
+	elastic_error_t err = {""};
+	FILE *f;
+	long n;
+
+	if (!srcdir)
+		srcdir = ".";
+	snprintf(path, sizeof(path), "%s/../slurm-conf/elastic.conf", srcdir);
+	if (access(path, R_OK) != 0)
+		skip();
+	assert_int_equal(elastic_site_conf_load(&ex, path, 0, &err), 0);
+	assert_int_equal(elastic_site_conf_defaults(&def, NULL), 0);
+	snprintf(path, sizeof(path), "%s/../slurm-conf/elastic.conf.5", srcdir);
+	assert_non_null(f = fopen(path, "r"));
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	assert_non_null(man = calloc(1, (size_t)n + 1));
+	assert_int_equal(fread(man, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/../slurm-conf/elastic.conf", srcdir);
+	assert_non_null(f = fopen(path, "r"));
+	{
+		char text[16384];
+		size_t got = fread(text, 1, sizeof(text) - 1, f);
+		text[got] = '\0';
+		for (const struct elastic_conf_key *k = elastic_site_conf_keys; k->name;
+		     k++) {
+			char line[128], entry[128];
+			const char *a = (const char *)&ex + k->offset;
+			const char *b = (const char *)&def + k->offset;
+			snprintf(line, sizeof(line), "\n%s=", k->name);
+			if (!strstr(text, line))
+				fail_msg("slurm-conf/elastic.conf lacks %s", k->name);
+			snprintf(entry, sizeof(entry), ".BI %s= ", k->name);
+			snprintf(line, sizeof(line), ".BR %s= ", k->name);
+			if (!strstr(man, entry) && !strstr(man, line))
+				fail_msg("elastic.conf.5 does not document %s", k->name);
+			if (k->type == ELASTIC_CONF_STRING) {
+				if (strcmp(*(char *const *)a, *(char *const *)b) != 0)
+					fail_msg("slurm-conf/elastic.conf: %s is not the "
+						 "default",
+						 k->name);
+			} else if (k->type == ELASTIC_CONF_INT) {
+				if (*(const long *)a != *(const long *)b)
+					fail_msg("slurm-conf/elastic.conf: %s is not the "
+						 "default",
+						 k->name);
+			} else if (*(const int *)a != *(const int *)b) {
+				fail_msg("slurm-conf/elastic.conf: %s is not the default",
+					 k->name);
+			}
+		}
+	}
+	fclose(f);
+	free(man);
+	elastic_site_conf_free(&ex);
+	elastic_site_conf_free(&def);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +429,7 @@ int main(void)
 		cmocka_unit_test(bad_options),
 		cmocka_unit_test(tag_round_trip),
 		cmocka_unit_test(bad_tags),
+		cmocka_unit_test(shipped_example_and_man_page_match_the_table),
 	};
 	return cmocka_run_group_tests_name("elastic_conf", tests, NULL, NULL);
 }
