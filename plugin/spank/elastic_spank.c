@@ -201,6 +201,27 @@ static int _build_request(struct elastic_request *req, int local, elastic_error_
 					    _val[OPT_SIZES], _val[OPT_WEIGHT], &lim, err);
 }
 
+/* The first option whose value differs from the one the job passed down
+ * (SLURM_SPANK__SLURM_SPANK_OPTION_elastic_<name>), or 0. */
+static int _restated_option(void)
+{
+	for (int i = 1; i < OPT_N; i++) {
+		char var[128], *p;
+		const char *inherited;
+		if (!_val[i])
+			continue;
+		snprintf(var, sizeof(var), "SLURM_SPANK__SLURM_SPANK_OPTION_%s_%s",
+			 plugin_name, _options[i - 1].name);
+		for (p = var; *p; p++)
+			if (*p == '-')
+				*p = '_';
+		inherited = getenv(var);
+		if (!inherited || strcmp(inherited, _val[i]) != 0)
+			return i;
+	}
+	return 0;
+}
+
 static int _any_option(void)
 {
 	for (int i = 1; i < OPT_N; i++)
@@ -232,7 +253,7 @@ static int _export_to_tasks(spank_t sp)
 {
 	struct elastic_request req;
 	elastic_error_t err = {""};
-	char sizes[ELASTIC_TAG_MAX];
+	char sizes[ELASTIC_TAG_MAX], inherited[32];
 	uint32_t job_id = 0;
 	spank_err_t e;
 
@@ -243,6 +264,18 @@ static int _export_to_tasks(spank_t sp)
 	if ((e = spank_get_item(sp, S_JOB_ID, &job_id)) != ESPANK_SUCCESS) {
 		slurm_error("elastic: cannot get the job id: %s", spank_strerror(e));
 		return -1;
+	}
+	/* A step that an elastic job starts in another job (one of its grant
+	 * jobs, srun --jobid=GRANT) keeps the ELASTIC_* of the elastic job. */
+	if (spank_getenv(sp, ELASTIC_ENV_JOB_ID, inherited, sizeof(inherited)) ==
+		    ESPANK_SUCCESS &&
+	    strtoul(inherited, NULL, 10) != job_id) {
+		if (_site.debug)
+			slurm_info("elastic: step of job %u started by elastic job %s: "
+				   "keeping "
+				   "its ELASTIC_* variables",
+				   job_id, inherited);
+		return 0;
 	}
 	if (elastic_request_sizes_str(&req, ',', sizes, sizeof(sizes)) < 0) {
 		slurm_error("elastic: --%s list too long", ELASTIC_OPT_SIZES);
@@ -284,6 +317,22 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 		if (_build_request(&req, 1, &err) < 0) {
 			slurm_error("elastic: %s", err.text);
 			return -1;
+		}
+		/* srun inside a job (sbatch script, salloc shell) inherits the
+		 * job's options through SLURM_SPANK_* variables; a different
+		 * value would misstate the request fixed at submission. */
+		if (ctx == S_CTX_LOCAL && getenv("SLURM_JOB_ID")) {
+			int i = _restated_option();
+			if (i) {
+				slurm_error("elastic: --%s=%s: srun inside job %s cannot "
+					    "change "
+					    "its elastic request (give the --elastic-* "
+					    "options "
+					    "to sbatch or salloc; steps inherit them)",
+					    _options[i - 1].name, _val[i],
+					    getenv("SLURM_JOB_ID"));
+				return -1;
+			}
 		}
 		return 0;
 	case S_CTX_REMOTE:

@@ -59,4 +59,25 @@ out=$(cd "$T_DIR" && t_as alice srun --elastic-gpus=1-2 --elastic-sizes=pow2 -n1
 read -r ejid emin emax esz sjid <<<"$out"
 [ "$ejid" = "$sjid" ] && [ "$emin $emax $esz" = "1 2 pow2" ] ||
 	t_fail "srun task saw '$out', expected '<jobid> 1 2 pow2 <jobid>'"
-t_log "PASS: sbatch (2 users, 3 shapes) and srun: tasks see ELASTIC_*, jobs tagged, MIN GPUs requested"
+# 5. salloc: steps inside the allocation get ELASTIC_*; srun inside a job
+# cannot restate the request.
+out=$(cd "$T_DIR" && t_as bob salloc --elastic-gpus=2-4 -n1 srun -n1 \
+	bash -c 'echo "$ELASTIC_JOB_ID $ELASTIC_MIN_GPUS $ELASTIC_MAX_GPUS $SLURM_JOB_ID"' 2>/dev/null) ||
+	t_fail "salloc --elastic-gpus=2-4 srun: $out"
+read -r ejid emin emax sjid <<<"$out"
+[ "$ejid" = "$sjid" ] && [ "$emin $emax" = "2 4" ] || t_fail "salloc step saw '$out'"
+id=$(t_sbatch alice --elastic-gpus=1-3 -o "$T_DIR/out5" --wrap 'srun -n1 --elastic-gpus=2 true; echo "srun rc=$?"')
+t_wait_job "$id" 60
+t_grep "^srun rc=[1-9]" "$T_DIR/out5" "srun --elastic-gpus inside job $id was not refused"
+t_grep "elastic: --elastic-gpus=2: srun inside job $id cannot change its elastic request" "$T_DIR/out5" \
+	"srun inside job $id: message missing"
+# 6. A step the elastic job starts in another job of its user (as elastic-run
+# does in grant jobs: srun --jobid=GRANT --overlap) keeps the elastic job's id.
+other=$(t_sbatch alice -o /dev/null --gres=gpu:1 --wrap 'sleep 60')
+for _ in $(seq 100); do [ "$(t_job_state "$other")" = RUNNING ] && break; sleep 0.2; done
+id=$(t_sbatch alice --elastic-gpus=1-3 -o "$T_DIR/out6" \
+	--wrap "srun --jobid=$other --overlap -n1 bash -c 'echo \"in \$SLURM_JOB_ID: \$ELASTIC_JOB_ID \$ELASTIC_MAX_GPUS\"'")
+t_wait_job "$id" 60
+scancel "$other"
+t_grep "^in $other: $id 3\$" "$T_DIR/out6" "step of job $id in job $other lost the elastic job's ELASTIC_*"
+t_log "PASS: sbatch (2 users, 3 shapes), srun and salloc: tasks see ELASTIC_*, jobs tagged, MIN GPUs requested"
