@@ -417,6 +417,41 @@ static void shipped_example_and_man_page_match_the_table(void **state)
 	elastic_site_conf_free(&def);
 }
 
+static void tres_gpu_counts(void **state)
+{
+	static const struct {
+		const char *tres;
+		int rc;
+		long count;
+	} cases[] = {
+		{NULL, 0, 0},
+		{"", 0, 0},
+		{"cpu=2,mem=1000M,node=1", 0, 0},
+		{"gres/gpu:4", 1, 4},
+		{"gres/gpu", 1, 1},
+		{"gres/gpu:a100", 1, 1},
+		{"gres/gpu:a100:2", 1, 2},
+		{"gres/gpu:2,gres/nic:1", 1, 2},
+		{"gres/nic:1;gres/gpu:3", 1, 3},
+		{"cpu=2,mem=1G,node=1,billing=2,gres/gpu=4", 1, 4},
+		{"cpu=2,gres/gpu=4,gres/gpu:a100=4", 1, 4},
+		{"gres/gpu:a100=1,gres/gpu:h100=2", 1, 3},
+		{"gres/gpus:4", 0, 0},
+		{"gres/gpu:0", 1, 0},
+		{"gres/gpu:99999999999999999999", -1, 0},
+		{"gres/gpu=", -1, 0},
+		{"gres/gpu=x", -1, 0},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		long n = -7;
+		int rc = elastic_tres_gpus(cases[i].tres, &n);
+		if (rc != cases[i].rc || (rc >= 0 && n != cases[i].count))
+			fail_msg("case %zu '%s': rc %d count %ld, want rc %d count %ld",
+				 i, cases[i].tres ? cases[i].tres : "(null)", rc, n,
+				 cases[i].rc, cases[i].count);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -429,6 +464,7 @@ int main(void)
 		cmocka_unit_test(bad_options),
 		cmocka_unit_test(tag_round_trip),
 		cmocka_unit_test(bad_tags),
+		cmocka_unit_test(tres_gpu_counts),
 		cmocka_unit_test(shipped_example_and_man_page_match_the_table),
 	};
 	return cmocka_run_group_tests_name("elastic_conf", tests, NULL, NULL);

@@ -148,43 +148,6 @@ static pthread_t _thread;
 static int _thread_started, _stop, _kick;
 static pthread_cond_t _cond = PTHREAD_COND_INITIALIZER;
 
-/* GPUs in a TRES list ("gres/gpu:4", "gres/gpu:a100:2,gres/nic:1", "gres/gpu").
- * Returns 1 with *count, 0 when no GPU entry, -1 when unreadable. */
-static int _tres_gpus(const char *tres, long *count)
-{
-	int found = 0;
-
-	*count = 0;
-	if (!tres)
-		return 0;
-	for (const char *p = tres; *p;) {
-		size_t n = strcspn(p, ",;");
-		if (n >= 8 && strncmp(p, "gres/gpu", 8) == 0 &&
-		    (n == 8 || p[8] == ':' || p[8] == '=')) {
-			const char *last = p + n;
-			const char *c = last;
-			long v = 1;
-			while (c > p + 8 && c[-1] != ':' && c[-1] != '=')
-				c--;
-			if (c > p + 8) {
-				char *end;
-				errno = 0;
-				v = strtol(c, &end, 10);
-				if (end == c) /* a type name ("gpu:a100"): one GPU */
-					v = 1;
-				else if (end != last || errno || v < 0)
-					return -1;
-			}
-			*count += v;
-			found = 1;
-		}
-		p += n;
-		if (*p)
-			p++;
-	}
-	return found;
-}
-
 static int _cmp_entry(const void *a, const void *b)
 {
 	uint32_t x = ((const struct job_entry *)a)->job_id;
@@ -215,9 +178,9 @@ static void _cache_rebuild(const job_info_msg_t *msg)
 			max_id = j->job_id;
 		e->elastic = elastic_tag_is_tag(j->admin_comment) &&
 			     elastic_tag_parse(j->admin_comment, &e->req, NULL) == 0;
-		if (_tres_gpus(j->tres_per_node, &e->gpus_per_node) <= 0)
+		if (elastic_tres_gpus(j->tres_per_node, &e->gpus_per_node) <= 0)
 			e->gpus_per_node = -1;
-		if (_tres_gpus(j->tres_per_job, &e->gpus_per_job) <= 0)
+		if (elastic_tres_gpus(j->tres_per_job, &e->gpus_per_job) <= 0)
 			e->gpus_per_job = -1;
 		e->num_nodes = j->num_nodes;
 	}
@@ -380,14 +343,15 @@ static int _check_gpus(const struct elastic_request *req, const char *per_job,
 		       uint32_t nodes, int submit, long *total, char **err_msg)
 {
 	long pj = 0, pn = 0, x = 0;
-	int hj = _tres_gpus(per_job, &pj), hn = _tres_gpus(per_node, &pn);
+	int hj = elastic_tres_gpus(per_job, &pj), hn = elastic_tres_gpus(per_node, &pn);
 
 	*total = -1;
 	if (hj < 0 || hn < 0)
 		return _refuse(err_msg, ESLURM_INVALID_GRES,
 			       "cannot read the GPU count in '%s'",
 			       hj < 0 ? per_job : per_node);
-	if (_tres_gpus(per_task, &x) != 0 || _tres_gpus(per_socket, &x) != 0)
+	if (elastic_tres_gpus(per_task, &x) != 0 ||
+	    elastic_tres_gpus(per_socket, &x) != 0)
 		return _refuse(err_msg, ESLURM_INVALID_GRES,
 			       "elastic jobs take GPUs per job (--gpus) or per node "
 			       "(--gres=gpu:N), not per task or per socket");
