@@ -234,6 +234,7 @@ static int run(enum elastic_policy_mode mode, int njobs, int nnodes, int per_nod
 int main(int argc, char **argv)
 {
 	int njobs = 10000, nnodes = 12500, per_node = 8, ndecisions = 100, strict = 0;
+	int first = ELASTIC_POLICY_PRIORITY, last = ELASTIC_POLICY_FIFO;
 	int rc = 0;
 
 	for (int a = 1; a < argc; a++) {
@@ -241,7 +242,20 @@ int main(int argc, char **argv)
 			strict = 1;
 		else if (!strcmp(argv[a], "--verbose"))
 			verbose = 1;
-		else if (!strncmp(argv[a], "--jobs=", 7))
+		else if (!strncmp(argv[a], "--mode=", 7)) {
+			for (first = ELASTIC_POLICY_PRIORITY;
+			     first <= ELASTIC_POLICY_FIFO; first++)
+				if (!strcmp(argv[a] + 7, elastic_policy_mode_name(first)))
+					break;
+			if (first > ELASTIC_POLICY_FIFO) {
+				fprintf(stderr,
+					"bench_policy: --mode=%s is not priority, "
+					"fairshare or fifo\n",
+					argv[a] + 7);
+				return 2;
+			}
+			last = first;
+		} else if (!strncmp(argv[a], "--jobs=", 7))
 			njobs = atoi(argv[a] + 7);
 		else if (!strncmp(argv[a], "--nodes=", 8))
 			nnodes = atoi(argv[a] + 8);
@@ -264,7 +278,7 @@ int main(int argc, char **argv)
 				"--decisions must be positive numbers\n");
 		return 2;
 	}
-	for (int m = ELASTIC_POLICY_PRIORITY; m <= ELASTIC_POLICY_FIFO; m++)
+	for (int m = first; m <= last; m++)
 		rc |= run((enum elastic_policy_mode)m, njobs, nnodes, per_node,
 			  ndecisions);
 	return strict ? rc : 0;

@@ -28,6 +28,7 @@ struct _job {
 	int admitted; /* gets at least lo */
 	int frozen;   /* held at cur by hysteresis */
 	int holdable; /* cur is a size it may keep */
+	int cooling;  /* within the cool-down since its last resize */
 	enum elastic_policy_reason hold;
 	int target, want;
 	int state;     /* water-filling: 0 at lo, 1 linear, 2 at hi */
@@ -36,18 +37,15 @@ struct _job {
 };
 
 struct _rank_key {
-	uint32_t prio; /* 0 in fifo mode */
-	int64_t submit;
-	uint32_t id;
+	uint8_t k[16]; /* id, submit time, ~priority: little-endian bytes */
 	int job;
 };
 
+/* A level event of job je >> 1: enters the linear part at lo (je & 1 == 0)
+ * or leaves it at hi (je & 1 == 1), at level lo / w or hi / w. */
 struct _event {
-	uint64_t key;  /* bits of the double v / w: orders like it (>= 0) */
-	uint64_t v, w; /* at level v / w */
-	int rank;
-	int leave; /* 0: job enters the linear part at lo, 1: leaves it at hi */
-	int job;
+	uint32_t key; /* high bits of the double level: ordered like it */
+	uint32_t je;  /* job << 1 | leave */
 };
 
 struct _cand {
@@ -336,36 +334,59 @@ static int _check_input(struct _ws *ws, elastic_error_t *err)
 
 /* ---- ranking ---------------------------------------------------------- */
 
-static int _cmp_rank(const void *pa, const void *pb)
-{
-	const struct _rank_key *a = pa, *b = pb;
-	if (a->prio != b->prio)
-		return a->prio > b->prio ? -1 : 1;
-	if (a->submit != b->submit)
-		return a->submit < b->submit ? -1 : 1;
-	if (a->id != b->id)
-		return a->id < b->id ? -1 : 1;
-	return 0;
-}
-
+/* Rank order by a stable LSD radix sort over the 16 bytes of the key, least
+ * significant first: id, then submit time, then inverted priority (higher
+ * priority first). A byte that is the same for every job (most of the
+ * submit time, all of the priority in fifo mode) costs no move pass. */
 static int _rank(struct _ws *ws)
 {
-	struct _rank_key *keys = malloc(sizeof(*keys) * (ws->nj ? ws->nj : 1));
-	if (!keys)
+	size_t n = (size_t)ws->nj, (*count)[256];
+	struct _rank_key *a = malloc(sizeof(*a) * (n ? n : 1));
+	struct _rank_key *b = malloc(sizeof(*b) * (n ? n : 1)), *x;
+
+	count = calloc(16, sizeof(*count));
+	if (!a || !b || !count) {
+		free(a);
+		free(b);
+		free(count);
 		return -1;
-	for (int i = 0; i < ws->nj; i++) {
+	}
+	for (size_t i = 0; i < n; i++) {
 		const struct elastic_policy_job *jb = &ws->in->jobs[i];
-		keys[i].prio = ws->in->mode == ELASTIC_POLICY_FIFO ? 0 : jb->priority;
-		keys[i].submit = jb->submit_time;
-		keys[i].id = jb->id;
-		keys[i].job = i;
+		uint32_t prio = ws->in->mode == ELASTIC_POLICY_FIFO ? 0 : jb->priority;
+		uint64_t submit = (uint64_t)jb->submit_time;
+		for (int d = 0; d < 4; d++)
+			a[i].k[d] = (uint8_t)(jb->id >> (8 * d));
+		for (int d = 0; d < 8; d++)
+			a[i].k[4 + d] = (uint8_t)(submit >> (8 * d));
+		for (int d = 0; d < 4; d++)
+			a[i].k[12 + d] = (uint8_t)(~prio >> (8 * d));
+		a[i].job = (int)i;
+		for (int d = 0; d < 16; d++)
+			count[d][a[i].k[d]]++;
 	}
-	qsort(keys, ws->nj, sizeof(*keys), _cmp_rank);
-	for (int r = 0; r < ws->nj; r++) {
-		ws->order[r] = keys[r].job;
-		ws->j[keys[r].job].rank = r;
+	for (int d = 0; d < 16 && n; d++) {
+		size_t pos = 0;
+		if (count[d][a[0].k[d]] == n)
+			continue;
+		for (int v = 0; v < 256; v++) {
+			size_t c = count[d][v];
+			count[d][v] = pos;
+			pos += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			b[count[d][a[i].k[d]]++] = a[i];
+		x = a;
+		a = b;
+		b = x;
 	}
-	free(keys);
+	for (size_t r = 0; r < n; r++) {
+		ws->order[r] = a[r].job;
+		ws->j[a[r].job].rank = (int)r;
+	}
+	free(a);
+	free(b);
+	free(count);
 	return 0;
 }
 
@@ -399,30 +420,66 @@ static void _admit(struct _ws *ws)
 
 /* ---- splitting -------------------------------------------------------- */
 
-static int _cmp_event(const void *pa, const void *pb)
+static uint64_t _ev_v(const struct _ws *ws, struct _event e)
 {
-	const struct _event *a = pa, *b = pb;
-	/* a->v / a->w vs b->v / b->w; v < 2^31, w < 2^32: products fit. */
-	uint64_t x = a->v * b->w, y = b->v * a->w;
-	if (x != y)
-		return x < y ? -1 : 1;
-	if (a->rank != b->rank)
-		return a->rank < b->rank ? -1 : 1;
-	return a->leave - b->leave;
+	const struct _job *t = &ws->j[e.je >> 1];
+	return (uint64_t)(e.je & 1 ? t->hi : t->lo);
 }
 
-static uint64_t _level_key(uint64_t v, uint64_t w)
+/* Exact event order: level, then rank, then enter before leave. */
+static int _ev_before(const struct _ws *ws, struct _event a, struct _event b)
+{
+	const struct _job *ta = &ws->j[a.je >> 1], *tb = &ws->j[b.je >> 1];
+	/* v < 2^31, w < 2^32: the cross products fit in 64 bits. */
+	uint64_t x = _ev_v(ws, a) * tb->w, y = _ev_v(ws, b) * ta->w;
+	if (x != y)
+		return x < y;
+	if (ta->rank != tb->rank)
+		return ta->rank < tb->rank;
+	return (a.je & 1) < (b.je & 1);
+}
+
+/* Exact merge sort of a[0..n) (tmp: n more), for runs of equal keys. */
+static void _ev_sort(const struct _ws *ws, struct _event *a, struct _event *tmp, int n)
+{
+	if (n < 2)
+		return;
+	if (n <= 8) {
+		for (int e = 1; e < n; e++) {
+			struct _event cur = a[e];
+			int k = e;
+			for (; k > 0 && _ev_before(ws, cur, a[k - 1]); k--)
+				a[k] = a[k - 1];
+			a[k] = cur;
+		}
+		return;
+	}
+	int h = n / 2, i = 0, j = h, k = 0;
+	_ev_sort(ws, a, tmp, h);
+	_ev_sort(ws, a + h, tmp, n - h);
+	while (i < h && j < n)
+		tmp[k++] = _ev_before(ws, a[j], a[i]) ? a[j++] : a[i++];
+	while (i < h)
+		tmp[k++] = a[i++];
+	while (j < n)
+		tmp[k++] = a[j++];
+	memcpy(a, tmp, sizeof(*a) * n);
+}
+
+/* The high 32 bits of the double v / w: rounded division and dropping low
+ * bits are both monotone, so key order never contradicts level order. */
+static uint32_t _level_key(uint64_t v, uint64_t w)
 {
 	double d = (double)v / (double)w;
 	uint64_t k;
 	memcpy(&k, &d, sizeof(k));
-	return k;
+	return (uint32_t)(k >> 32);
 }
 
-/* Events in level order. Rounded division is monotone, so sorting by the
- * double level (stable LSD radix over its bits, from events made in rank
- * order) leaves out of exact order only events with equal doubles, which
- * the insertion pass with the exact comparison then puts right: O(n). */
+/* Events in exact level order, in O(n) for all but pathological inputs: a
+ * stable LSD radix sort of 8-byte (key, job) pairs made in rank order, then
+ * each run of equal keys is checked and, only where needed, merge-sorted
+ * exactly. */
 static void _events(struct _ws *ws)
 {
 	struct _event *a = ws->ev, *b = ws->ev2, *x;
@@ -430,16 +487,14 @@ static void _events(struct _ws *ws)
 	int n = 0;
 
 	for (int r = 0; r < ws->nj; r++) {
-		int i = ws->order[r];
+		uint32_t i = (uint32_t)ws->order[r];
 		struct _job *t = &ws->j[i];
 		if (!t->admitted)
 			continue;
-		a[n++] = (struct _event){
-			_level_key(t->lo, t->w), (uint64_t)t->lo, t->w, r, 0, i};
-		a[n++] = (struct _event){
-			_level_key(t->hi, t->w), (uint64_t)t->hi, t->w, r, 1, i};
+		a[n++] = (struct _event){_level_key(t->lo, t->w), i << 1};
+		a[n++] = (struct _event){_level_key(t->hi, t->w), i << 1 | 1};
 	}
-	for (int shift = 0; shift < 64; shift += 8) {
+	for (int shift = 0; shift < 32; shift += 8) {
 		size_t pos = 0;
 		memset(count, 0, sizeof(count));
 		for (int e = 0; e < n; e++)
@@ -457,14 +512,13 @@ static void _events(struct _ws *ws)
 		a = b;
 		b = x;
 	}
-	for (int e = 1; e < n; e++) {
-		struct _event cur = a[e];
-		int k = e;
-		while (k > 0 && _cmp_event(&a[k - 1], &cur) > 0) {
-			a[k] = a[k - 1];
-			k--;
-		}
-		a[k] = cur;
+	for (int s = 0, e; s < n; s = e) {
+		int sorted = 1;
+		for (e = s + 1; e < n && a[e].key == a[s].key; e++)
+			if (sorted && _ev_before(ws, a[e], a[e - 1]))
+				sorted = 0;
+		if (!sorted)
+			_ev_sort(ws, a + s, b, e - s);
 	}
 	ws->ev = a;
 	ws->ev2 = b;
@@ -482,7 +536,7 @@ static void _compact(struct _ws *ws)
 	ws->nact = n;
 	n = 0;
 	for (int e = 0; e < ws->nev; e++)
-		if (!ws->j[ws->ev[e].job].frozen)
+		if (!ws->j[ws->ev[e].je >> 1].frozen)
 			ws->ev[n++] = ws->ev[e];
 	ws->nev = n;
 }
@@ -604,11 +658,12 @@ static void _split_weighted(struct _ws *ws, int K)
 	/* f(L) = A + B * L on the current segment; stop at the first event
 	 * whose level already gives f >= K. */
 	for (int e = 0; e < ws->nev; e++) {
-		const struct _event *ev = &ws->ev[e];
-		struct _job *t = &ws->j[ev->job];
-		if (A * (__int128)ev->w + B * (__int128)ev->v >= (__int128)K * ev->w)
+		struct _job *t = &ws->j[ws->ev[e].je >> 1];
+		int leave = ws->ev[e].je & 1;
+		__int128 v = leave ? t->hi : t->lo, w = t->w;
+		if (A * w + B * v >= (__int128)K * w)
 			break;
-		if (!ev->leave) {
+		if (!leave) {
 			A -= t->lo;
 			B += t->w;
 			t->state = 1;
@@ -622,13 +677,24 @@ static void _split_weighted(struct _ws *ws, int K)
 	 * linear job's ideal is w * (K - A) / B: w < 2^32 and K - A < 2^31,
 	 * B <= jobs * 2^32 < 2^63, so 64-bit arithmetic is exact. */
 	uint64_t num = (uint64_t)(K - A), den = B > 0 ? (uint64_t)B : 1;
+	double inv = 1.0 / (double)den;
 	for (int a = 0; a < ws->nact; a++) {
 		struct _job *t = &ws->j[ws->act[a]];
 		uint64_t q, r = 0;
 		if (t->state == 1 && B > 0) {
+			/* q, r = divmod(p, den) without a divide: the double
+			 * estimate is within 1e-5 of p / den (< 2^31), so one
+			 * correction step each way is enough, and q * den stays
+			 * below p + den < 2^64. */
 			uint64_t p = t->w * num;
-			q = p / den;
-			r = p % den;
+			q = (uint64_t)((double)p * inv);
+			while (q && q * den > p)
+				q--;
+			r = p - q * den;
+			while (r >= den) {
+				q++;
+				r -= den;
+			}
 		} else {
 			q = t->state == 2 ? (uint64_t)t->hi : (uint64_t)t->lo;
 		}
@@ -636,7 +702,7 @@ static void _split_weighted(struct _ws *ws, int K)
 			q = t->hi;
 		if (q < (uint64_t)t->lo)
 			q = t->lo;
-		t->share = (double)q + (double)r / (double)den;
+		t->share = (double)q + (double)r * inv;
 		t->target = t->in->sizes == ELASTIC_SIZES_ANY
 				    ? (int)q
 				    : _size_floor(t->in, (int)q);
@@ -670,19 +736,20 @@ static int _holdable(const struct _job *t)
 	return t->cur >= t->lo && t->cur <= t->hi && _size_ok(t->in, t->cur);
 }
 
+static int _cooling(const struct _ws *ws, const struct _job *t)
+{
+	return ws->in->cooldown > 0 && t->in->last_resize > 0 &&
+	       ws->in->now - t->in->last_resize < ws->in->cooldown;
+}
+
 /* Jobs that may be held, each once, then only their flag is read. */
 static void _mark_holdable(struct _ws *ws)
 {
 	for (int a = 0; a < ws->nact; a++) {
 		struct _job *t = &ws->j[ws->act[a]];
 		t->holdable = _holdable(t);
+		t->cooling = _cooling(ws, t);
 	}
-}
-
-static int _cooling(const struct _ws *ws, const struct _job *t)
-{
-	return ws->in->cooldown > 0 && t->in->last_resize > 0 &&
-	       ws->in->now - t->in->last_resize < ws->in->cooldown;
 }
 
 /* Why job t's change to its target would be held, or STEADY for none. */
@@ -691,7 +758,7 @@ static enum elastic_policy_reason _hold_reason(const struct _ws *ws, const struc
 	const struct elastic_policy_input *in = ws->in;
 	int64_t d = t->target > t->cur ? t->target - t->cur : t->cur - t->target;
 
-	if (_cooling(ws, t))
+	if (t->cooling)
 		return ELASTIC_POLICY_HOLD_COOLDOWN;
 	if (d < in->min_change || d * 100 < (int64_t)in->min_change_pct * t->cur)
 		return ELASTIC_POLICY_HOLD_THRESHOLD;
@@ -741,7 +808,7 @@ static int _split(struct _ws *ws)
 				if (t->frozen || !t->holdable)
 					continue;
 				if (t->target == t->cur) {
-					if (pass == 0 && _cooling(ws, t))
+					if (pass == 0 && t->cooling)
 						_freeze(t, ELASTIC_POLICY_STEADY, &K,
 							&slack);
 					continue;
@@ -829,28 +896,63 @@ static int _cmp_grow(const void *pa, const void *pb)
 	return a->rank - b->rank;
 }
 
-static int _cmp_place_node(const void *pa, const void *pb)
+/* Placement entry orders for _sort_place (entries per job are few). */
+enum { _BY_NODE, _BY_RELEASE, _BY_OWN };
+
+static int _place_before(const struct elastic_policy_place *a,
+			 const struct elastic_policy_place *b, int by)
 {
-	const struct elastic_policy_place *a = pa, *b = pb;
-	return a->node - b->node;
+	switch (by) {
+	case _BY_RELEASE: /* give back: fewest GPUs first, then higher node */
+		if (a->gpus != b->gpus)
+			return a->gpus < b->gpus;
+		return a->node > b->node;
+	case _BY_OWN: /* grow on own nodes: most GPUs first, then lower node */
+		if (a->gpus != b->gpus)
+			return a->gpus > b->gpus;
+		return a->node < b->node;
+	default:
+		return a->node < b->node;
+	}
 }
 
-/* Release order of a shrinking job: fewest GPUs first, then higher node. */
-static int _cmp_release(const void *pa, const void *pb)
+static int _cmp_by_node(const void *a, const void *b)
 {
-	const struct elastic_policy_place *a = pa, *b = pb;
-	if (a->gpus != b->gpus)
-		return a->gpus - b->gpus;
-	return b->node - a->node;
+	return _place_before(a, b, _BY_NODE) ? -1 : _place_before(b, a, _BY_NODE);
 }
 
-/* Growth order on own nodes: most GPUs first, then lower node. */
-static int _cmp_own(const void *pa, const void *pb)
+static int _cmp_by_release(const void *a, const void *b)
 {
-	const struct elastic_policy_place *a = pa, *b = pb;
-	if (a->gpus != b->gpus)
-		return b->gpus - a->gpus;
-	return a->node - b->node;
+	return _place_before(a, b, _BY_RELEASE) ? -1 : _place_before(b, a, _BY_RELEASE);
+}
+
+static int _cmp_by_own(const void *a, const void *b)
+{
+	return _place_before(a, b, _BY_OWN) ? -1 : _place_before(b, a, _BY_OWN);
+}
+
+/* Most jobs hold a few entries, mostly in order already: insertion sort,
+ * O(n) then; long lists go to qsort (O(n log n) whatever their order). */
+static void _sort_place(struct elastic_policy_place *p, int n, int by)
+{
+	static int (*const cmp[])(const void *, const void *) = {
+		[_BY_NODE] = _cmp_by_node,
+		[_BY_RELEASE] = _cmp_by_release,
+		[_BY_OWN] = _cmp_by_own,
+	};
+	if (n > 32) {
+		qsort(p, n, sizeof(*p), cmp[by]);
+		return;
+	}
+	for (int e = 1; e < n; e++) {
+		struct elastic_policy_place cur = p[e];
+		int k = e;
+		while (k > 0 && _place_before(&cur, &p[k - 1], by)) {
+			p[k] = p[k - 1];
+			k--;
+		}
+		p[k] = cur;
+	}
 }
 
 /* Take up to want GPUs of node n for target tg; returns how many. */
@@ -897,7 +999,7 @@ static int _place(struct _ws *ws, struct elastic_policy_target *tg, elastic_erro
 		t->nplace = jb->nplace;
 		if (rel <= 0)
 			continue;
-		qsort(t->place, t->nplace, sizeof(*t->place), _cmp_release);
+		_sort_place(t->place, t->nplace, _BY_RELEASE);
 		for (int k = 0; k < t->nplace && rel > 0; k++) {
 			struct elastic_policy_place *p = &t->place[k];
 			int r = p->gpus - p->pinned < rel ? p->gpus - p->pinned : rel;
@@ -936,7 +1038,7 @@ static int _place(struct _ws *ws, struct elastic_policy_target *tg, elastic_erro
 		int rem = grow[g].need, got;
 
 		/* Nodes the job already uses, most held first. */
-		qsort(t->place, t->nplace, sizeof(*t->place), _cmp_own);
+		_sort_place(t->place, t->nplace, _BY_OWN);
 		for (int k = 0, n0 = t->nplace; k < n0 && rem > 0; k++) {
 			if ((got = _take(ws, heaps, t, t->place[k].node, rem, 1)) < 0)
 				goto nomem;
@@ -966,8 +1068,7 @@ static int _place(struct _ws *ws, struct elastic_policy_target *tg, elastic_erro
 	}
 	for (int i = 0; i < ws->nj; i++)
 		if (tg[i].nplace > 1)
-			qsort(tg[i].place, tg[i].nplace, sizeof(*tg[i].place),
-			      _cmp_place_node);
+			_sort_place(tg[i].place, tg[i].nplace, _BY_NODE);
 	rc = 0;
 	goto out;
 nomem:

@@ -61,17 +61,22 @@
  * 5 and 2, the one GPU left goes to the larger remainder (0.67): 5 / 3.
  *
  * Hysteresis. A job's change is held (target = current, reason HOLD_*) when
+ *   - now - last resize < Cooldown seconds (reason HOLD_COOLDOWN), or
  *   - |change| < MinChange GPUs, or |change| * 100 < MinChangePct * current
- *     (reason HOLD_THRESHOLD), or
- *   - now - last resize < Cooldown seconds (reason HOLD_COOLDOWN).
- * Held jobs keep their GPUs and the others are re-split around them (repeated
- * until no new job is held, at most 32 rounds, then the last split stands).
- * Never held: a job below its MIN (it always gets its MIN: a pending job
- * starts at once), a job above its MAX or at a size it may not have, a job
- * being stopped. A shrink is held only while the admitted jobs' MINs still
- * fit around it: a shrink that makes room for another job's MIN happens even
- * within the cool-down, and then straight to the job's fair share (one
- * re-form instead of two).
+ *     (reason HOLD_THRESHOLD).
+ * Held jobs keep their GPUs and the others are re-split around them,
+ * repeated until no new change is held (at most 32 rounds, then the last
+ * split stands). Once anything is held, jobs in their cool-down whose split
+ * left them unchanged are frozen as well (they may not change in a re-split
+ * either), so rounds converge fast (2 in the benchmark). Never held: a job
+ * below its MIN (it always gets its MIN: a pending job starts at once), a
+ * job above its MAX or at a size it may not have, a job being stopped. A
+ * shrink is held only while the admitted jobs' MINs still fit around it: a
+ * shrink that makes room for another job's MIN happens even within the
+ * cool-down, and then straight to the job's fair share (one re-form instead
+ * of two). Holds are granted grows first (they only free GPUs), then shrinks
+ * in rank order while room lasts. GPUs a held grow leaves go to the jobs not
+ * held; if every job is held they stay idle until the cool-down ends.
  *
  * Placement. Jobs keep the GPUs they hold unless they shrink (moving GPUs
  * means re-forming the job): a shrinking job releases GPUs first from the
@@ -83,7 +88,11 @@
  * smallest that covers the rest; if none covers it, the lowest-index node
  * with the most free GPUs is taken whole and the search repeats. This packs
  * a job on as few nodes as a greedy can and leaves whole nodes whole.
- * Cost: O(J log J + N + P log N) for J jobs, N nodes, P placement entries.
+ * Cost. Ranking and the level events are radix-sorted (exact comparisons
+ * only among equal keys), rounding pops a heap, re-split rounds work on the
+ * jobs not yet held: about O(J + N + P log N) for J jobs, N nodes and P
+ * placement entries. 10,000 jobs on 12,500 nodes x 8 GPUs: about 3.5 ms of
+ * CPU per decision on the 2-core development machine (bench/bench_policy).
  */
 
 #include <stddef.h>

@@ -441,6 +441,25 @@ static void min_sum_above_capacity(void **state)
 	assert_true(has(&w, 3, ELASTIC_POLICY_STOP));
 	assert_int_equal(tgt(&w, 3)->nplace, 0);
 	world_fini(&w);
+
+	/* Mins that fill the capacity exactly all fit, running or pending. */
+	world_init(&w, ELASTIC_POLICY_PRIORITY, 3, 4);
+	add_job(&w, 1, 4, 8, 100, 100);
+	hold(&w, 1, 0, 4, 4);
+	add_job(&w, 2, 4, 8, 100, 200);
+	hold(&w, 2, 1, 4, 4);
+	add_job(&w, 3, 4, 8, 100, 300);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_int_equal(gpus(&w, 3), 4);
+	assert_true(has(&w, 3, ELASTIC_POLICY_START));
+	w.gpus[2] = 0; /* now the two running mins fill it exactly */
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_true(has(&w, 3, ELASTIC_POLICY_WAIT));
+	world_fini(&w);
 }
 
 static void max_below_share_leftover_to_others(void **state)
@@ -634,6 +653,18 @@ static void placement_packs_few_nodes(void **state)
 	assert_int_equal(on_node(&w, 2, 2), 6);
 	assert_int_equal(nodes_of(&w, 1), 1);
 	world_fini(&w);
+
+	/* Needs 2, 3, 3, 4 on 2 nodes x 6: placed 4, 3, 3, 2 (largest first)
+	 * every job fits on one node; smallest first would split the 4. */
+	world_init(&w, ELASTIC_POLICY_FIFO, 2, 6);
+	add_job(&w, 1, 2, 2, 1, 100);
+	add_job(&w, 2, 3, 3, 1, 200);
+	add_job(&w, 3, 3, 3, 1, 300);
+	add_job(&w, 4, 4, 4, 1, 400);
+	decide(&w);
+	for (uint32_t id = 1; id <= 4; id++)
+		assert_int_equal(nodes_of(&w, id), 1);
+	world_fini(&w);
 }
 
 static void placement_keeps_current_gpus(void **state)
@@ -803,6 +834,28 @@ static void hysteresis_cooldown(void **state)
 	decide(&w);
 	assert_int_equal(gpus(&w, 3), 4);
 	assert_int_equal(gpus(&w, 1) + gpus(&w, 2), 4);
+	world_fini(&w);
+
+	/* Once a change is held, jobs in their cool-down that are steady stay
+	 * frozen too: job 3 (not cooling) takes what job 2's held grow left,
+	 * job 1 (cooling, at its share) is not touched; two rounds. */
+	world_init(&w, ELASTIC_POLICY_FAIRSHARE, 3, 4);
+	w.in.cooldown = 60;
+	add_job(&w, 1, 1, 12, 1, 100)->last_resize = 990;
+	hold(&w, 1, 0, 4, 1);
+	add_job(&w, 2, 1, 12, 1, 200)->last_resize = 990;
+	hold(&w, 2, 1, 2, 1);
+	add_job(&w, 3, 1, 12, 1, 300)->last_resize = 100;
+	hold(&w, 3, 1, 2, 1);
+	hold(&w, 3, 2, 4, 0);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_true(has(&w, 1, ELASTIC_POLICY_STEADY));
+	assert_int_equal(gpus(&w, 2), 2);
+	assert_true(has(&w, 2, ELASTIC_POLICY_HOLD_COOLDOWN));
+	assert_int_equal(tgt(&w, 2)->want, 4);
+	assert_int_equal(gpus(&w, 3), 6);
+	assert_int_equal(w.res->rounds, 2);
 	world_fini(&w);
 
 	/* A job below its min (it lost a node) grows in its cool-down. */
