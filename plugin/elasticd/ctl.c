@@ -430,6 +430,36 @@ void ed_ctl_tick(struct ed_ctl *c)
 			i++;
 	}
 
+	/* A grant not started yet counts only while it can start: GPUs taken
+	 * meanwhile (e.g. by a job Slurm started there) make it go. GPUs of
+	 * grants being released count as free: they soon are. */
+	{
+		int *occ = calloc((size_t)s.nnodes + 1, sizeof(*occ));
+		if (!occ)
+			goto out;
+		for (int k = 0; k < s.nnodes; k++)
+			occ[k] = s.nodes[k].busy;
+		for (int i = 0; i < s.njobs; i++)
+			for (int k = 0; k < s.jobs[i].nlead; k++)
+				occ[s.jobs[i].lead[k].node] += s.jobs[i].lead[k].gpus;
+		for (int g = 0; g < s.ngrants; g++)
+			if (gclass[g] == G_HELD && s.grants[g].state == ED_GRANT_RUNNING)
+				occ[s.grants[g].node] += s.grants[g].gpus;
+		for (int g = 0; g < s.ngrants; g++) {
+			const struct ed_grant *gr = &s.grants[g];
+			if (gclass[g] != G_HELD || gr->state != ED_GRANT_PENDING)
+				continue;
+			if (occ[gr->node] + gr->gpus <= s.nodes[gr->node].gpus) {
+				occ[gr->node] += gr->gpus;
+				continue;
+			}
+			_cancel(c, gr->id, gr->job,
+				"cannot start: its GPUs were taken meanwhile");
+			gclass[g] = G_DROPPED;
+		}
+		free(occ);
+	}
+
 	/* What each job holds: its allocation (pinned), its grants. */
 	for (int i = 0; i < s.njobs; i++) {
 		const struct ed_job *j = &s.jobs[i];
@@ -636,8 +666,13 @@ int ed_ctl_message(struct ed_ctl *c, const struct elastic_msg *m, uid_t uid,
 		return 0;
 	case ELASTIC_MSG_ACK: {
 		struct _release *r = NULL;
+		/* By order, or by grant: an order given by an elasticd that was
+		 * restarted since is acknowledged with its old id. */
 		for (int i = 0; i < c->nrels; i++)
-			if (c->rels[i].order == m->order && c->rels[i].job == m->job)
+			if (c->rels[i].job == m->job &&
+			    (c->rels[i].order == m->order ||
+			     ((m->present & ELASTIC_K_GRANT) &&
+			      c->rels[i].grant == m->grant)))
 				r = &c->rels[i];
 		if (!r) {
 			ed_debug("job %u: ack of order %" PRIu64 " (%s)", m->job,
@@ -665,6 +700,15 @@ int ed_ctl_message(struct ed_ctl *c, const struct elastic_msg *m, uid_t uid,
 	default:
 		return -1;
 	}
+}
+
+uint64_t ed_ctl_next_deadline(const struct ed_ctl *c)
+{
+	uint64_t first = 0;
+	for (int i = 0; i < c->nrels; i++)
+		if (!first || c->rels[i].deadline_ms < first)
+			first = c->rels[i].deadline_ms;
+	return first;
 }
 
 void ed_ctl_job_connected(struct ed_ctl *c, uint32_t job)

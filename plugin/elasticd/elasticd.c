@@ -209,17 +209,29 @@ int main(int argc, char **argv)
 		dry ? ", DRY RUN" : "");
 
 	uint64_t tick_ms = (uint64_t)conf.tick_seconds * 1000u;
-	uint64_t next = ed_now_ms();
+	uint64_t next = ed_now_ms(), last_tick = 0;
 	while (!_stop) {
-		uint64_t now = ed_now_ms();
-		if (now >= next) {
+		uint64_t now = ed_now_ms(), dl = ed_ctl_next_deadline(ctl);
+		/* A deadline that a tick could not settle (slurmctld down) is
+		 * retried at most every 200 ms, not in a busy loop. */
+		if (dl && dl < last_tick + 200)
+			dl = last_tick + 200;
+		if (now >= next || (dl && now >= dl)) {
 			ed_ctl_tick(ctl);
+			last_tick = now;
 			now = ed_now_ms();
-			next += tick_ms;
+			if (now >= next)
+				next += tick_ms;
 			if (next <= now)
 				next = now + tick_ms;
+			dl = ed_ctl_next_deadline(ctl);
+			if (dl && dl < last_tick + 200)
+				dl = last_tick + 200;
 		}
-		ed_channel_poll(ch, ctl, (int)(next - now));
+		uint64_t wake = next;
+		if (dl && dl > now && dl < wake)
+			wake = dl;
+		ed_channel_poll(ch, ctl, (int)(wake > now ? wake - now : 0));
 	}
 	ed_info("stopping on signal %d", (int)_stop);
 	rc = 0;

@@ -174,6 +174,9 @@ int ed_ctl_message(struct ed_ctl *ctl, const struct elastic_msg *m, uid_t uid,
 /* Fill the JOBINFO messages for a QUERY (job 0: all); returns the count
  * (caller frees *out). */
 int ed_ctl_query(struct ed_ctl *ctl, uint32_t job, struct elastic_msg **out);
+/* The earliest release deadline (ms since the epoch), 0 if none: the main
+ * loop runs a tick then, so forced releases are not a tick late. */
+uint64_t ed_ctl_next_deadline(const struct ed_ctl *ctl);
 /* A connection of job just registered: resend what it must know. */
 void ed_ctl_job_connected(struct ed_ctl *ctl, uint32_t job);
 

@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/controller/ctl-lib.sh: helpers of the elasticd cluster tests (sourced
+# after tests/lib.sh): a private elasticd, elastic jobs, proto-clients standing
+# in for the jobs' libelastic, and GPU counts as squeue shows them.
+
+CTL_BIN=${top_builddir:-/src/build-testbed}/plugin/elasticd
+CTL_PORT=${ELASTIC_CTL_TEST_PORT:-${ELASTIC_TESTBED_ELASTICD_PORT:-6820}}
+CTL_PID=""
+CTL_CLIENTS=""
+CTL_BLOCKERS=""
+
+ctl_setup() {
+	t_need_cluster
+	[ -x "$CTL_BIN/elasticd" ] || t_skip "elasticd not built at $CTL_BIN"
+	[ -n "${ELASTIC_MUNGE_SOCKET:-}" ] || t_skip "no ELASTIC_MUNGE_SOCKET (run inside testbed/cluster exec)"
+	# One elasticd per cluster at a time: tests of every component that start
+	# one take this lock (two daemons would both act on the same jobs).
+	exec 9>"${ELASTIC_TESTBED_DIR:-/tmp}/elasticd-test.lock"
+	flock -w 900 9 || t_skip "another test holds the elasticd lock for 900 s"
+	t_scratch
+	trap 'ctl_cleanup' EXIT
+	ctl_conf
+}
+
+ctl_cleanup() {
+	local p
+	for p in $CTL_CLIENTS; do kill "$p" 2>/dev/null || true; done
+	[ -n "$CTL_PID" ] && kill "$CTL_PID" 2>/dev/null
+	for p in $CTL_BLOCKERS; do scancel "$p" 2>/dev/null || true; done
+	if [ -f "${T_DIR:-/nonexistent}/jobs" ]; then
+		# The test's jobs and their grants (elasticd is gone: cancel them here).
+		for p in $(cat "$T_DIR/jobs"); do
+			scancel "$p" 2>/dev/null || true
+			scancel -n "elastic:$p" 2>/dev/null || true
+		done
+	fi
+	if [ -n "${T_DIR:-}" ] && [ -f "$T_DIR/elasticd.log" ] && [ -n "${CTL_SHOW_LOG:-}" ]; then
+		echo "---- elasticd log"
+		cat "$T_DIR/elasticd.log"
+	fi
+	t_cleanup
+	return 0
+}
+
+# elastic.conf of the test's elasticd; extra Key=Value lines as arguments.
+ctl_conf() {
+	{
+		echo "ControllerHost=127.0.0.1"
+		echo "ControllerPort=$CTL_PORT"
+		echo "TickSeconds=1"
+		echo "CoolDown=0"
+		echo "Hysteresis=1"
+		echo "GrantQos=elastic"
+		echo "MungeSocket=$ELASTIC_MUNGE_SOCKET"
+		local l
+		for l in "$@"; do echo "$l"; done
+	} >"$T_DIR/elastic.conf"
+}
+
+ctl() { "$CTL_BIN/elastic-ctl" -c "127.0.0.1:$CTL_PORT" "$@"; }
+
+ctl_start() {
+	"$CTL_BIN/elasticd" -D -f "$T_DIR/elastic.conf" -L "$T_DIR/elasticd.log" &
+	CTL_PID=$!
+	local end=$((SECONDS + 10))
+	until ctl status -p >/dev/null 2>&1; do
+		kill -0 "$CTL_PID" 2>/dev/null || {
+			cat "$T_DIR/elasticd.log" >&2
+			t_fail "elasticd exited at start"
+		}
+		[ $SECONDS -lt $end ] || t_fail "elasticd does not answer on port $CTL_PORT"
+		sleep 0.1
+	done
+	t_log "elasticd up (pid $CTL_PID, port $CTL_PORT)"
+}
+
+ctl_alive() { kill -0 "$CTL_PID" 2>/dev/null; }
+
+ctl_kill9() {
+	kill -9 "$CTL_PID"
+	wait "$CTL_PID" 2>/dev/null || true
+	t_log "elasticd SIGKILLed (pid $CTL_PID)"
+	CTL_PID=""
+}
+
+# An elastic job of USER: a leader with MIN GPUs on one node, tagged the way
+# job_submit_elastic tags it (AdminComment, set as root). Prints its id.
+ctl_job() { # user account min max grace
+	local u=$1 a=$2 min=$3 max=$4 grace=$5 id
+	id=$(t_sbatch "$u" -A "$a" -J "ejob-$u" --gres=gpu:"$min" -N1 -n1 --wrap 'sleep 3000')
+	# Called in $(...): remember the job in a file for the cleanup.
+	echo "$id" >>"$T_DIR/jobs"
+	scontrol update JobId="$id" AdminComment="elastic:min=$min,max=$max,grace=$grace,sizes=any,weight=1" ||
+		t_fail "cannot tag job $id"
+	echo "$id"
+}
+
+# Background proto-client as USER for JOB; its events go to $T_DIR/client-JOB.out.
+ctl_client() { # user job args...
+	local u=$1 j=$2
+	shift 2
+	# setpriv execs (runuser would stay as a parent that a kill misses).
+	setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups \
+		env ELASTIC_MUNGE_SOCKET="$ELASTIC_MUNGE_SOCKET" \
+		"$CTL_BIN/elastic-ctl" -c "127.0.0.1:$CTL_PORT" proto-client -j "$j" -g 1 -r "$@" \
+		>>"$T_DIR/client-$j.out" 2>&1 &
+	CTL_CLIENTS="$CTL_CLIENTS $!"
+}
+
+# Root jobs holding all 4 GPUs of node3 and node4: the elastic jobs then
+# share the 8 GPUs of node1 and node2, as in the reference scenario.
+ctl_block_nodes() {
+	local n id
+	for n in "$@"; do
+		id=$(sbatch --parsable -J blocker -w "$n" --gres=gpu:4 -N1 -n1 -o /dev/null --wrap 'sleep 3000') ||
+			t_fail "blocker on $n"
+		CTL_BLOCKERS="$CTL_BLOCKERS $id"
+	done
+	local end=$((SECONDS + 20))
+	while squeue -h -t PD -n blocker | grep -q .; do
+		[ $SECONDS -lt $end ] || t_fail "blockers did not start"
+		sleep 0.2
+	done
+}
+
+# GPUs job JOB holds now, as slurmctld says: its own allocation (when
+# running) plus its running grants (name elastic:JOB).
+ctl_gpus() { # job
+	squeue -h -t R -o '%i|%j|%b' | awk -F'|' -v j="$1" '
+		($1 == j || $2 == "elastic:" j) { n = $3; sub(/.*gpu:/, "", n); s += n }
+		END { print s + 0 }'
+}
+
+# Grants of JOB: "id state node gres" lines.
+ctl_grants() { squeue -h -n "elastic:$1" -o '%i %T %N %b'; }
+
+# Wait until every JOB=GPUS pair holds (from squeue); fail after timeout.
+# Sets CTL_WAITED to the seconds it took.
+ctl_wait_split() { # timeout job=gpus...
+	local t=$1 start now ok p
+	shift
+	start=$(date +%s.%N)
+	while :; do
+		ok=1
+		for p in "$@"; do
+			[ "$(ctl_gpus "${p%%=*}")" = "${p#*=}" ] || { ok=0; break; }
+		done
+		now=$(date +%s.%N)
+		if [ $ok = 1 ]; then
+			CTL_WAITED=$(awk "BEGIN{printf \"%.2f\", $now - $start}")
+			return 0
+		fi
+		if awk "BEGIN{exit !($now - $start > $t)}"; then
+			echo "---- squeue" >&2
+			squeue -o '%i %j %u %T %N %b %Q' >&2
+			echo "---- elastic-ctl status" >&2
+			ctl status >&2 || true
+			echo "---- elasticd log (tail)" >&2
+			tail -n 40 "$T_DIR/elasticd.log" >&2
+			local s=""
+			for p in "$@"; do s="$s ${p%%=*}=$(ctl_gpus "${p%%=*}")"; done
+			t_fail "split $* not reached in ${t}s (now:$s)"
+		fi
+		sleep 0.1
+	done
+}
+
+# Median of numbers on stdin.
+ctl_median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+
+# Wait until FILE has a line matching REGEX (extended); fail after timeout.
+ctl_wait_line() { # timeout file regex what
+	local end=$((SECONDS + $1))
+	until grep -Eq -- "$3" "$2" 2>/dev/null; do
+		if [ $SECONDS -ge $end ]; then
+			echo "---- $2:" >&2
+			cat "$2" >&2 || true
+			t_fail "$4 (no line matching /$3/ in $2 after $1 s)"
+		fi
+		sleep 0.1
+	done
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/controller/restart.sh: elasticd is stateless. SIGKILLed in the middle
+# of a shrink (release ordered, not yet acknowledged) and started again, it
+# resumes the release from what slurmctld holds and reaches the right split
+# with no orphan grant; a job that ends while elasticd is down loses its
+# grants as soon as elasticd is back.
+. "${top_srcdir:-/src}/tests/lib.sh"
+. "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
+ctl_setup
+ctl_block_nodes node3 node4
+ctl_start
+
+# No grant may exist that is not of a running elastic job of this test.
+no_orphans() { # allowed-jobs...
+	local id name st ok j
+	while read -r id name st; do
+		ok=0
+		for j in "$@"; do [ "$name" = "elastic:$j" ] && ok=1; done
+		[ $ok = 1 ] || t_fail "orphan grant $id ($name, $st)"
+	done < <(squeue -h -o '%i %j %T' | awk '$2 ~ /^elastic:/')
+}
+
+j1=$(ctl_job alice acct_a 1 8 30)
+scontrol update JobId="$j1" Priority=5000
+ctl_client alice "$j1" -a 3 # acknowledges 3 s after an order
+ctl_wait_split 30 "$j1=8"
+
+j2=$(ctl_job bob acct_b 1 8 30)
+scontrol update JobId="$j2" Priority=5000
+ctl_client bob "$j2"
+ctl_wait_line 20 "$T_DIR/client-$j1.out" "^[0-9.]+ release " "no release order to job $j1"
+grant=$(grep -E -m1 "^[0-9.]+ release " "$T_DIR/client-$j1.out" | awk '{print $3}')
+ctl_kill9
+t_log "killed during the release of grant $grant (not acknowledged yet): $(scontrol show job "$grant" | grep -o 'AdminComment=[^ ]*')"
+squeue -h -t R -o %i | grep -qx "$grant" || t_fail "grant $grant ended without elasticd"
+sleep 1
+ctl_start
+ctl_wait_split 40 "$j1=4" "$j2=4"
+t_log "restarted elasticd reached 4/4 in ${CTL_WAITED}s"
+grep -q "release of grant $grant was ordered before" "$T_DIR/elasticd.log" ||
+	t_fail "the restarted elasticd did not resume the release of grant $grant"
+grep -q "acknowledged the release of grant $grant" "$T_DIR/elasticd.log" ||
+	t_fail "the job's acknowledgement of grant $grant did not reach the new elasticd"
+no_orphans "$j1" "$j2"
+sleep 2
+ctl_wait_split 5 "$j1=4" "$j2=4" # and it stays there
+no_orphans "$j1" "$j2"
+t_log "no orphan grants; grants: $(squeue -h -o '%j:%b' | grep elastic: | tr '\n' ' ')"
+
+# A job ends while elasticd is down: its grants are orphans until it is back.
+ctl_kill9
+scancel "$j1"
+sleep 2
+left=$(ctl_grants "$j1" | grep -c RUNNING || true)
+t_log "job $j1 ended while elasticd was down; $left of its grants still run"
+t0=$(date +%s.%N)
+ctl_start
+end=$((SECONDS + 5))
+while ctl_grants "$j1" | grep -q RUNNING; do
+	[ $SECONDS -lt $end ] || t_fail "grants of ended job $j1 survive the restart: $(ctl_grants "$j1")"
+	sleep 0.05
+done
+t_log "its grants were cancelled $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t0}")s after the restart"
+ctl_wait_split 30 "$j2=8"
+no_orphans "$j2"
+ctl_alive || t_fail "elasticd died"
+t_log "PASS"
