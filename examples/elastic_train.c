@@ -39,6 +39,7 @@ struct opts {
 	const char *out, *compare;
 	double tolerance;
 	int quiet;
+	int after_commit;
 };
 
 /* The replicated training state, registered with libelastic. */
@@ -138,26 +139,37 @@ static void _usage(FILE *f)
 		"  --compare FILE     compare the final model with FILE; exit 3 if it "
 		"differs\n"
 		"  --tolerance T      largest allowed |difference| per weight (1e-12)\n"
-		"  --quiet            print only epochs, changes and the result\n",
+		"  --quiet            print only epochs, changes and the result\n"
+		"  --update-after-commit  apply each step's update after its commit (no "
+		"state\n"
+		"                     copy per step: ELASTIC_UPDATE_AFTER_COMMIT)\n",
 		MAX_D);
 }
 
 static int _parse(int argc, char **argv, struct opts *o)
 {
-	static const struct option lo[] = {
-		{"samples", 1, 0, 'n'},	     {"features", 1, 0, 'd'},
-		{"global-batch", 1, 0, 'b'}, {"max-micro", 1, 0, 'm'},
-		{"epochs", 1, 0, 'e'},	     {"lr", 1, 0, 'l'},
-		{"seed", 1, 0, 's'},	     {"step-sleep", 1, 0, 'z'},
-		{"kill", 1, 0, 'k'},	     {"kill-delay", 1, 0, 'K'},
-		{"out", 1, 0, 'o'},	     {"compare", 1, 0, 'c'},
-		{"tolerance", 1, 0, 't'},    {"quiet", 0, 0, 'q'},
-		{"help", 0, 0, 'h'},	     {0, 0, 0, 0}};
+	static const struct option lo[] = {{"samples", 1, 0, 'n'},
+					   {"features", 1, 0, 'd'},
+					   {"global-batch", 1, 0, 'b'},
+					   {"max-micro", 1, 0, 'm'},
+					   {"epochs", 1, 0, 'e'},
+					   {"lr", 1, 0, 'l'},
+					   {"seed", 1, 0, 's'},
+					   {"step-sleep", 1, 0, 'z'},
+					   {"kill", 1, 0, 'k'},
+					   {"kill-delay", 1, 0, 'K'},
+					   {"out", 1, 0, 'o'},
+					   {"compare", 1, 0, 'c'},
+					   {"tolerance", 1, 0, 't'},
+					   {"quiet", 0, 0, 'q'},
+					   {"help", 0, 0, 'h'},
+					   {"update-after-commit", 0, 0, 'u'},
+					   {0, 0, 0, 0}};
 	int c;
 	char *end;
 
-	*o = (struct opts){4096, 16, 128,  32, 3,    0.5,  1,	  -1,
-			   -1,	 "", 1000, 0,  NULL, NULL, 1e-12, 0};
+	*o = (struct opts){4096, 16,   128, 32,	  3,	0.5,   1, -1, -1,
+			   "",	 1000, 0,   NULL, NULL, 1e-12, 0, 0};
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		errno = 0;
 		switch (c) {
@@ -197,6 +209,10 @@ static int _parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'c':
 			o->compare = optarg;
+			end = "";
+			break;
+		case 'u':
+			o->after_commit = 1;
 			end = "";
 			break;
 		case 'q':
@@ -288,6 +304,30 @@ static int _compare(const char *path, const struct opts *o, const struct model *
 	return worst <= o->tolerance ? 0 : -1;
 }
 
+/* The update of a step: weights, sample usage, sampler position. Returns
+ * the step's mean loss. */
+static double _apply(const struct opts *o, struct model *m, struct usage_check *check,
+		     uint32_t *uses, elastic_sampler_t *sampler, const int64_t *tot,
+		     const int64_t *all, int ngot, int ns)
+{
+	for (long j = 0; j <= o->features; j++)
+		m->w[j] -= o->lr * ((double)tot[j] / FIX_SCALE) / ns;
+	for (int k = 0; k < ngot; k++)
+		if (all[k] >= 0 && all[k] < o->samples)
+			uses[all[k]]++;
+	if (elastic_sampler_advance(sampler, (int)o->global)) {
+		uint64_t bad = 0;
+		for (long i = 0; i < o->samples; i++) {
+			bad += uses[i] != 1;
+			uses[i] = 0;
+		}
+		check->epochs_checked++;
+		check->bad_epochs += bad != 0;
+		check->violations += bad;
+	}
+	return (double)tot[o->features + 1] / (FIX_SCALE / 1024) / ns;
+}
+
 static void _log(void *arg, int level, const char *msg)
 {
 	printf("libelastic: %s\n", msg);
@@ -335,6 +375,11 @@ int main(int argc, char **argv)
 			     &err) < 0 ||
 	    elastic_register(ctx, "usage-check", &check, sizeof(check), &err) < 0 ||
 	    elastic_sampler_register(ctx, sampler, &err) < 0) {
+		fprintf(stderr, "elastic_train: %s\n", err.text);
+		goto out;
+	}
+	if (o.after_commit &&
+	    elastic_set_commit_mode(ctx, ELASTIC_UPDATE_AFTER_COMMIT, &err) < 0) {
 		fprintf(stderr, "elastic_train: %s\n", err.text);
 		goto out;
 	}
@@ -400,24 +445,12 @@ int main(int argc, char **argv)
 			elastic_step_fail(ctx);
 			ok = 0;
 		}
-		if (ok) {
-			for (long j = 0; j <= o.features; j++)
-				model.w[j] -= o.lr * ((double)tot[j] / FIX_SCALE) / ns;
-			loss = (double)tot[o.features + 1] / (FIX_SCALE / 1024) / ns;
-			for (int k = 0; k < ngot; k++)
-				if (all[k] >= 0 && all[k] < o.samples)
-					uses[all[k]]++;
-			if (elastic_sampler_advance(sampler, (int)o.global)) {
-				uint64_t bad = 0;
-				for (long i = 0; i < o.samples; i++) {
-					bad += uses[i] != 1;
-					uses[i] = 0;
-				}
-				check.epochs_checked++;
-				check.bad_epochs += bad != 0;
-				check.violations += bad;
-			}
-		}
+		/* Apply the step: before the commit (the library copies the state
+		 * at commit and restores it on a redo), or, with
+		 * --update-after-commit, only once the step is committed. */
+		if (ok && !o.after_commit)
+			loss = _apply(&o, &model, &check, uses, sampler, tot, all, ngot,
+				      ns);
 		_maybe_kill(&o, rank0, step, "commit");
 
 		int r = elastic_step_commit(ctx, &err);
@@ -425,6 +458,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "elastic_train: rank %d: %s\n", rank0, err.text);
 			goto out;
 		}
+		if (r == ELASTIC_COMMITTED && o.after_commit)
+			loss = _apply(&o, &model, &check, uses, sampler, tot, all, ngot,
+				      ns);
 		if (r == ELASTIC_REDO) {
 			struct elastic_stats st;
 			elastic_get_stats(ctx, &st);

@@ -248,6 +248,12 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 			return -1;
 		e.checkpoint_every = x;
 	}
+	e.snapshot_every = 1;
+	if ((v = getenv_fn("ELASTIC_SNAPSHOT_EVERY")) && *v) {
+		if (_env_long("ELASTIC_SNAPSHOT_EVERY", v, 1, INT_MAX, &x, err))
+			return -1;
+		e.snapshot_every = x;
+	}
 	if (e.checkpoint_every && !e.checkpoint_dir[0])
 		return _fail(err, EINVAL,
 			     "ELASTIC_CHECKPOINT_EVERY is set but ELASTIC_CHECKPOINT_DIR "
@@ -304,6 +310,22 @@ void elastic__watchdog_arm(elastic_ctx_t *ctx, int on)
 		on && ctx->wd_timeout_s > 0 ? elastic__now_mono() + ctx->wd_timeout_s : 0;
 	pthread_cond_signal(&ctx->wd_cond);
 	pthread_mutex_unlock(&ctx->wd_lock);
+}
+
+int elastic_set_commit_mode(elastic_ctx_t *ctx, int mode, elastic_error_t *err)
+{
+	if (!ctx)
+		return _fail(err, EINVAL, "elastic_set_commit_mode: ctx is NULL");
+	if (mode != ELASTIC_COPY_AT_COMMIT && mode != ELASTIC_UPDATE_AFTER_COMMIT)
+		return _fail(err, EINVAL, "elastic_set_commit_mode: unknown mode %d",
+			     mode);
+	if (ctx->started)
+		return _fail(
+			err, EBUSY,
+			"elastic_set_commit_mode: the first step has begun; set the mode "
+			"before elastic_step_begin");
+	ctx->mode = mode;
+	return 0;
 }
 
 int elastic_set_watchdog(elastic_ctx_t *ctx, double seconds, elastic_error_t *err)
@@ -409,6 +431,7 @@ void elastic_destroy(elastic_ctx_t *ctx)
 		pthread_mutex_unlock(&ctx->wd_lock);
 		pthread_join(ctx->wd_thread, NULL);
 	}
+	elastic__persist_final(ctx);
 	elastic__nccl_free(ctx);
 	if (ctx->node_comm != MPI_COMM_NULL)
 		MPI_Comm_free(&ctx->node_comm);

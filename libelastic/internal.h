@@ -47,6 +47,8 @@ struct elastic_ctx {
 	struct elastic__hostsnap host;
 	char shm_prefix[512]; /* ELASTIC_SHM_DIR/elastic-<job>-; "" = off */
 	int completed;
+	int mode;	    /* enum elastic_commit_mode */
+	uint64_t persisted; /* committed step of the last node snapshot */
 
 	/* callbacks */
 	elastic_log_fn log_fn;
@@ -80,6 +82,10 @@ void elastic__watchdog_arm(elastic_ctx_t *ctx, int on);
 /* Rebuild the derived communicators (node_comm, NCCL) after comm changed. */
 int elastic__rebuild_derived(elastic_ctx_t *ctx, elastic_error_t *err);
 
+/* step.c: in ELASTIC_UPDATE_AFTER_COMMIT mode, write the node snapshot of
+ * the last committed step if it is not written yet (at destroy). */
+void elastic__persist_final(elastic_ctx_t *ctx);
+
 /* ft.c: the only file that calls MPIX_*. */
 /* 1 if rc is a ULFM fault (process failed, revoked), 0 if not. */
 int elastic__ft_is_fault(int rc);
@@ -97,8 +103,8 @@ void elastic__snap_host_save(elastic_ctx_t *ctx, uint64_t step);
 /* Copy the host slot of step back into the registered buffers: 0 or -1
  * (no slot holds that step). */
 int elastic__snap_host_restore(elastic_ctx_t *ctx, uint64_t step);
-/* Write the registered state of step to DIR/elastic-<job>-<slot>.snap (the
- * node-local copy at prefix) : 0 or -1. */
+/* Write the registered buffers, which hold committed step `step`, to
+ * <prefix><slot>.snap: 0 or -1. */
 int elastic__snap_file_write(elastic_ctx_t *ctx, const char *prefix, uint64_t step,
 			     elastic_error_t *err);
 /* Best step held in files at prefix that matches the registration: loads it

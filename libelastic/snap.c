@@ -129,11 +129,7 @@ int elastic__snap_file_write(elastic_ctx_t *ctx, const char *prefix, uint64_t st
 	char path[600];
 	struct snap_header h;
 	int fd, slot = (int)(step & 1);
-	const unsigned char *data = ctx->host.buf[slot];
 
-	if (!data || ctx->host.step[slot] != step)
-		return _fail(err, EINVAL, "no host copy of step %llu to write",
-			     (unsigned long long)step);
 	snprintf(path, sizeof(path), "%s%d.snap", prefix, slot);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -145,8 +141,12 @@ int elastic__snap_file_write(elastic_ctx_t *ctx, const char *prefix, uint64_t st
 	h.layout = _layout(ctx);
 	h.nregions = (uint64_t)ctx->nregions;
 	if (_pwrite_all(fd, &h, sizeof(h), 0) < 0 ||
-	    _pwrite_all(fd, data, ctx->state_bytes, sizeof(h)) < 0)
+	    ftruncate(fd, (off_t)(sizeof(h) + ctx->state_bytes)) < 0)
 		goto ioerr;
+	for (int i = 0; i < ctx->nregions; i++)
+		if (_pwrite_all(fd, ctx->regions[i].ptr, ctx->regions[i].bytes,
+				(off_t)(sizeof(h) + ctx->regions[i].offset)) < 0)
+			goto ioerr;
 	h.step = step;
 	h.written = elastic__now_real();
 	if (_pwrite_all(fd, &h, sizeof(h), 0) < 0)

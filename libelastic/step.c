@@ -199,6 +199,42 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 	return 1;
 }
 
+static void _persist(elastic_ctx_t *ctx)
+{
+	elastic_error_t e;
+
+	if (ctx->committed == ctx->persisted || !ctx->started)
+		return;
+	if (ctx->shm_prefix[0] &&
+	    ctx->committed - ctx->persisted >= (uint64_t)ctx->env.snapshot_every) {
+		if (ctx->node_rank == 0 &&
+		    elastic__snap_file_write(ctx, ctx->shm_prefix, ctx->committed, &e) <
+			    0)
+			elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s", e.text);
+		ctx->persisted = ctx->committed;
+	}
+	if (ctx->env.checkpoint_dir[0] && ctx->rank == 0 &&
+	    ctx->committed % (uint64_t)ctx->env.checkpoint_every == 0) {
+		char prefix[512];
+		snprintf(prefix, sizeof(prefix), "%s/elastic-%s-",
+			 ctx->env.checkpoint_dir,
+			 ctx->env.job_id[0] ? ctx->env.job_id : "job");
+		if (elastic__snap_file_write(ctx, prefix, ctx->committed, &e) < 0)
+			elastic__log(ctx, ELASTIC_LOG_WARN, "checkpoint: %s", e.text);
+	}
+}
+
+void elastic__persist_final(elastic_ctx_t *ctx)
+{
+	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT && !ctx->in_step &&
+	    !ctx->completed) {
+		long every = ctx->env.snapshot_every;
+		ctx->env.snapshot_every = 1;
+		_persist(ctx);
+		ctx->env.snapshot_every = every;
+	}
+}
+
 int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 {
 	if (!ctx)
@@ -218,16 +254,22 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 				     "elastic_step_begin: no state registered "
 				     "(elastic_register "
 				     "the weights first)");
-		if (elastic__snap_host_alloc(ctx, err) < 0)
+		if (ctx->mode == ELASTIC_COPY_AT_COMMIT &&
+		    elastic__snap_host_alloc(ctx, err) < 0)
 			return -1;
 		if (_resume(ctx, err) < 0) {
 			elastic__snap_host_free(ctx);
 			return -1;
 		}
-		elastic__snap_host_save(ctx, ctx->committed);
+		if (ctx->mode == ELASTIC_COPY_AT_COMMIT)
+			elastic__snap_host_save(ctx, ctx->committed);
+		ctx->persisted = ctx->committed;
 		ctx->started = 1;
 		if (ctx->resumed && ctx->change_fn)
 			ctx->change_fn(ctx, ctx->change_arg);
+	} else if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT) {
+		/* the caller has applied the last committed step's update */
+		_persist(ctx);
 	}
 	ctx->in_step = 1;
 	ctx->step_ok = 1;
@@ -326,7 +368,9 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 			     "%llu",
 			     (unsigned long long)lo, (unsigned long long)hi,
 			     (unsigned long long)lo);
-	if (elastic__snap_host_restore(ctx, lo) < 0) {
+	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT
+		    ? hi != lo
+		    : elastic__snap_host_restore(ctx, lo) < 0) {
 		/* Cannot happen with uniform agreement; never continue on a
 		 * state that differs between ranks. */
 		elastic__watchdog_arm(ctx, 0);
@@ -362,24 +406,6 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 	return 0;
 }
 
-static void _persist(elastic_ctx_t *ctx)
-{
-	elastic_error_t e;
-
-	if (ctx->shm_prefix[0] && ctx->node_rank == 0 &&
-	    elastic__snap_file_write(ctx, ctx->shm_prefix, ctx->committed, &e) < 0)
-		elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s", e.text);
-	if (ctx->env.checkpoint_dir[0] && ctx->rank == 0 &&
-	    ctx->committed % (uint64_t)ctx->env.checkpoint_every == 0) {
-		char prefix[512];
-		snprintf(prefix, sizeof(prefix), "%s/elastic-%s-",
-			 ctx->env.checkpoint_dir,
-			 ctx->env.job_id[0] ? ctx->env.job_id : "job");
-		if (elastic__snap_file_write(ctx, prefix, ctx->committed, &e) < 0)
-			elastic__log(ctx, ELASTIC_LOG_WARN, "checkpoint: %s", e.text);
-	}
-}
-
 int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err)
 {
 	int flag, rc;
@@ -394,8 +420,10 @@ int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err)
 	rc = elastic__ft_agree(ctx->comm, &flag);
 	if (rc == MPI_SUCCESS && (flag & AGREE_STEP_OK) && (flag & AGREE_COMM_OK)) {
 		ctx->committed++;
-		elastic__snap_host_save(ctx, ctx->committed);
-		_persist(ctx);
+		if (ctx->mode == ELASTIC_COPY_AT_COMMIT) {
+			elastic__snap_host_save(ctx, ctx->committed);
+			_persist(ctx);
+		}
 		ctx->in_step = 0;
 		ctx->stats.commits++;
 		ctx->stats.last_failure_time = 0;
@@ -405,7 +433,8 @@ int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err)
 	ctx->stats.redos++;
 	if (rc == MPI_SUCCESS && (flag & AGREE_COMM_OK)) {
 		/* Failed for a reason of the caller's: the world is whole. */
-		elastic__snap_host_restore(ctx, ctx->committed);
+		if (ctx->mode == ELASTIC_COPY_AT_COMMIT)
+			elastic__snap_host_restore(ctx, ctx->committed);
 		elastic__log(ctx, ELASTIC_LOG_INFO, "step %llu failed on some rank: redo",
 			     (unsigned long long)ctx->committed);
 		return ELASTIC_REDO;

@@ -30,10 +30,13 @@ for i in $(seq 1 "$runs"); do
 	step=$((RANDOM % 96))
 	where=${wheres[$((RANDOM % 4))]}
 	delay=$((RANDOM % 4000))
+	# both state modes: copy at commit, or update after commit
+	mode=""
+	[ $((RANDOM % 2)) = 1 ] && mode=--update-after-commit
 	out=$T_DIR/run$i.out
 	start=$SECONDS
 	timeout -s KILL "$limit" $MPIRUN -np "$np" "$TRAIN" $args --compare "$T_DIR/ref.model" \
-		--kill "$rank:$step:$where" --kill-delay "$delay" >"$out" 2>&1
+		--kill "$rank:$step:$where" --kill-delay "$delay" $mode >"$out" 2>&1
 	rc=$?
 	why=""
 	if [ $rc = 137 ]; then
@@ -50,9 +53,9 @@ for i in $(seq 1 "$runs"); do
 	if [ -z "$why" ]; then
 		pass=$((pass + 1))
 		[ -n "$ms" ] && echo "$ms" >>"$T_DIR/recovery.ms"
-		t_log "run $i/$runs: kill rank $rank at step $step ($where$([ "$where" = timer ] && echo " +${delay}us")): ok, $(grep -o 'size [0-9]* (started [0-9]*)' "$out"), kill to next commit ${ms:-?} ms, $((SECONDS - start)) s"
+		t_log "run $i/$runs: kill rank $rank at step $step ($where$([ "$where" = timer ] && echo " +${delay}us")${mode:+, $mode}): ok, $(grep -o 'size [0-9]* (started [0-9]*)' "$out"), kill to next commit ${ms:-?} ms, $((SECONDS - start)) s"
 	else
-		t_log "run $i/$runs: kill rank $rank at step $step ($where$([ "$where" = timer ] && echo " +${delay}us")): FAILED: $why"
+		t_log "run $i/$runs: kill rank $rank at step $step ($where$([ "$where" = timer ] && echo " +${delay}us")${mode:+, $mode}): FAILED: $why"
 		sed 's/^/    | /' "$out" | tail -25
 		cp "$out" "/tmp/elastic-kill-failed-$i.out" 2>/dev/null || true
 	fi

@@ -100,6 +100,9 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  *   ELASTIC_FINALIZE_TIMEOUT  seconds, 0..86400 (default 10): see
  *                        elastic_finalize
  *   ELASTIC_SHM_DIR      directory of node-local snapshots (default /dev/shm)
+ *   ELASTIC_SNAPSHOT_EVERY  write the node-local snapshot every N committed
+ *                        steps, 1..2^31 (default 1): a re-form redoes at
+ *                        most N steps
  *   ELASTIC_CHECKPOINT_DIR, ELASTIC_CHECKPOINT_EVERY (steps, 1..2^31):
  *                        also write a snapshot there every N committed steps
  * A value out of range fails with EINVAL and text naming the variable.
@@ -130,6 +133,24 @@ void elastic_set_log(elastic_ctx_t *ctx, elastic_log_fn fn, void *arg, int level
 
 /* Change callback (NULL: none). */
 void elastic_set_change_callback(elastic_ctx_t *ctx, elastic_change_fn fn, void *arg);
+
+/*
+ * How the registered state is kept for a REDO (before the first step):
+ * ELASTIC_COPY_AT_COMMIT (default): the caller may change its state anywhere
+ *   in the step; the library copies all of it at each commit (a memcpy of
+ *   the state per step) and restores it on REDO.
+ * ELASTIC_UPDATE_AFTER_COMMIT: the caller promises to change registered
+ *   state only after elastic_step_commit() returned ELASTIC_COMMITTED and
+ *   before the next elastic_step_begin() (compute, reduce, commit, then
+ *   apply the update and advance the sampler). A failed step then never
+ *   touched the state: nothing is copied per step for path A. The node-local
+ *   snapshot (path B) is written at the next begin instead.
+ */
+enum elastic_commit_mode {
+	ELASTIC_COPY_AT_COMMIT = 0,
+	ELASTIC_UPDATE_AFTER_COMMIT = 1,
+};
+int elastic_set_commit_mode(elastic_ctx_t *ctx, int mode, elastic_error_t *err);
 
 /* Recovery watchdog in seconds (0 = off), overriding ELASTIC_WATCHDOG. */
 int elastic_set_watchdog(elastic_ctx_t *ctx, double seconds, elastic_error_t *err);
@@ -221,6 +242,7 @@ struct elastic_env {
 	char shm_dir[256];
 	char checkpoint_dir[256];
 	long checkpoint_every;
+	long snapshot_every;
 };
 const struct elastic_env *elastic_get_env(const elastic_ctx_t *ctx);
 

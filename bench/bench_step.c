@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* bench/bench_step.c: per-step cost of libelastic's step protocol (begin, checked
+ * allreduce, agreement, state copy at commit) against a plain MPI_Allreduce loop of the
+ * same size. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mpi.h>
+#include <elastic/elastic.h>
+
+/* Started outside mpirun: run itself under mpirun --with-ft ulfm. */
+static void _relaunch(int argc, char **argv, const char *np)
+{
+	char **av = calloc((size_t)argc + 10, sizeof(char *));
+	int n = 0;
+
+	if (!av)
+		exit(1);
+	setenv("OMPI_MCA_coll", "^han", 0); /* coll/han crashes under ULFM here */
+	setenv("OMPI_MCA_btl_tcp_if_include", "lo", 0);
+	setenv("OMPI_MCA_oob_tcp_if_include", "lo", 0);
+	av[n++] = "mpirun";
+	av[n++] = "--with-ft";
+	av[n++] = "ulfm";
+	av[n++] = "--oversubscribe";
+	av[n++] = "--bind-to";
+	av[n++] = "none";
+	av[n++] = "-np";
+	av[n++] = (char *)np;
+	for (int i = 0; i < argc; i++)
+		av[n++] = argv[i];
+	execvp("mpirun", av);
+	fprintf(stderr, "bench_step: cannot run mpirun: %s\n", strerror(errno));
+	exit(1);
+}
+
+static double _now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* steps elastic steps of one allreduce each; the update goes before the
+ * commit (copy mode) or after it. */
+static void _elastic_steps(elastic_ctx_t *ctx, long steps, const float *grad, float *sum,
+			   float *weights, int n, int after)
+{
+	elastic_error_t err;
+
+	for (long s = 0; s < steps; s++) {
+		if (elastic_step_begin(ctx, &err) < 0 ||
+		    elastic_allreduce(ctx, grad, sum, n, MPI_FLOAT, MPI_SUM) < 0) {
+			fprintf(stderr, "bench_step: step failed: %s\n", err.text);
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+		if (!after)
+			weights[s % n] += sum[0] * 1e-9f;
+		if (elastic_step_commit(ctx, &err) != ELASTIC_COMMITTED) {
+			fprintf(stderr, "bench_step: commit failed: %s\n", err.text);
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+		if (after)
+			weights[s % n] += sum[0] * 1e-9f;
+	}
+}
+
+static int _cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	long bytes = 1 << 20, steps = 200, rounds = 9;
+	const char *np = getenv("BENCH_STEP_NP") ? getenv("BENCH_STEP_NP") : "4";
+	int rank, size;
+	elastic_ctx_t *ctx, *ctx2;
+	elastic_error_t err;
+	MPI_Comm plain;
+
+	if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK"))
+		_relaunch(argc, argv, np);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--bytes") && i + 1 < argc)
+			bytes = strtol(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+			steps = strtol(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+			rounds = strtol(argv[++i], NULL, 10);
+		else {
+			fprintf(stderr, "usage: bench_step [--bytes N] [--steps N] "
+					"[--rounds N]\n");
+			return 2;
+		}
+	}
+	if (bytes < 4 || steps < 1 || rounds < 1 || rounds > 99) {
+		fprintf(stderr,
+			"bench_step: --bytes >= 4, --steps >= 1, --rounds 1..99\n");
+		return 2;
+	}
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	MPI_Comm_dup(MPI_COMM_WORLD, &plain);
+
+	int n = (int)(bytes / 4);
+	float *grad = malloc((size_t)n * 4), *sum = malloc((size_t)n * 4);
+	float *weights = malloc((size_t)n * 4);
+	for (int i = 0; i < n; i++) {
+		grad[i] = (float)(rank + i % 7);
+		weights[i] = 0;
+	}
+	/* The state a real step changes: weights as large as the gradient. */
+	if (elastic_init(MPI_COMM_WORLD, &ctx, &err) < 0 ||
+	    elastic_register(ctx, "weights", weights, (size_t)n * 4, &err) < 0 ||
+	    elastic_init(MPI_COMM_WORLD, &ctx2, &err) < 0 ||
+	    elastic_register(ctx2, "weights", weights, (size_t)n * 4, &err) < 0 ||
+	    elastic_set_commit_mode(ctx2, ELASTIC_UPDATE_AFTER_COMMIT, &err) < 0) {
+		fprintf(stderr, "bench_step: %s\n", err.text);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	double tp[99], te[99], td[99];
+	/* warm up all paths, then alternate rounds so drift hits all alike */
+	for (int w = 0; w < 20; w++) {
+		MPI_Allreduce(grad, sum, n, MPI_FLOAT, MPI_SUM, plain);
+		_elastic_steps(ctx, 1, grad, sum, weights, n, 0);
+		_elastic_steps(ctx2, 1, grad, sum, weights, n, 1);
+	}
+	for (int r = 0; r < rounds; r++) {
+		MPI_Barrier(plain);
+		double t0 = _now();
+		for (long s = 0; s < steps; s++) {
+			MPI_Allreduce(grad, sum, n, MPI_FLOAT, MPI_SUM, plain);
+			weights[s % n] += sum[0] * 1e-9f;
+		}
+		MPI_Barrier(plain);
+		double t1 = _now();
+		_elastic_steps(ctx, steps, grad, sum, weights, n, 0);
+		MPI_Barrier(plain);
+		double t2 = _now();
+		_elastic_steps(ctx2, steps, grad, sum, weights, n, 1);
+		MPI_Barrier(plain);
+		double t3 = _now();
+		tp[r] = (t1 - t0) / steps;
+		te[r] = (t2 - t1) / steps;
+		td[r] = (t3 - t2) / steps;
+	}
+	/* rank 0 reports the median round of each (the barriers make the ranks
+	 * agree on the round times) */
+	if (rank == 0) {
+		double re[99], rd[99];
+		for (int r = 0; r < rounds; r++) {
+			re[r] = te[r] / tp[r];
+			rd[r] = td[r] / tp[r];
+		}
+		qsort(tp, (size_t)rounds, sizeof(double), _cmp);
+		qsort(te, (size_t)rounds, sizeof(double), _cmp);
+		qsort(td, (size_t)rounds, sizeof(double), _cmp);
+		qsort(re, (size_t)rounds, sizeof(double), _cmp);
+		qsort(rd, (size_t)rounds, sizeof(double), _cmp);
+		int m = (int)rounds / 2;
+		printf("bench_step: %d ranks, %ld bytes per step (MPI_FLOAT sum), %ld "
+		       "bytes of "
+		       "registered state, %ld steps x %ld rounds\n",
+		       size, bytes, (long)n * 4, steps, rounds);
+		printf("  plain MPI_Allreduce loop           : %9.1f us/step\n",
+		       tp[m] * 1e6);
+		printf("  begin/commit, copy at commit       : %9.1f us/step, ratio %.4f "
+		       "(%+.2f %%)\n",
+		       te[m] * 1e6, re[m], (re[m] - 1) * 100);
+		printf("  begin/commit, update after commit  : %9.1f us/step, ratio %.4f "
+		       "(%+.2f %%)\n",
+		       td[m] * 1e6, rd[m], (rd[m] - 1) * 100);
+		printf("  (medians over rounds; target: ratio < 1.02 at 1 MiB on 4 "
+		       "ranks: copy %s, "
+		       "update-after-commit %s)\n",
+		       re[m] < 1.02 ? "met" : "NOT met",
+		       rd[m] < 1.02 ? "met" : "NOT met");
+		fflush(stdout);
+	}
+	MPI_Comm_free(&plain);
+	elastic_complete(ctx, NULL);
+	elastic_complete(ctx2, NULL);
+	elastic_destroy(ctx2);
+	free(grad);
+	free(sum);
+	free(weights);
+	return elastic_finalize(ctx, 0) == MPI_SUCCESS ? 0 : 1;
+}
