@@ -152,6 +152,8 @@ static double median(double *v, int n)
 }
 
 static int verbose;
+static int opt_min_change, opt_min_change_pct;
+static int64_t opt_cooldown = 30;
 
 static int run(enum elastic_policy_mode mode, int njobs, int nnodes, int per_node,
 	       int ndecisions)
@@ -171,7 +173,9 @@ static int run(enum elastic_policy_mode mode, int njobs, int nnodes, int per_nod
 	s.in = (struct elastic_policy_input){
 		.mode = mode,
 		.now = 1700000000,
-		.cooldown = 30,
+		.min_change = opt_min_change,
+		.min_change_pct = opt_min_change_pct,
+		.cooldown = opt_cooldown,
 		.nnodes = nnodes,
 		.node_gpus = s.gpus,
 		.node_busy = s.busy,
@@ -242,6 +246,12 @@ int main(int argc, char **argv)
 			strict = 1;
 		else if (!strcmp(argv[a], "--verbose"))
 			verbose = 1;
+		else if (!strncmp(argv[a], "--min-change=", 13))
+			opt_min_change = atoi(argv[a] + 13);
+		else if (!strncmp(argv[a], "--min-change-pct=", 17))
+			opt_min_change_pct = atoi(argv[a] + 17);
+		else if (!strncmp(argv[a], "--cooldown=", 11))
+			opt_cooldown = atoll(argv[a] + 11);
 		else if (!strncmp(argv[a], "--mode=", 7)) {
 			for (first = ELASTIC_POLICY_PRIORITY;
 			     first <= ELASTIC_POLICY_FIFO; first++)
@@ -266,8 +276,14 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 				"usage: bench_policy [--jobs=N] [--nodes=N] "
-				"[--gpus-per-node=N] [--decisions=N] [--strict] "
-				"[--verbose]\n"
+				"[--gpus-per-node=N] [--decisions=N]\n"
+				"       [--mode=priority|fairshare|fifo] "
+				"[--min-change=GPUS] "
+				"[--min-change-pct=PCT]\n"
+				"       [--cooldown=SECONDS] [--strict] [--verbose]\n"
+				"  defaults: 10000 jobs, 12500 nodes x 8 GPUs, 100 "
+				"decisions, "
+				"every mode, cool-down 30 s\n"
 				"  --strict: exit 1 when a median misses %.0f ms\n",
 				TARGET_MS);
 			return 2;

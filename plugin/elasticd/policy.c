@@ -777,14 +777,16 @@ static void _freeze(struct _job *t, enum elastic_policy_reason why, int64_t *K,
 }
 
 /* Split, then hold the changes hysteresis suppresses and re-split around
- * them, until nothing new is held. A job in its cool-down is held whatever
- * its target, so once anything is held, the steady ones in their cool-down
- * are frozen as well (they may not change in the re-split either). Returns
- * the number of rounds. */
+ * them, until nothing new is held. Once anything is held, the jobs the split
+ * left unchanged keep their size too when they are in their cool-down or a
+ * threshold is set: a re-split would only nudge them by what the held jobs
+ * did not take or give, changes that would be held in turn, one round at a
+ * time. The difference is settled among jobs that change anyway, so no
+ * extra job re-forms and rounds stay few. Returns the number of rounds. */
 static int _split(struct _ws *ws)
 {
 	int64_t K = ws->capacity;
-	int rounds = 0;
+	int rounds = 0, threshold = ws->in->min_change > 1 || ws->in->min_change_pct > 0;
 
 	_mark_holdable(ws);
 	for (;;) {
@@ -808,7 +810,7 @@ static int _split(struct _ws *ws)
 				if (t->frozen || !t->holdable)
 					continue;
 				if (t->target == t->cur) {
-					if (pass == 0 && t->cooling)
+					if (pass == 0 && (t->cooling || threshold))
 						_freeze(t, ELASTIC_POLICY_STEADY, &K,
 							&slack);
 					continue;

@@ -780,6 +780,26 @@ static void hysteresis_threshold(void **state)
 	decide(&w);
 	assert_int_equal(gpus(&w, 2), 5);
 
+	/* Held: job 2's +1. Job 1, left at its share, keeps it; job 3 changes
+	 * anyway (+2) and takes what job 2 did not: 12 GPUs, fairshare. */
+	struct world v;
+	world_init(&v, ELASTIC_POLICY_FAIRSHARE, 3, 4);
+	v.in.min_change = 2;
+	add_job(&v, 1, 1, 12, 1, 100);
+	hold(&v, 1, 0, 4, 1);
+	add_job(&v, 2, 1, 12, 1, 200);
+	hold(&v, 2, 1, 3, 1);
+	add_job(&v, 3, 1, 12, 1, 300);
+	hold(&v, 3, 2, 2, 1);
+	decide(&v);
+	assert_int_equal(gpus(&v, 1), 4);
+	assert_true(has(&v, 1, ELASTIC_POLICY_STEADY));
+	assert_int_equal(gpus(&v, 2), 3);
+	assert_true(has(&v, 2, ELASTIC_POLICY_HOLD_THRESHOLD));
+	assert_int_equal(gpus(&v, 3), 5);
+	assert_int_equal(v.res->rounds, 2);
+	world_fini(&v);
+
 	/* A pending job starts even under a huge threshold; a held shrink
 	 * must leave room for its min, so one of the two shrinks anyway. */
 	w.in.min_change = 8;
