@@ -131,18 +131,20 @@ static int _conf_refresh(int first)
  * public) and runs with slurmctld's job lock held, so it cannot ask
  * slurmctld about the job. A thread keeps what job_modify needs from
  * slurm_load_jobs() (public API): which jobs are elastic, their tag and GPU
- * layout. A job modified before the thread saw it (within about a second of
- * its submission) is checked on the fields of the update alone. */
+ * layout, refreshed every TickSeconds when slurmctld's job list changed and
+ * soon after an elastic job was accepted. A job modified before the thread
+ * saw it (within a moment of its submission) is checked on the fields of the
+ * update alone. Entries are small; requests are kept for elastic jobs only. */
 struct job_entry {
 	uint32_t job_id;
-	int elastic;
-	struct elastic_request req;
-	long gpus_per_node, gpus_per_job; /* from its TRES request; -1: none */
 	uint32_t num_nodes;
+	int req;			  /* index into _reqs, or -1: not elastic */
+	long gpus_per_node, gpus_per_job; /* from its TRES request; -1: none */
 };
 
 static struct job_entry *_jobs;
 static size_t _njobs;
+static struct elastic_request *_reqs;
 static uint32_t _max_job_id;
 static pthread_t _thread;
 static int _thread_started, _stop, _kick;
@@ -163,10 +165,11 @@ static const struct job_entry *_cache_find(uint32_t job_id)
 
 static void _cache_rebuild(const job_info_msg_t *msg)
 {
-	struct job_entry *v =
-		calloc(msg->record_count ? msg->record_count : 1, sizeof(*v));
+	size_t cap = msg->record_count ? msg->record_count : 1;
+	struct job_entry *v = calloc(cap, sizeof(*v));
+	struct elastic_request *reqs = NULL, req;
 	uint32_t max_id = 0;
-	size_t n = 0;
+	size_t n = 0, nreqs = 0, capreqs = 0;
 
 	if (!v)
 		return;
@@ -176,8 +179,23 @@ static void _cache_rebuild(const job_info_msg_t *msg)
 		e->job_id = j->job_id;
 		if (j->job_id > max_id)
 			max_id = j->job_id;
-		e->elastic = elastic_tag_is_tag(j->admin_comment) &&
-			     elastic_tag_parse(j->admin_comment, &e->req, NULL) == 0;
+		e->req = -1;
+		if (elastic_tag_is_tag(j->admin_comment) &&
+		    elastic_tag_parse(j->admin_comment, &req, NULL) == 0) {
+			if (nreqs == capreqs) {
+				size_t c = capreqs ? 2 * capreqs : 64;
+				struct elastic_request *r = realloc(reqs, c * sizeof(*r));
+				if (!r) {
+					free(reqs);
+					free(v);
+					return;
+				}
+				reqs = r;
+				capreqs = c;
+			}
+			reqs[nreqs] = req;
+			e->req = (int)nreqs++;
+		}
 		if (elastic_tres_gpus(j->tres_per_node, &e->gpus_per_node) <= 0)
 			e->gpus_per_node = -1;
 		if (elastic_tres_gpus(j->tres_per_job, &e->gpus_per_job) <= 0)
@@ -187,8 +205,10 @@ static void _cache_rebuild(const job_info_msg_t *msg)
 	qsort(v, n, sizeof(*v), _cmp_entry);
 	pthread_mutex_lock(&_lock);
 	free(_jobs);
+	free(_reqs);
 	_jobs = v;
 	_njobs = n;
+	_reqs = reqs;
 	if (max_id > _max_job_id)
 		_max_job_id = max_id;
 	pthread_mutex_unlock(&_lock);
@@ -227,7 +247,7 @@ static void *_cache_thread(void *arg)
 		}
 		pthread_mutex_lock(&_lock);
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 1;
+		until.tv_sec += _conf_ok ? _conf.tick_seconds : 2;
 		while (!_stop && !_kick)
 			if (pthread_cond_timedwait(&_cond, &_lock, &until) == ETIMEDOUT)
 				break;
@@ -437,7 +457,9 @@ int fini(void)
 	}
 	pthread_mutex_lock(&_lock);
 	free(_jobs);
+	free(_reqs);
 	_jobs = NULL;
+	_reqs = NULL;
 	_njobs = 0;
 	if (_conf_ok)
 		elastic_site_conf_free(&_conf);
@@ -570,13 +592,13 @@ static int _modify_locked(job_desc_msg_t *jd, uint32_t uid, char **err_msg)
 	const struct job_entry *e = job_id == NO_VAL ? NULL : _cache_find(job_id);
 	struct elastic_request req;
 	elastic_error_t err = {""};
-	int rc, elastic = e && e->elastic;
+	int rc, elastic = e && e->req >= 0;
 	long total;
 
 	if ((rc = _check_reserved(jd, uid, err_msg)) != SLURM_SUCCESS)
 		return rc;
 	if (elastic)
-		req = e->req;
+		req = _reqs[e->req];
 	if (jd->admin_comment) {
 		if (elastic_tag_is_tag(jd->admin_comment)) {
 			if (elastic_tag_parse(jd->admin_comment, &req, &err) < 0)
@@ -586,7 +608,7 @@ static int _modify_locked(job_desc_msg_t *jd, uint32_t uid, char **err_msg)
 				return _refuse(err_msg, ESLURM_ACCESS_DENIED,
 					       "AdminComment '%s': %s", jd->admin_comment,
 					       err.text);
-			if (e && !e->elastic)
+			if (e && e->req < 0)
 				return _refuse(
 					err_msg, ESLURM_ACCESS_DENIED,
 					"job %u was not submitted as an elastic job; an "
