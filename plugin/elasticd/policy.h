@@ -37,12 +37,13 @@
  * own preemption, not this policy, decides whether a pending job may take
  * GPUs from a running job's MIN.
  *
- * Shares. Every admitted job first gets its MIN; the rest is water-filled:
+ * Shares. Every admitted job gets at least its MIN; GPUs are water-filled:
  *   priority:  shares proportional to the Slurm job priority (priority 0
  *              counts as 1), bounded by MIN and MAX: the level L solves
  *              sum_j clamp(w_j * L, MIN_j, MAX_j) = C, so GPUs a job cannot
- *              take (its MAX) flow to the others by their weights. Computed
- *              exactly in integers, no floating point in any decision.
+ *              take (its MAX) flow to the others by their weights. Exact:
+ *              integer arithmetic decides (floating point only guesses,
+ *              integer checks correct the guess).
  *   fairshare: the same with equal weights: every admitted job gets an equal
  *              share whatever its priority; priority only orders admission
  *              and ties. Why not "equal within a priority tier, tiers served
@@ -70,15 +71,15 @@
  * keep their size as well when they are in their cool-down or a threshold
  * is set: what held jobs do not take or give is settled among the jobs that
  * change anyway, so no extra job re-forms for a nudge and rounds stay few
- * (2 to 3 in the benchmark). Never held: a job
- * below its MIN (it always gets its MIN: a pending job starts at once), a
- * job above its MAX or at a size it may not have, a job being stopped. A
- * shrink is held only while the admitted jobs' MINs still fit around it: a
- * shrink that makes room for another job's MIN happens even within the
- * cool-down, and then straight to the job's fair share (one re-form instead
- * of two). Holds are granted grows first (they only free GPUs), then shrinks
- * in rank order while room lasts. GPUs a held grow leaves go to the jobs not
- * held; if every job is held they stay idle until the cool-down ends.
+ * (2 to 3 in the benchmark). Never held: a job below its MIN (it always gets
+ * its MIN: a pending job starts at once), a job above its MAX or at a size
+ * it may not have, a job being stopped. A shrink is held only while the
+ * admitted jobs' MINs still fit around it: a shrink that makes room for
+ * another job's MIN happens even within the cool-down, and then straight to
+ * the job's fair share (one re-form instead of two). Holds are granted grows
+ * first (they only free GPUs), then shrinks in rank order while room lasts.
+ * GPUs a held grow leaves go to the jobs not held; if every job is held
+ * they stay idle until the cool-down ends.
  *
  * Placement. Jobs keep the GPUs they hold unless they shrink (moving GPUs
  * means re-forming the job): a shrinking job releases GPUs first from the
@@ -90,6 +91,13 @@
  * smallest that covers the rest; if none covers it, the lowest-index node
  * with the most free GPUs is taken whole and the search repeats. This packs
  * a job on as few nodes as a greedy can and leaves whole nodes whole.
+ *
+ * Input rules (else -1, EINVAL, and the text names the job or node): ids
+ * unique and > 0; 1 <= MIN <= MAX; times >= 0; what jobs hold on a node plus
+ * its non-elastic GPUs fits its GPU count (a node that is down has 0 GPUs:
+ * the caller drops holdings there first); pinned GPUs <= MIN; some GPU on
+ * some node (zero capacity is an error; all GPUs busy is not).
+ *
  * Cost. Ranking and the level events are radix-sorted (exact comparisons
  * only among equal keys), rounding pops a heap, re-split rounds work on the
  * jobs not yet held: about O(J + N + P log N) for J jobs, N nodes and P
