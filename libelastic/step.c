@@ -139,9 +139,9 @@ static void _apply(elastic_ctx_t *ctx, const unsigned char *buf)
 static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 {
 	unsigned char *buf = NULL;
-	uint64_t mine = 0, best = 0, step = 0;
-	int have = 0, root, cand, rc;
-	elastic_error_t e2;
+	uint64_t mine = 0, best = 0, step = 0, in[2], out[2];
+	int have = 0, root, cand, rc, bad = 0;
+	elastic_error_t e2, why = {""};
 
 	if (!ctx->shm_prefix[0] && !ctx->env.checkpoint_dir[0])
 		return 0;
@@ -149,8 +149,11 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 		return _fail(err, ENOMEM, "resume: out of memory");
 	if (ctx->shm_prefix[0]) {
 		have = elastic__snap_file_load(ctx, ctx->shm_prefix, buf, &step, &e2);
-		if (have < 0)
+		if (have < 0) {
+			bad |= errno == EINVAL;
 			elastic__log(ctx, ELASTIC_LOG_WARN, "resume: %s", e2.text);
+			why = e2;
+		}
 		if (have > 0)
 			mine = step;
 	}
@@ -170,10 +173,24 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 		}
 		free(b2);
 	}
-	rc = MPI_Allreduce(&mine, &best, 1, MPI_UINT64_T, MPI_MAX, ctx->comm);
+	in[0] = mine;
+	in[1] = (uint64_t)bad;
+	rc = MPI_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MAX, ctx->comm);
 	if (rc != MPI_SUCCESS) {
 		free(buf);
 		return _fail(err, EIO, "resume: MPI_Allreduce failed (MPI error %d)", rc);
+	}
+	best = out[0];
+	if (out[1]) {
+		/* A snapshot of this job that this program cannot take: never
+		 * overwrite it silently (it may be the job's progress). */
+		free(buf);
+		if (bad)
+			return _fail(err, EINVAL, "resume: %s", why.text);
+		return _fail(err, EINVAL,
+			     "resume: a snapshot of job %s does not match this program's "
+			     "registration (see the other ranks' errors)",
+			     ctx->env.job_id);
 	}
 	if (best == 0) {
 		free(buf);

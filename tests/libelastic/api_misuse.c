@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* tests/libelastic/api_misuse.c: libelastic's answers to bad input and calls in the wrong
+ * order, a redo without failure, a world rebuilt without failure, and resume from a node
+ * snapshot, under mpirun (2 ranks). Every check runs on every rank. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+#include <elastic/elastic.h>
+
+static int failures, checks, rank;
+
+static void _check(int ok, const char *what, const elastic_error_t *err, int line)
+{
+	checks++;
+	if (!ok) {
+		failures++;
+		fprintf(stderr, "rank %d: line %d: FAILED: %s%s%s\n", rank, line, what,
+			err ? " -- error text: " : "", err ? err->text : "");
+	}
+}
+#define CHECK(cond, err) _check((cond), #cond, (err), __LINE__)
+
+/* -1 with errno e and a text containing word */
+#define FAILS_WITH(call, e, word, err)                                                   \
+	do {                                                                             \
+		errno = 0;                                                               \
+		(err)->text[0] = '\0';                                                   \
+		int _r = (call);                                                         \
+		CHECK(_r == -1 && errno == (e) && strstr((err)->text, (word)), (err));   \
+	} while (0)
+
+static void bad_environment(void)
+{
+	elastic_ctx_t *ctx = NULL;
+	elastic_error_t err;
+
+	setenv("ELASTIC_MIN_GPUS", "0", 1);
+	FAILS_WITH(elastic_init(MPI_COMM_WORLD, &ctx, &err), EINVAL, "ELASTIC_MIN_GPUS",
+		   &err);
+	CHECK(ctx == NULL, NULL);
+	unsetenv("ELASTIC_MIN_GPUS");
+	setenv("ELASTIC_SIZES", "8,4", 1);
+	FAILS_WITH(elastic_init(MPI_COMM_WORLD, &ctx, &err), EINVAL, "ELASTIC_SIZES",
+		   &err);
+	unsetenv("ELASTIC_SIZES");
+	setenv("ELASTIC_WATCHDOG", "forever", 1);
+	FAILS_WITH(elastic_init(MPI_COMM_WORLD, &ctx, &err), EINVAL, "ELASTIC_WATCHDOG",
+		   &err);
+	unsetenv("ELASTIC_WATCHDOG");
+	FAILS_WITH(elastic_init(MPI_COMM_NULL, &ctx, &err), EINVAL, "MPI_COMM_NULL",
+		   &err);
+}
+
+static void bad_registration_and_order(void)
+{
+	elastic_ctx_t *ctx;
+	elastic_error_t err;
+	double w[4] = {0}, other;
+	char longname[80];
+
+	CHECK(elastic_init(MPI_COMM_WORLD, &ctx, &err) == 0, &err);
+	CHECK(elastic_size(ctx) == 2 && elastic_rank(ctx) == rank, NULL);
+	FAILS_WITH(elastic_step_begin(ctx, &err), EPROTO, "no state registered", &err);
+	FAILS_WITH(elastic_step_commit(ctx, &err), EPROTO, "no open step", &err);
+	FAILS_WITH(elastic_register(ctx, "w", NULL, 8, &err), EINVAL, "NULL", &err);
+	FAILS_WITH(elastic_register(ctx, "w", w, 0, &err), EINVAL, "size is 0", &err);
+	FAILS_WITH(elastic_register(ctx, NULL, w, 8, &err), EINVAL, "name", &err);
+	FAILS_WITH(elastic_register(ctx, "", w, 8, &err), EINVAL, "name", &err);
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	FAILS_WITH(elastic_register(ctx, longname, w, 8, &err), EINVAL, "name", &err);
+	CHECK(elastic_register(ctx, "w", w, sizeof(w), &err) == 0, &err);
+	FAILS_WITH(elastic_register(ctx, "w", &other, sizeof(other), &err), EEXIST,
+		   "already", &err);
+	FAILS_WITH(elastic_set_commit_mode(ctx, 7, &err), EINVAL, "unknown mode", &err);
+	FAILS_WITH(elastic_set_watchdog(ctx, -1, &err), EINVAL, "outside", &err);
+	errno = 0;
+	CHECK(elastic_allreduce(ctx, w, w, 1, MPI_DOUBLE, MPI_SUM) == -1 &&
+		      errno == EPROTO,
+	      NULL);
+
+	CHECK(elastic_step_begin(ctx, &err) == 0, &err);
+	FAILS_WITH(elastic_step_begin(ctx, &err), EPROTO, "is open", &err);
+	FAILS_WITH(elastic_register(ctx, "late", &other, sizeof(other), &err), EBUSY,
+		   "first step has begun", &err);
+	FAILS_WITH(elastic_set_commit_mode(ctx, ELASTIC_UPDATE_AFTER_COMMIT, &err), EBUSY,
+		   "first step has begun", &err);
+	FAILS_WITH(elastic_complete(ctx, &err), EPROTO, "still open", &err);
+	w[0] = 1;
+	CHECK(elastic_step_commit(ctx, &err) == ELASTIC_COMMITTED, &err);
+	CHECK(elastic_step(ctx) == 1, NULL);
+
+	/* a step failed by one rank only: every rank redoes it, state restored */
+	CHECK(elastic_step_begin(ctx, &err) == 0, &err);
+	w[0] = 99;
+	w[1] = 5;
+	if (rank == 1)
+		elastic_step_fail(ctx);
+	CHECK(elastic_step_commit(ctx, &err) == ELASTIC_REDO, &err);
+	CHECK(w[0] == 1 && w[1] == 0, NULL);
+	CHECK(elastic_step(ctx) == 1 && elastic_size(ctx) == 2, NULL);
+
+	/* an MPI error that is not a process failure: the communicator is
+	 * revoked and rebuilt at the same size; the step is redone */
+	CHECK(elastic_step_begin(ctx, &err) == 0, &err);
+	w[2] = 7;
+	int rc = MPI_Allreduce(w, w + 3, -1, MPI_DOUBLE, MPI_SUM, elastic_comm(ctx));
+	errno = 0;
+	CHECK(elastic_check(ctx, rc) == -1 && errno == EIO, NULL);
+	errno = 0;
+	CHECK(elastic_allreduce(ctx, w, w + 3, 1, MPI_DOUBLE, MPI_SUM) == -1 &&
+		      errno == ECANCELED,
+	      NULL);
+	CHECK(elastic_step_commit(ctx, &err) == ELASTIC_REDO, &err);
+	CHECK(w[2] == 0 && elastic_size(ctx) == 2, NULL);
+	struct elastic_stats st;
+	elastic_get_stats(ctx, &st);
+	CHECK(st.recoveries == 1 && st.redos == 2 && st.commits == 1, NULL);
+
+	/* the rebuilt world works */
+	CHECK(elastic_step_begin(ctx, &err) == 0, &err);
+	double one = 1, two = 0;
+	CHECK(elastic_allreduce(ctx, &one, &two, 1, MPI_DOUBLE, MPI_SUM) == 0, NULL);
+	CHECK(two == 2, NULL);
+	CHECK(elastic_step_commit(ctx, &err) == ELASTIC_COMMITTED, &err);
+	CHECK(elastic_step(ctx) == 2, NULL);
+
+	CHECK(elastic_complete(ctx, &err) == 0, &err);
+	FAILS_WITH(elastic_step_begin(ctx, &err), EPROTO, "completed", &err);
+	elastic_destroy(ctx);
+}
+
+/* Train 3 steps with a job id, leave without completing, then: a program
+ * with another registration is refused the snapshot (and does not overwrite
+ * it); the same program resumes at step 3 with the state of step 3. */
+static void resume_from_node_snapshot(const char *dir, int mode)
+{
+	elastic_ctx_t *ctx;
+	elastic_error_t err;
+	double w[3] = {0}, v[5] = {0};
+	char job[64];
+
+	snprintf(job, sizeof(job), "misuse-%d-%d", (int)getpid() % 100000, mode);
+	MPI_Bcast(job, sizeof(job), MPI_CHAR, 0, MPI_COMM_WORLD);
+	setenv("ELASTIC_JOB_ID", job, 1);
+	setenv("ELASTIC_SHM_DIR", dir, 1);
+
+	CHECK(elastic_init(MPI_COMM_WORLD, &ctx, &err) == 0, &err);
+	CHECK(elastic_set_commit_mode(ctx, mode, &err) == 0, &err);
+	CHECK(elastic_register(ctx, "w", w, sizeof(w), &err) == 0, &err);
+	for (int s = 0; s < 3; s++) {
+		CHECK(elastic_step_begin(ctx, &err) == 0, &err);
+		if (mode == ELASTIC_COPY_AT_COMMIT)
+			w[s] = s + 1;
+		CHECK(elastic_step_commit(ctx, &err) == ELASTIC_COMMITTED, &err);
+		if (mode == ELASTIC_UPDATE_AFTER_COMMIT)
+			w[s] = s + 1;
+	}
+	elastic_destroy(ctx); /* not completed: the snapshot stays */
+	MPI_Barrier(MPI_COMM_WORLD);
+
+	CHECK(elastic_init(MPI_COMM_WORLD, &ctx, &err) == 0, &err);
+	CHECK(elastic_register(ctx, "w", v, sizeof(v), &err) == 0, &err);
+	FAILS_WITH(elastic_step_begin(ctx, &err), EINVAL, "another registration", &err);
+	CHECK(!elastic_resumed(ctx) && elastic_step(ctx) == 0, NULL);
+	elastic_destroy(ctx);
+	MPI_Barrier(MPI_COMM_WORLD);
+
+	memset(w, 0, sizeof(w));
+	CHECK(elastic_init(MPI_COMM_WORLD, &ctx, &err) == 0, &err);
+	CHECK(elastic_register(ctx, "w", w, sizeof(w), &err) == 0, &err);
+	CHECK(elastic_step_begin(ctx, &err) == 0, &err);
+	CHECK(elastic_resumed(ctx) && elastic_step(ctx) == 3, NULL);
+	CHECK(w[0] == 1 && w[1] == 2 && w[2] == 3, NULL);
+	CHECK(elastic_step_commit(ctx, &err) == ELASTIC_COMMITTED, &err);
+	CHECK(elastic_complete(ctx, &err) == 0, &err);
+	elastic_destroy(ctx);
+	MPI_Barrier(MPI_COMM_WORLD);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/elastic-%s-0.snap", dir, job);
+	CHECK(access(path, F_OK) != 0, NULL); /* removed by elastic_complete */
+	unsetenv("ELASTIC_JOB_ID");
+	unsetenv("ELASTIC_SHM_DIR");
+}
+
+int main(int argc, char **argv)
+{
+	int size;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (size != 2 || argc != 2) {
+		if (rank == 0)
+			fprintf(stderr, "usage: mpirun -np 2 api_misuse SCRATCH-DIR\n");
+		MPI_Finalize();
+		return 2;
+	}
+	bad_environment();
+	bad_registration_and_order();
+	resume_from_node_snapshot(argv[1], ELASTIC_COPY_AT_COMMIT);
+	resume_from_node_snapshot(argv[1], ELASTIC_UPDATE_AFTER_COMMIT);
+
+	int all = 0;
+	MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	if (rank == 0)
+		printf("api_misuse: %d checks per rank, %d failed over both ranks\n",
+		       checks, all);
+	MPI_Finalize();
+	return all ? 1 : 0;
+}

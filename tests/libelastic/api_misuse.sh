@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/libelastic/api_misuse.sh: run api_misuse (bad input, wrong order, redo without
+# failure, rebuild without failure, resume from a node snapshot) under mpirun, 2 ranks.
+set -u
+. "$(dirname "$0")/common.sh"
+prog=$top_builddir/tests/libelastic/api_misuse
+[ -x "$prog" ] || t_fail "$prog is not built"
+t_scratch
+timeout -s KILL 60 $MPIRUN -np 2 "$prog" "$T_DIR" >"$T_DIR/out" 2>&1
+rc=$?
+cat "$T_DIR/out"
+[ $rc = 137 ] && t_fail "api_misuse hung (60 s)"
+[ $rc = 0 ] || t_fail "api_misuse failed (exit $rc)"
+t_grep '^api_misuse: [0-9]+ checks per rank, 0 failed' "$T_DIR/out" "all checks passed"
+exit 0
