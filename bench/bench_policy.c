@@ -207,6 +207,19 @@ static int run(enum elastic_policy_mode mode, int njobs, int nnodes, int per_nod
 		idle += res->idle;
 		elastic_policy_result_destroy(res);
 	}
+	/* Packing after all decisions: nodes per job against the fewest its
+	 * GPU count needs. */
+	long running = 0, packed = 0, extra = 0;
+	for (int i = 0; i < njobs; i++) {
+		int g = 0;
+		for (int k = 0; k < s.jobs[i].nplace; k++)
+			g += s.jobs[i].place[k].gpus;
+		if (!g)
+			continue;
+		running++;
+		packed += s.jobs[i].nplace == (g + per_node - 1) / per_node;
+		extra += s.jobs[i].nplace - (g + per_node - 1) / per_node;
+	}
 	double med = median(ms, ndecisions), max = ms[ndecisions - 1];
 	double cpu_med = median(cpu, ndecisions), cpu_max = cpu[ndecisions - 1];
 	printf("policy: %d jobs, %d GPUs, %d nodes: median %.2f ms, max %.2f ms over %d "
@@ -223,6 +236,10 @@ static int run(enum elastic_policy_mode mode, int njobs, int nnodes, int per_nod
 	       "resized, %.1f split rounds, %.1f GPUs idle\n",
 	       cpu_med, cpu_max, cold, cold_cpu, (double)changed / ndecisions,
 	       (double)rounds / ndecisions, (double)idle / ndecisions);
+	printf("  placement after the run: %ld running jobs, %.1f%% on the fewest nodes "
+	       "their GPU count needs, %.2f extra nodes per job on average\n",
+	       running, running ? 100.0 * packed / running : 0.0,
+	       running ? (double)extra / running : 0.0);
 	for (int i = 0; i < njobs; i++)
 		free(s.place[i]);
 	free(s.place);

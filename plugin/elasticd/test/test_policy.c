@@ -1250,6 +1250,93 @@ static void random_worlds_keep_invariants(void **state)
 	}
 }
 
+/* Random, mostly broken input: every call returns 0 with a result that
+ * keeps the invariants, or -1 with errno EINVAL and a message; never a
+ * crash or an out-of-bounds access (the suite also runs under ASan). */
+static void garbage_input_never_crashes(void **state)
+{
+	struct world w;
+	int ok = 0, refused = 0;
+
+	rng = 7;
+	for (int round = 0; round < 3000; round++) {
+		elastic_error_t err = {{0}};
+		int r;
+		random_world(&w);
+		/* Corrupt a few fields, or none. */
+		for (int k = rnd(4); k > 0; k--) {
+			int i = w.in.njobs ? (int)rnd(w.in.njobs) : 0;
+			int v = (int)rnd(40) - 10;
+			switch (rnd(12)) {
+			case 0:
+				if (w.in.njobs)
+					w.jobs[i].min = v;
+				break;
+			case 1:
+				if (w.in.njobs)
+					w.jobs[i].max = v;
+				break;
+			case 2:
+				w.gpus[rnd(13)] = v;
+				break;
+			case 3:
+				w.busy[rnd(13)] = v;
+				break;
+			case 4:
+				if (w.in.njobs && w.jobs[i].nplace < MAXP)
+					w.place[i][w.jobs[i].nplace++] =
+						(struct elastic_policy_place){
+							v, (int)rnd(6) - 1,
+							(int)rnd(3) - 1};
+				break;
+			case 5:
+				if (w.in.njobs)
+					w.jobs[i].sizes =
+						(enum elastic_policy_sizes)rnd(4);
+				break;
+			case 6:
+				if (w.in.njobs > 1)
+					w.jobs[i].id = w.jobs[0].id;
+				break;
+			case 7:
+				w.in.min_change = v;
+				break;
+			case 8:
+				w.in.min_change_pct = v * 5;
+				break;
+			case 9:
+				w.in.cooldown = v;
+				break;
+			case 10:
+				if (w.in.njobs)
+					w.jobs[i].submit_time = v;
+				break;
+			case 11:
+				w.in.nnodes = (int)rnd(14) - 1;
+				break;
+			}
+		}
+		if (w.in.nnodes > MAXN)
+			w.in.nnodes = MAXN;
+		errno = 0;
+		r = elastic_policy_decide(&w.in, &w.res, &err);
+		if (r == 0) {
+			check_result(&w);
+			ok++;
+		} else {
+			assert_int_equal(r, -1);
+			assert_int_equal(errno, EINVAL);
+			assert_true(strlen(err.text) > 5);
+			assert_null(w.res);
+			refused++;
+		}
+		world_fini(&w);
+	}
+	/* Both kinds were exercised. */
+	assert_true(ok > 300);
+	assert_true(refused > 300);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1270,6 +1357,7 @@ int main(void)
 		cmocka_unit_test(hysteresis_cooldown),
 		cmocka_unit_test(bad_input_is_refused),
 		cmocka_unit_test(random_worlds_keep_invariants),
+		cmocka_unit_test(garbage_input_never_crashes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
