@@ -281,7 +281,7 @@ static void *_watchdog(void *arg)
 			char msg[160];
 			int n = snprintf(
 				msg, sizeof(msg),
-				"libelastic[%d]: recovery did not finish in %.1f s: "
+				"libelastic[%d]: recovery did not finish in %g s: "
 				"exiting %d so that the job is re-formed\n",
 				ctx->rank, ctx->wd_timeout_s, ELASTIC_EXIT_REFORM);
 			/* The one place the library ends the process (documented in
