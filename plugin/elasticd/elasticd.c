@@ -23,6 +23,8 @@ static FILE *_logf; /* NULL: syslog */
 static int _log_level = ED_LOG_INFO;
 static volatile sig_atomic_t _stop;
 
+#define EVENT_POLL_MS 250
+
 uint64_t ed_now_ms(void)
 {
 	struct timespec ts;
@@ -209,14 +211,24 @@ int main(int argc, char **argv)
 		dry ? ", DRY RUN" : "");
 
 	uint64_t tick_ms = (uint64_t)conf.tick_seconds * 1000u;
-	uint64_t next = ed_now_ms(), last_tick = 0;
+	uint64_t next = ed_now_ms(), last_tick = 0, next_event = 0;
 	while (!_stop) {
 		uint64_t now = ed_now_ms(), dl = ed_ctl_next_deadline(ctl);
 		/* A deadline that a tick could not settle (slurmctld down) is
 		 * retried at most every 200 ms, not in a busy loop. */
 		if (dl && dl < last_tick + 200)
 			dl = last_tick + 200;
-		if (now >= next || (dl && now >= dl)) {
+		/* Between ticks, a cheap check every EVENT_POLL_MS: a job list
+		 * that changed (a priority update, a job started or ended) is
+		 * acted on at once. */
+		int event = 0;
+		if (now >= next_event) {
+			next_event = now + EVENT_POLL_MS;
+			event = now < next && ed_slurm_jobs_changed();
+			if (event)
+				ed_debug("slurmctld's job list changed: tick now");
+		}
+		if (event || now >= next || (dl && now >= dl)) {
 			ed_ctl_tick(ctl);
 			last_tick = now;
 			now = ed_now_ms();
@@ -228,7 +240,7 @@ int main(int argc, char **argv)
 			if (dl && dl < last_tick + 200)
 				dl = last_tick + 200;
 		}
-		uint64_t wake = next;
+		uint64_t wake = next < next_event ? next : next_event;
 		if (dl && dl > now && dl < wake)
 			wake = dl;
 		ed_channel_poll(ch, ctl, (int)(wake > now ? wake - now : 0));

@@ -66,7 +66,8 @@ struct ed_job {
 	int sizes[ED_SIZES_MAX];
 	uint32_t priority;
 	time_t submit, start;
-	int nlead; /* GPUs of its own allocation, per node */
+	uint32_t time_limit; /* minutes (Slurm's INFINITE/NO_VAL as they are) */
+	int nlead;	     /* GPUs of its own allocation, per node */
 	struct ed_place *lead;
 };
 
@@ -99,6 +100,9 @@ uid_t ed_slurm_user(void);
 int ed_slurm_snapshot(const char *grant_prefix, struct ed_snapshot *s,
 		      elastic_error_t *err);
 void ed_snapshot_free(struct ed_snapshot *s);
+/* 1 if slurmctld's job list changed since the last snapshot (or cannot be
+ * told), 0 if not: a cheap RPC for reacting to events between ticks. */
+int ed_slurm_jobs_changed(void);
 int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
 			  const char *prefix, const char *qos, uint32_t *grant_id,
 			  elastic_error_t *err);

@@ -21,6 +21,7 @@
 #define GRANT_MARK "elastic-grant:job="
 
 static uid_t _slurm_user;
+static time_t _jobs_seen; /* last_update of the last job list loaded */
 
 int ed_slurm_init(elastic_error_t *err)
 {
@@ -205,6 +206,7 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 		ed_snapshot_free(s);
 		return -1;
 	}
+	_jobs_seen = jm->last_update;
 	s->jobs = calloc(jm->record_count + 1, sizeof(*s->jobs));
 	s->grants = calloc(jm->record_count + 1, sizeof(*s->grants));
 	kind = calloc(jm->record_count + 1, sizeof(*kind));
@@ -261,6 +263,7 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 			j->priority = ji->priority;
 			j->submit = ji->submit_time;
 			j->start = j->running ? ji->start_time : 0;
+			j->time_limit = ji->time_limit;
 			if (j->running && _job_places(s, ji, &j->lead, &j->nlead) < 0) {
 				ed_error("job %u: cannot read its node list '%s'",
 					 ji->job_id, ji->nodes);
@@ -320,6 +323,22 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 	return 0;
 }
 
+int ed_slurm_jobs_changed(void)
+{
+	job_info_msg_t *jm = NULL;
+	if (!_jobs_seen)
+		return 1;
+	/* slurmctld answers "no change" without sending the list when its
+	 * last job change is not newer than the time given. Times are whole
+	 * seconds: a change in the same second as our last load would be
+	 * missed with _jobs_seen itself, so ask from the second before (at
+	 * worst one needless snapshot after a change). */
+	if (slurm_load_jobs(_jobs_seen - 1, &jm, SHOW_ALL) != SLURM_SUCCESS)
+		return errno == SLURM_NO_CHANGE_IN_DATA ? 0 : 1;
+	slurm_free_job_info_msg(jm);
+	return 1;
+}
+
 void ed_snapshot_free(struct ed_snapshot *s)
 {
 	if (!s)
@@ -370,6 +389,9 @@ int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
 	d.max_nodes = 1;
 	d.num_tasks = 1;
 	d.requeue = 0;
+	/* A grant lives no longer than the job it serves could. */
+	if (j->time_limit && j->time_limit != INFINITE && j->time_limit != NO_VAL)
+		d.time_limit = j->time_limit;
 	d.admin_comment = mark;
 	d.script = script;
 	d.environment = env;
