@@ -182,7 +182,11 @@ struct elastic_policy_target {
 	int min, max; /* effective bounds (after allowed sizes) */
 	enum elastic_policy_reason reason;
 	double share; /* ideal (unrounded) share, for explanations only */
-	int nplace;   /* target placement, ascending node index */
+	/* Target placement, ascending node index; pinned kept from the input.
+	 * For a START it says where room is made: Slurm still picks the nodes
+	 * of the job's own allocation, and the next decision takes what the
+	 * job then holds as its input. */
+	int nplace;
 	struct elastic_policy_place *place; /* owned by the result */
 };
 
