@@ -522,10 +522,10 @@ static int _submit_locked(job_desc_msg_t *jd, uint32_t submit_uid, char **err_ms
 			err_msg, ESLURM_INVALID_ARRAY,
 			"job arrays cannot be elastic (submit one elastic job per task)");
 	if (jd->admin_comment)
-		return _refuse(err_msg, ESLURM_ACCESS_DENIED,
-			       "the AdminComment of an elastic job holds its elastic "
-			       "tag; submit "
-			       "it without --admin-comment");
+		return _refuse(
+			err_msg, ESLURM_ACCESS_DENIED,
+			"the AdminComment of an elastic job holds its elastic tag; "
+			"submit it without --admin-comment");
 	rc = _check_gpus(&req, jd->tres_per_job, jd->tres_per_node, jd->tres_per_task,
 			 jd->tres_per_socket, jd->min_nodes == NO_VAL ? 1 : jd->min_nodes,
 			 1, &total, err_msg);
