@@ -62,8 +62,6 @@ es_refused alice "elastic: elastic jobs take GPUs per job (--gpus) or per node" 
 es_refused alice "elastic: --elastic-gpus=1 on 2 nodes: every node needs a GPU, so MIN must be at least the node count" \
 	--elastic-gpus=1-4 -N2
 es_refused alice "elastic: job arrays cannot be elastic" --elastic-gpus=1 --array=1-2
-es_refused root "elastic: the AdminComment of an elastic job holds its elastic tag; submit it without --admin-comment" \
-	--elastic-gpus=1 --admin-comment=note
 # Names reserved for the controller's grant jobs.
 qos=$(es_conf_value GrantQos elastic)
 prefix=$(es_conf_value GrantNamePrefix elastic:)
