@@ -27,14 +27,18 @@
 #define FIX_SCALE 1099511627776.0 /* 2^40 */
 #define MAX_D	  256
 
+#define MAX_KILL 8
+
 struct opts {
 	long samples, features, global, max_micro, epochs;
 	double lr;
 	unsigned long seed;
-	int kill_rank;
-	long kill_step;
-	char kill_where[16];
+	int nkill; /* --kill given up to MAX_KILL times */
+	int kill_rank[MAX_KILL];
+	long kill_step[MAX_KILL];
+	char kill_where[MAX_KILL][16];
 	long kill_delay_us;
+	long stop_after;
 	long step_sleep_us;
 	const char *out, *compare;
 	double tolerance;
@@ -95,8 +99,12 @@ static void _die_now(int sig)
 static void _maybe_kill(const struct opts *o, int rank0, uint64_t step, const char *where)
 {
 	static int done;
-	if (done || o->kill_rank != rank0 || (long)step != o->kill_step ||
-	    strcmp(o->kill_where, where))
+	int k;
+	for (k = 0; k < o->nkill; k++)
+		if (o->kill_rank[k] == rank0 && (long)step == o->kill_step[k] &&
+		    !strcmp(o->kill_where[k], where))
+			break;
+	if (done || k == o->nkill)
 		return;
 	done = 1;
 	if (!strcmp(where, "timer")) {
@@ -133,6 +141,10 @@ static void _usage(FILE *f)
 		"  --kill R:S:WHERE   SIGKILL the rank that started as R at step S, "
 		"WHERE = "
 		"begin|reduce|commit|timer\n"
+		"  --stop-after N     leave after N steps committed by this launch, "
+		"keeping the\n"
+		"                     snapshot (a planned shrink or grow: relaunch to "
+		"resume)\n"
 		"  --kill-delay US    for WHERE=timer: delay after the step begins "
 		"(1000)\n"
 		"  --out FILE         write the final model (rank 0)\n"
@@ -148,28 +160,29 @@ static void _usage(FILE *f)
 
 static int _parse(int argc, char **argv, struct opts *o)
 {
-	static const struct option lo[] = {{"samples", 1, 0, 'n'},
-					   {"features", 1, 0, 'd'},
-					   {"global-batch", 1, 0, 'b'},
-					   {"max-micro", 1, 0, 'm'},
-					   {"epochs", 1, 0, 'e'},
-					   {"lr", 1, 0, 'l'},
-					   {"seed", 1, 0, 's'},
-					   {"step-sleep", 1, 0, 'z'},
-					   {"kill", 1, 0, 'k'},
-					   {"kill-delay", 1, 0, 'K'},
-					   {"out", 1, 0, 'o'},
-					   {"compare", 1, 0, 'c'},
-					   {"tolerance", 1, 0, 't'},
-					   {"quiet", 0, 0, 'q'},
-					   {"help", 0, 0, 'h'},
-					   {"update-after-commit", 0, 0, 'u'},
-					   {0, 0, 0, 0}};
+	static const struct option lo[] = {
+		{"samples", 1, 0, 'n'},	     {"features", 1, 0, 'd'},
+		{"global-batch", 1, 0, 'b'}, {"max-micro", 1, 0, 'm'},
+		{"epochs", 1, 0, 'e'},	     {"lr", 1, 0, 'l'},
+		{"seed", 1, 0, 's'},	     {"step-sleep", 1, 0, 'z'},
+		{"kill", 1, 0, 'k'},	     {"kill-delay", 1, 0, 'K'},
+		{"stop-after", 1, 0, 'S'},   {"out", 1, 0, 'o'},
+		{"compare", 1, 0, 'c'},	     {"tolerance", 1, 0, 't'},
+		{"quiet", 0, 0, 'q'},	     {"update-after-commit", 0, 0, 'u'},
+		{"help", 0, 0, 'h'},	     {0, 0, 0, 0},
+	};
 	int c;
 	char *end;
 
-	*o = (struct opts){4096, 16,   128, 32,	  3,	0.5,   1, -1, -1,
-			   "",	 1000, 0,   NULL, NULL, 1e-12, 0, 0};
+	*o = (struct opts){.samples = 4096,
+			   .features = 16,
+			   .global = 128,
+			   .max_micro = 32,
+			   .epochs = 3,
+			   .lr = 0.5,
+			   .seed = 1,
+			   .kill_delay_us = 1000,
+			   .tolerance = 1e-12};
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		errno = 0;
 		switch (c) {
@@ -211,6 +224,9 @@ static int _parse(int argc, char **argv, struct opts *o)
 			o->compare = optarg;
 			end = "";
 			break;
+		case 'S':
+			o->stop_after = strtol(optarg, &end, 10);
+			break;
 		case 'u':
 			o->after_commit = 1;
 			end = "";
@@ -220,12 +236,14 @@ static int _parse(int argc, char **argv, struct opts *o)
 			end = "";
 			break;
 		case 'k':
-			if (sscanf(optarg, "%d:%ld:%15s", &o->kill_rank, &o->kill_step,
-				   o->kill_where) != 3 ||
-			    (strcmp(o->kill_where, "begin") &&
-			     strcmp(o->kill_where, "reduce") &&
-			     strcmp(o->kill_where, "commit") &&
-			     strcmp(o->kill_where, "timer"))) {
+			if (o->nkill == MAX_KILL ||
+			    sscanf(optarg, "%d:%ld:%15s", &o->kill_rank[o->nkill],
+				   &o->kill_step[o->nkill],
+				   o->kill_where[o->nkill]) != 3 ||
+			    (strcmp(o->kill_where[o->nkill], "begin") &&
+			     strcmp(o->kill_where[o->nkill], "reduce") &&
+			     strcmp(o->kill_where[o->nkill], "commit") &&
+			     strcmp(o->kill_where[o->nkill], "timer"))) {
 				fprintf(stderr,
 					"elastic_train: --kill '%s': expected R:S:WHERE, "
 					"WHERE "
@@ -233,6 +251,7 @@ static int _parse(int argc, char **argv, struct opts *o)
 					optarg);
 				return -1;
 			}
+			o->nkill++;
 			end = "";
 			break;
 		case 'h':
@@ -347,6 +366,7 @@ int main(int argc, char **argv)
 	int64_t *all, *sums, *tot;
 	double *x, t_start, t_last_redo = 0;
 	int rank0, rc = 1, redo_pending = 0;
+	long launch_commits = 0;
 
 	MPI_Init(&argc, &argv);
 	if (_parse(argc, argv, &o) < 0) {
@@ -497,6 +517,16 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 		redo_pending = 0;
+		if (o.stop_after > 0 && ++launch_commits == o.stop_after &&
+		    elastic_sampler_epoch(sampler) < (uint64_t)o.epochs) {
+			/* planned exit at a step boundary: the node snapshot keeps
+			 * this step for the relaunch at the new size */
+			if (elastic_rank(ctx) == 0)
+				printf("stopping after step %llu (planned) t=%.6f\n",
+				       (unsigned long long)step, _now());
+			rc = 0;
+			goto out;
+		}
 	}
 
 	if (elastic_complete(ctx, &err) < 0)
