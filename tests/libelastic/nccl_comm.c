@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* tests/libelastic/nccl_comm.c: the GPU data plane: a NCCL communicator from libelastic,
+ * an allreduce on device buffers, and its rebuild after a rank is lost (one rank per
+ * GPU). Exits 77 with the reason where there is no NCCL build or no GPU. */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+#include <elastic/elastic.h>
+#ifdef HAVE_NCCL
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#pragma GCC diagnostic pop
+#endif
+
+int main(int argc, char **argv)
+{
+	elastic_ctx_t *ctx;
+	elastic_error_t err;
+	int rank, rc = 0;
+	double state = 0;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	if (elastic_init(MPI_COMM_WORLD, &ctx, &err) < 0 ||
+	    elastic_register(ctx, "state", &state, sizeof(state), &err) < 0) {
+		fprintf(stderr, "nccl_comm: %s\n", err.text);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+#ifdef HAVE_NCCL
+	ncclComm_t nc;
+	float *d = NULL, h[4];
+	int lost = 0;
+	for (int step = 0; step < 4; step++) {
+		elastic_step_begin(ctx, &err);
+		if (elastic_nccl_comm(ctx, &nc, &err) < 0) {
+			if (errno == ENODEV) {
+				if (rank == 0)
+					printf("SKIP: %s\n", err.text);
+				elastic_step_commit(ctx, &err);
+				rc = 77;
+				break;
+			}
+			fprintf(stderr, "nccl_comm: %s\n", err.text);
+			rc = 1;
+			break;
+		}
+		if (step == 2 && elastic_size(ctx) > 1 && elastic_rank(ctx) == 1 && !lost)
+			kill(getpid(), SIGKILL); /* a rank is lost mid-training */
+		if (!d && cudaMalloc((void **)&d, sizeof(h)) != cudaSuccess) {
+			fprintf(stderr, "nccl_comm: cudaMalloc failed\n");
+			rc = 1;
+			break;
+		}
+		for (int i = 0; i < 4; i++)
+			h[i] = 1.0f;
+		cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice);
+		if (ncclAllReduce(d, d, 4, ncclFloat, ncclSum, nc, 0) != ncclSuccess)
+			elastic_step_fail(ctx);
+		cudaStreamSynchronize(0);
+		cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost);
+		if (h[0] != (float)elastic_size(ctx))
+			elastic_step_fail(ctx);
+		int r = elastic_step_commit(ctx, &err);
+		if (r == ELASTIC_REDO) {
+			lost = 1;
+			step--;
+			continue;
+		}
+		if (r < 0 || h[0] != (float)elastic_size(ctx)) {
+			fprintf(stderr, "nccl_comm: step %d: sum %g on %d ranks\n", step,
+				h[0], elastic_size(ctx));
+			rc = 1;
+			break;
+		}
+	}
+	if (rc == 0 && rank == 0)
+		printf("nccl_comm: NCCL allreduce correct on %d ranks%s\n",
+		       elastic_size(ctx), lost ? " after losing a rank" : "");
+	if (d)
+		cudaFree(d);
+#else
+	if (elastic_nccl_comm(ctx, &state, &err) < 0 && errno == ENODEV) {
+		if (rank == 0)
+			printf("SKIP: %s\n", err.text);
+		rc = 77;
+	} else {
+		rc = 1;
+	}
+#endif
+	fflush(stdout);
+	if (rc != 1)
+		elastic_complete(ctx, NULL);
+	elastic_finalize(ctx, rc);
+	return rc;
+}
