@@ -42,7 +42,7 @@ es_refused() { # user expect sbatch-args...
 	out=$(cd "$T_DIR" && t_as "$u" sbatch --hold --job-name="$name" -o /dev/null "$@" --wrap true 2>&1) || rc=$?
 	if [ $rc = 0 ]; then
 		local id=${out##* }
-		[[ "$id" =~ ^[0-9]+$ ]] && T_JOBS="$T_JOBS $id"
+		[[ "$id" =~ ^[0-9]+$ ]] && es_track_job "$id"
 		t_fail "sbatch $* as $u was accepted ($out); expected: $expect"
 	fi
 	case "$out" in
@@ -55,10 +55,20 @@ es_refused() { # user expect sbatch-args...
 	esac
 	left=$(squeue -h -n "$name" -o %i)
 	[ -z "$left" ] || {
-		T_JOBS="$T_JOBS $left"
+		es_track_job $left
 		t_fail "sbatch $* was refused but squeue shows job(s) $left named $name"
 	}
 	t_log "refused as expected: sbatch $* -> $(printf '%s' "$out" | grep -F -- "$expect" | head -n1)"
+}
+
+# Have a job cancelled at exit (works with either form of tests/lib.sh's
+# cleanup: the T_JOBS list or the $T_DIR/.jobs file).
+es_track_job() { # id...
+	local j
+	for j in "$@"; do
+		echo "$j" >>"$T_DIR/.jobs"
+		T_JOBS="${T_JOBS:-} $j"
+	done
 }
 
 # A field of scontrol show job (e.g. AdminComment, TresPerJob).
