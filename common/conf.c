@@ -26,8 +26,19 @@ int elastic__errorf(elastic_error_t *err, const char *fmt, ...)
 	return -1;
 }
 
-/* Set err and errno = e; returns -1. */
-#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
+int elastic__fail(elastic_error_t *err, int e, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->text, sizeof(err->text), fmt, ap);
+		va_end(ap);
+	}
+	errno = e;
+	return -1;
+}
+
+#define _fail elastic__fail
 
 static const struct elastic_conf_key *_find(const struct elastic_conf_key *keys,
 					    const char *name)

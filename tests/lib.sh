@@ -26,10 +26,10 @@ t_scratch() {
 	chmod 1777 "$T_DIR"
 	trap 't_cleanup' EXIT
 }
-T_JOBS=""
+# Jobs to cancel at exit (a file: t_sbatch runs in a command substitution).
 t_cleanup() {
 	local j
-	for j in $T_JOBS; do scancel "$j" 2>/dev/null || true; done
+	for j in $(cat "$T_DIR/.jobs" 2>/dev/null); do scancel "$j" 2>/dev/null || true; done
 	[ -n "${T_DIR:-}" ] && [ -z "${T_KEEP:-}" ] && rm -rf "$T_DIR"
 	return 0
 }
@@ -48,7 +48,7 @@ t_sbatch() { # user sbatch-args...
 	out=$(cd "$T_DIR" && t_as "$u" sbatch --parsable "$@" 2>&1) || t_fail "sbatch $* as $u: $out"
 	id=${out%%;*}
 	[[ "$id" =~ ^[0-9]+$ ]] || t_fail "sbatch $* as $u printed no job id: $out"
-	T_JOBS="$T_JOBS $id"
+	echo "$id" >>"$T_DIR/.jobs"
 	echo "$id"
 }
 
@@ -72,7 +72,7 @@ t_wait_job() { # id timeout [expected-state]
 
 # Assert a file contains a line matching an extended regex.
 t_grep() { # regex file what
-	grep -Eq -- "$1" "$2" || {
+	grep -aEq -- "$1" "$2" || {
 		echo "---- $2:" >&2
 		cat "$2" >&2 || true
 		t_fail "$3 (no line matching /$1/ in $2)"

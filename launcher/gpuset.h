@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/gpuset.h: the GPUs an elastic job holds (its own allocation and
+ * its grant jobs), parsed from Slurm's text, and the hostfile built on them. */
+#ifndef ELASTIC_LAUNCHER_GPUSET_H
+#define ELASTIC_LAUNCHER_GPUSET_H
+
+#include <stddef.h>
+
+#include "conf.h" /* elastic_error_t */
+
+#define ELASTIC_GPUSET_MAX_HOSTS 4096
+#define ELASTIC_GPUSET_MAX_GPUS	 64 /* per host */
+
+struct elastic_host {
+	char name[64];
+	unsigned long job;		  /* Slurm job whose step hosts the daemon */
+	int ngpus;			  /* GPUs of the elastic job on this host */
+	int gpu[ELASTIC_GPUSET_MAX_GPUS]; /* their indices (IDX of scontrol -d) */
+	unsigned long gpu_job[ELASTIC_GPUSET_MAX_GPUS]; /* job holding each GPU */
+};
+
+struct elastic_gpuset {
+	int nhosts;
+	int total;
+	struct elastic_host host[ELASTIC_GPUSET_MAX_HOSTS];
+};
+
+/* Expand an index list "0-2,5" into idx (at most max); returns the count or
+ * -1 (EINVAL) for a malformed list or one with more than max entries. */
+int elastic__parse_idx(const char *s, int *idx, int max);
+
+/*
+ * Add to set the GPUs of one job from the text of `scontrol show job -d ID`
+ * (one job). expand turns a Slurm host list ("node[1-2]") into names
+ * separated by newlines (the caller's `scontrol show hostnames`); it returns a
+ * malloc'd string or NULL. Returns the number of GPUs added, or -1 with err
+ * (job not RUNNING, unparsable text). A job without GPU GRES adds one slot
+ * per node (so CPU-only jobs still launch).
+ */
+int elastic__gpuset_add_job(struct elastic_gpuset *set, unsigned long job,
+			    const char *text,
+			    char *(*expand)(const char *hostlist, void *arg), void *arg,
+			    elastic_error_t *err);
+
+/* Keep at most limit GPUs (dropping from the hosts added last), and then
+ * the largest count allowed by sizes (a sorted list, n entries; n = 0: any).
+ * Returns the new total. */
+int elastic__gpuset_trim(struct elastic_gpuset *set, int limit, const int *sizes, int n);
+
+/* Write "HOST slots=N" lines for mpirun's --hostfile; returns 0 or -1. */
+int elastic__gpuset_write_hostfile(const struct elastic_gpuset *set, const char *path,
+				   elastic_error_t *err);
+
+/* A one-line description "node1:0,1(job 12) node2:0(job 14)" into buf. */
+void elastic__gpuset_describe(const struct elastic_gpuset *set, char *buf, size_t len);
+
+#endif

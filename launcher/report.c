@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/report.c: the rank-end reports of elastic-run: a listening TCP
+ * socket on the launcher's host, one line per rank from the rank wrapper. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "report.h"
+
+#define MAGIC	 "ELASTICRUN1"
+#define MAX_LINE 160
+
+int elastic__report_open(struct elastic_report *r, elastic_error_t *err)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_ANY)};
+	socklen_t sl = sizeof(sa);
+	unsigned char rnd[16];
+	char host[256];
+	int fd;
+
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	if ((fd = open("/dev/urandom", O_RDONLY)) < 0 ||
+	    read(fd, rnd, sizeof(rnd)) != sizeof(rnd)) {
+		if (fd >= 0)
+			close(fd);
+		return elastic__fail(err, EIO,
+				     "cannot read /dev/urandom for the report token");
+	}
+	close(fd);
+	for (int i = 0; i < 16; i++)
+		snprintf(r->token + 2 * i, 3, "%02x", rnd[i]);
+	if ((r->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) <
+		    0 ||
+	    bind(r->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(r->fd, 4096) < 0 ||
+	    getsockname(r->fd, (struct sockaddr *)&sa, &sl) < 0) {
+		int e = errno;
+		elastic__report_close(r);
+		return elastic__fail(err, e, "report socket: %s", strerror(e));
+	}
+	if (gethostname(host, sizeof(host)) < 0)
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(r->addr, sizeof(r->addr), "%s:%u", host, (unsigned)ntohs(sa.sin_port));
+	return 0;
+}
+
+void elastic__report_close(struct elastic_report *r)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < r->nconn; i++)
+		close(r->conn[i]);
+	r->nconn = 0;
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	free(r->end);
+	r->end = NULL;
+}
+
+int elastic__report_begin(struct elastic_report *r, int nranks)
+{
+	struct elastic_rank_end *e;
+	if (nranks < 1 || nranks > ELASTIC_REPORT_MAX_RANKS ||
+	    !(e = calloc(nranks, sizeof(*e))))
+		return -1;
+	free(r->end);
+	r->end = e;
+	r->nranks = nranks;
+	r->gen++;
+	return 0;
+}
+
+void elastic__report_format(char *buf, size_t len, const char *token, unsigned gen,
+			    int rank, int how, int value)
+{
+	snprintf(buf, len, "%s %s %u %d %s %d\n", MAGIC, token, gen, rank,
+		 how == ELASTIC_RANK_SIGNALED ? "signal" : "exit", value);
+}
+
+int elastic__report_parse(const struct elastic_report *r, const char *line, int *rank,
+			  struct elastic_rank_end *end)
+{
+	char magic[16], token[40], how[8];
+	unsigned gen;
+	int rk, value, used = 0;
+	if (strlen(line) >= MAX_LINE ||
+	    sscanf(line, "%15s %39s %u %d %7s %d%n", magic, token, &gen, &rk, how, &value,
+		   &used) != 6 ||
+	    (line[used] != '\0' && line[used] != '\n'))
+		return -1;
+	if (strcmp(magic, MAGIC) || strcmp(token, r->token) || gen != r->gen || rk < 0 ||
+	    rk >= r->nranks || value < 0 || value > 255)
+		return -1;
+	if (strcmp(how, "exit") == 0)
+		end->how = ELASTIC_RANK_EXITED;
+	else if (strcmp(how, "signal") == 0)
+		end->how = ELASTIC_RANK_SIGNALED;
+	else
+		return -1;
+	end->value = value;
+	*rank = rk;
+	return 0;
+}
+
+static void _drop(struct elastic_report *r, int i)
+{
+	close(r->conn[i]);
+	r->conn[i] = r->conn[--r->nconn];
+}
+
+int elastic__report_poll(struct elastic_report *r, int timeout_ms)
+{
+	struct pollfd pf[1 + 1024];
+	int taken = 0, n = 0;
+
+	pf[n++] = (struct pollfd){.fd = r->fd, .events = POLLIN};
+	for (int i = 0; i < r->nconn; i++)
+		pf[n++] = (struct pollfd){.fd = r->conn[i], .events = POLLIN};
+	if (poll(pf, n, timeout_ms) <= 0)
+		return 0;
+	/* Read the connections first (their indices shift as they close). */
+	for (int i = r->nconn - 1; i >= 0; i--) {
+		if (!(pf[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		char line[MAX_LINE + 1];
+		ssize_t got = recv(r->conn[i], line, MAX_LINE, MSG_DONTWAIT);
+		if (got < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (got > 0) {
+			int rank;
+			struct elastic_rank_end e;
+			line[got] = '\0';
+			if (memchr(line, '\n', got) &&
+			    elastic__report_parse(r, line, &rank, &e) == 0) {
+				r->end[rank] = e;
+				taken++;
+			}
+		}
+		_drop(r, i); /* one line per connection, whole or nothing */
+	}
+	if (pf[0].revents & POLLIN) {
+		int c;
+		while (r->nconn < 1024 &&
+		       (c = accept4(r->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >=
+			       0)
+			r->conn[r->nconn++] = c;
+	}
+	return taken;
+}
+
+int elastic__report_send(const char *addr, const char *line)
+{
+	char host[256];
+	const char *colon = strrchr(addr, ':');
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM},
+			*ai = NULL;
+	struct timeval tv = {.tv_sec = 5};
+	int fd = -1, rc = -1;
+
+	if (!colon || (size_t)(colon - addr) >= sizeof(host))
+		return -1;
+	memcpy(host, addr, colon - addr);
+	host[colon - addr] = '\0';
+	if (getaddrinfo(host, colon + 1, &hints, &ai) != 0)
+		return -1;
+	if ((fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+		    send(fd, line, strlen(line), MSG_NOSIGNAL) == (ssize_t)strlen(line))
+			rc = 0;
+		close(fd);
+	}
+	freeaddrinfo(ai);
+	return rc;
+}
+
+void elastic__report_summary(const struct elastic_report *r, int reform_code,
+			     struct elastic_report_summary *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (int i = 0; i < r->nranks; i++) {
+		const struct elastic_rank_end *e = &r->end[i];
+		if (e->how == ELASTIC_RANK_UNKNOWN)
+			s->missing++;
+		else if (e->how == ELASTIC_RANK_SIGNALED)
+			s->signaled++;
+		else if (e->value == 0)
+			s->ok++;
+		else if (e->value == reform_code)
+			s->reform++;
+		else
+			s->failed++;
+	}
+}

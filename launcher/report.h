@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/report.h: how each rank's end reaches elastic-run. mpirun's own
+ * exit status cannot tell: under --with-ft ulfm it is 0 even when ranks were
+ * killed or aborted. The rank wrapper sends one line over TCP instead. */
+#ifndef ELASTIC_LAUNCHER_REPORT_H
+#define ELASTIC_LAUNCHER_REPORT_H
+
+#include "conf.h"
+
+#define ELASTIC_REPORT_MAX_RANKS 65536
+
+enum { ELASTIC_RANK_UNKNOWN = 0, ELASTIC_RANK_EXITED, ELASTIC_RANK_SIGNALED };
+
+struct elastic_rank_end {
+	int how;   /* ELASTIC_RANK_* */
+	int value; /* exit status or signal number */
+};
+
+struct elastic_report {
+	int fd;		/* listening socket */
+	char token[33]; /* shared secret of this run (hex) */
+	unsigned gen;	/* launch number: older reports are ignored */
+	char addr[300]; /* "host:port" for ELASTIC_RUN_REPORT */
+	int nranks;
+	struct elastic_rank_end *end; /* per rank of the current launch */
+	int nconn, conn[1024];	      /* accepted, not yet read */
+};
+
+/* Listen on all addresses, any port; addr uses this host's name. */
+int elastic__report_open(struct elastic_report *r, elastic_error_t *err);
+void elastic__report_close(struct elastic_report *r);
+
+/* Start a new launch of nranks ranks: forget earlier reports. */
+int elastic__report_begin(struct elastic_report *r, int nranks);
+
+/* Accept and read what is pending, waiting at most timeout_ms for the first
+ * event. Malformed or foreign lines are dropped. Returns the number of
+ * reports taken. */
+int elastic__report_poll(struct elastic_report *r, int timeout_ms);
+
+/* Parse one report line; returns 0 and fills rank/end, or -1. */
+int elastic__report_parse(const struct elastic_report *r, const char *line, int *rank,
+			  struct elastic_rank_end *end);
+
+/* Format the line a rank sends (buf of at least 160 bytes). */
+void elastic__report_format(char *buf, size_t len, const char *token, unsigned gen,
+			    int rank, int how, int value);
+
+/* Send one line to "host:port" (5 s timeout). Returns 0 or -1. */
+int elastic__report_send(const char *addr, const char *line);
+
+/* Summarise the launch: counts of ranks that exited 0, exited non-zero,
+ * exited with want_code, were signalled, and did not report. */
+struct elastic_report_summary {
+	int ok, failed, reform, signaled, missing;
+};
+void elastic__report_summary(const struct elastic_report *r, int reform_code,
+			     struct elastic_report_summary *s);
+
+#endif

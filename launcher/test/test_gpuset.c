@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/test/test_gpuset.c: unit tests of elastic-run's GPU set: parsing
+ * `scontrol show job -d` as Slurm 24.11 prints it, trimming to the allowed
+ * sizes, and the hostfile. */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "gpuset.h"
+
+/* Text captured from the testbed (slurm 24.11.5), trimmed. */
+static const char leader[] = "JobId=10 JobName=wrap\n"
+			     "   UserId=root(0) GroupId=root(0) MCS_label=N/A\n"
+			     "   JobState=RUNNING Reason=None Dependency=(null)\n"
+			     "   NodeList=node[1-2]\n"
+			     "   JOB_GRES=gpu:6\n"
+			     "     Nodes=node[1-2] CPU_IDs=0 Mem=0 GRES=gpu:3(IDX:0-2)\n"
+			     "   MinCPUsNode=1 MinMemoryNode=0 MinTmpDiskNode=0\n";
+static const char grant_oneline[] =
+	"JobId=11 JobName=elastic:10 UserId=root(0) JobState=RUNNING Reason=None "
+	"NodeList=node1 JOB_GRES=gpu:1   Nodes=node1 CPU_IDs=1 Mem=0 GRES=gpu:1(IDX:3) "
+	"MinCPUsNode=1\n";
+static const char typed[] =
+	"JobState=RUNNING\n"
+	"     Nodes=node7 CPU_IDs=0-3 Mem=0 GRES=gpu:a100:2(IDX:1,3)\n"
+	"     Nodes=node8 CPU_IDs=0 Mem=0 GRES=gpu:a100:1(IDX:0)\n";
+static const char pending[] = "JobId=12 JobState=PENDING Reason=Resources\n";
+static const char nogpu[] = "JobState=RUNNING\n     Nodes=node3 CPU_IDs=0 Mem=0\n";
+
+static char *expand(const char *hl, void *arg)
+{
+	/* The hostlists of the samples above. */
+	if (strcmp(hl, "node[1-2]") == 0)
+		return strdup("node1\nnode2\n");
+	if (strchr(hl, '['))
+		return NULL;
+	char *s = malloc(strlen(hl) + 2);
+	sprintf(s, "%s\n", hl);
+	return s;
+}
+
+static void parse_idx_lists(void **state)
+{
+	int idx[8];
+	assert_int_equal(elastic__parse_idx("0-2,5", idx, 8), 4);
+	assert_int_equal(idx[0], 0);
+	assert_int_equal(idx[2], 2);
+	assert_int_equal(idx[3], 5);
+	assert_int_equal(elastic__parse_idx("7", idx, 8), 1);
+	assert_int_equal(elastic__parse_idx("", idx, 8), 0);
+	assert_int_equal(elastic__parse_idx("0-9", idx, 8), -1); /* more than max */
+	assert_int_equal(elastic__parse_idx("3-1", idx, 8), -1);
+	assert_int_equal(elastic__parse_idx("a", idx, 8), -1);
+	assert_int_equal(elastic__parse_idx("1,,2", idx, 8), -1);
+	assert_int_equal(elastic__parse_idx("-1", idx, 8), -1);
+}
+
+static void leader_and_grant_share_a_node(void **state)
+{
+	static struct elastic_gpuset set;
+	elastic_error_t err;
+	char desc[256];
+	memset(&set, 0, sizeof(set));
+	assert_int_equal(elastic__gpuset_add_job(&set, 10, leader, expand, NULL, &err),
+			 6);
+	assert_int_equal(
+		elastic__gpuset_add_job(&set, 11, grant_oneline, expand, NULL, &err), 1);
+	assert_int_equal(set.total, 7);
+	assert_int_equal(set.nhosts, 2);
+	assert_string_equal(set.host[0].name, "node1");
+	assert_int_equal(set.host[0].ngpus, 4);
+	assert_int_equal(set.host[0].gpu[3], 3);
+	assert_int_equal(set.host[0].gpu_job[3], 11);
+	assert_int_equal(set.host[0].job, 10); /* the daemon runs in the leader */
+	elastic__gpuset_describe(&set, desc, sizeof(desc));
+	assert_string_equal(desc, "node1:4 GPUs (job 10), node2:3 GPUs (job 10)");
+}
+
+static void typed_gres_and_cpu_only_jobs(void **state)
+{
+	static struct elastic_gpuset set;
+	elastic_error_t err;
+	memset(&set, 0, sizeof(set));
+	assert_int_equal(elastic__gpuset_add_job(&set, 5, typed, expand, NULL, &err), 3);
+	assert_int_equal(set.host[0].gpu[1], 3);
+	assert_int_equal(elastic__gpuset_add_job(&set, 6, nogpu, expand, NULL, &err), 1);
+	assert_int_equal(set.host[2].gpu[0], -1);
+}
+
+static void bad_text_is_refused(void **state)
+{
+	static struct elastic_gpuset set;
+	elastic_error_t err;
+	memset(&set, 0, sizeof(set));
+	assert_int_equal(elastic__gpuset_add_job(&set, 12, pending, expand, NULL, &err),
+			 -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_non_null(strstr(err.text, "job 12 is PENDING"));
+	assert_int_equal(elastic__gpuset_add_job(&set, 13, "garbage", expand, NULL, &err),
+			 -1);
+	assert_non_null(strstr(err.text, "no JobState"));
+	assert_int_equal(
+		elastic__gpuset_add_job(&set, 14,
+					"JobState=RUNNING\n Nodes=x[ GRES=gpu:1(IDX:0)",
+					expand, NULL, &err),
+		-1);
+	assert_non_null(strstr(err.text, "cannot expand host list"));
+	assert_int_equal(
+		elastic__gpuset_add_job(&set, 15,
+					"JobState=RUNNING\n Nodes=n1 GRES=gpu:1(IDX:zz)",
+					expand, NULL, &err),
+		-1);
+	assert_non_null(strstr(err.text, "bad GPU index list"));
+	assert_int_equal(elastic__gpuset_add_job(&set, 16, "JobState=RUNNING\n", expand,
+						 NULL, &err),
+			 -1);
+	assert_int_equal(set.total, 0);
+}
+
+static void trim_to_max_and_sizes(void **state)
+{
+	static struct elastic_gpuset set;
+	elastic_error_t err;
+	int pow2[] = {1, 2, 4, 8};
+	memset(&set, 0, sizeof(set));
+	elastic__gpuset_add_job(&set, 10, leader, expand, NULL, &err);
+	elastic__gpuset_add_job(&set, 11, grant_oneline, expand, NULL, &err);
+	assert_int_equal(elastic__gpuset_trim(&set, 100, pow2, 4), 4);
+	/* GPUs go from the hosts added last: node2 first. */
+	assert_int_equal(set.nhosts, 1);
+	assert_int_equal(set.host[0].ngpus, 4);
+	assert_int_equal(elastic__gpuset_trim(&set, 3, NULL, 0), 3);
+	assert_int_equal(elastic__gpuset_trim(&set, 3, pow2 + 2, 2),
+			 0); /* no size fits */
+}
+
+static void hostfile_lines(void **state)
+{
+	static struct elastic_gpuset set;
+	elastic_error_t err;
+	char path[] = "/tmp/test_gpuset.XXXXXX", buf[256] = "";
+	int fd = mkstemp(path);
+	memset(&set, 0, sizeof(set));
+	elastic__gpuset_add_job(&set, 10, leader, expand, NULL, &err);
+	assert_int_equal(elastic__gpuset_write_hostfile(&set, path, &err), 0);
+	assert_true(read(fd, buf, sizeof(buf) - 1) > 0);
+	assert_string_equal(buf, "node1 slots=3\nnode2 slots=3\n");
+	close(fd);
+	unlink(path);
+	assert_int_equal(elastic__gpuset_write_hostfile(&set, "/nonexistent/dir/h", &err),
+			 -1);
+	assert_non_null(strstr(err.text, "/nonexistent/dir/h"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(parse_idx_lists),
+		cmocka_unit_test(leader_and_grant_share_a_node),
+		cmocka_unit_test(typed_gres_and_cpu_only_jobs),
+		cmocka_unit_test(bad_text_is_refused),
+		cmocka_unit_test(trim_to_max_and_sizes),
+		cmocka_unit_test(hostfile_lines),
+	};
+	return cmocka_run_group_tests_name("gpuset", tests, NULL, NULL);
+}
