@@ -83,15 +83,25 @@ ctl_kill9() {
 	CTL_PID=""
 }
 
-# An elastic job of USER: a leader with MIN GPUs on one node, tagged the way
-# job_submit_elastic tags it (AdminComment, set as root). Prints its id.
+# An elastic job of USER. With the SPANK and job_submit plugins loaded it is
+# submitted the way users do (--elastic-gpus; job_submit makes it request MIN
+# GPUs and tags it); without them, a leader with MIN GPUs is tagged by hand
+# (AdminComment as root) exactly as job_submit_elastic would. Prints its id.
 ctl_job() { # user account min max grace
 	local u=$1 a=$2 min=$3 max=$4 grace=$5 id
-	id=$(t_sbatch "$u" -A "$a" -J "ejob-$u" --gres=gpu:"$min" -N1 -n1 --wrap 'sleep 3000')
-	# Called in $(...): remember the job in a file for the cleanup.
-	echo "$id" >>"$T_DIR/jobs"
-	scontrol update JobId="$id" AdminComment="elastic:min=$min,max=$max,grace=$grace,sizes=any,weight=1" ||
-		t_fail "cannot tag job $id"
+	if sbatch --help 2>&1 | grep -q -- --elastic-gpus; then
+		id=$(t_sbatch "$u" -A "$a" -J "ejob-$u" --elastic-gpus="$min-$max" \
+			--elastic-grace="$grace" -N1 -n1 --wrap 'sleep 3000')
+		echo "$id" >>"$T_DIR/jobs"
+		scontrol show job "$id" | grep -q "AdminComment=elastic:min=$min,max=$max" ||
+			t_fail "job $id submitted with --elastic-gpus has no elastic tag"
+	else
+		id=$(t_sbatch "$u" -A "$a" -J "ejob-$u" --gres=gpu:"$min" -N1 -n1 --wrap 'sleep 3000')
+		# Called in $(...): remember the job in a file for the cleanup.
+		echo "$id" >>"$T_DIR/jobs"
+		scontrol update JobId="$id" AdminComment="elastic:min=$min,max=$max,grace=$grace,sizes=any,weight=1" ||
+			t_fail "cannot tag job $id"
+	fi
 	echo "$id"
 }
 
@@ -126,8 +136,12 @@ ctl_block_nodes() {
 # GPUs job JOB holds now, as slurmctld says: its own allocation (when
 # running) plus its running grants (name elastic:JOB).
 ctl_gpus() { # job
-	squeue -h -t R -o '%i|%j|%b' | awk -F'|' -v j="$1" '
-		($1 == j || $2 == "elastic:" j) { n = $3; sub(/.*gpu:/, "", n); s += n }
+	squeue -h -t R -O "JobID:16,Name:40,tres-alloc:300" | awk -v j="$1" '
+		($1 == j || $2 == "elastic:" j) {
+			n = 0
+			if (match($3, /gres\/gpu=[0-9]+/)) n = substr($3, RSTART + 9, RLENGTH - 9)
+			s += n
+		}
 		END { print s + 0 }'
 }
 
