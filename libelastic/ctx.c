@@ -343,24 +343,43 @@ int elastic_set_watchdog(elastic_ctx_t *ctx, double seconds, elastic_error_t *er
 
 /* ---- context ---- */
 
-int elastic__rebuild_derived(elastic_ctx_t *ctx, elastic_error_t *err)
+/* FNV-1a of the host name: ranks with the same value share a node (and its
+ * /dev/shm). */
+static uint64_t _host_id(void)
 {
-	MPI_Comm node = MPI_COMM_NULL;
-	int rc;
+	char name[256] = "";
+	uint64_t h = 1469598103934665603ull;
 
-	MPI_Comm_rank(ctx->comm, &ctx->rank);
-	MPI_Comm_size(ctx->comm, &ctx->size);
-	rc = MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-				 &node);
-	if (rc != MPI_SUCCESS)
-		return _fail(err, elastic__ft_is_fault(rc) ? EPIPE : EIO,
-			     "MPI_Comm_split_type(node) failed (MPI error %d)", rc);
-	MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
-	if (ctx->node_comm != MPI_COMM_NULL)
-		MPI_Comm_free(&ctx->node_comm);
-	ctx->node_comm = node;
-	MPI_Comm_rank(node, &ctx->node_rank);
-	return 0;
+	gethostname(name, sizeof(name) - 1);
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return h;
+}
+
+int elastic__survey(elastic_ctx_t *ctx, MPI_Comm comm, uint64_t *lo, uint64_t *hi,
+		    int *node_rank)
+{
+	int size, rank, rc, nr = 0;
+	uint64_t mine[2] = {ctx->host_id, ctx->committed}, *all, l = UINT64_MAX, u = 0;
+
+	MPI_Comm_size(comm, &size);
+	MPI_Comm_rank(comm, &rank);
+	if (!(all = malloc(2 * sizeof(uint64_t) * (size_t)size)))
+		return MPI_ERR_NO_MEM;
+	rc = MPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, comm);
+	if (rc == MPI_SUCCESS) {
+		for (int i = 0; i < size; i++) {
+			if (i < rank && all[2 * i] == mine[0])
+				nr++;
+			l = all[2 * i + 1] < l ? all[2 * i + 1] : l;
+			u = all[2 * i + 1] > u ? all[2 * i + 1] : u;
+		}
+		*lo = l;
+		*hi = u;
+		*node_rank = nr;
+	}
+	free(all);
+	return rc;
 }
 
 int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
@@ -382,7 +401,7 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 		free(ctx);
 		return -1;
 	}
-	ctx->comm = ctx->node_comm = MPI_COMM_NULL;
+	ctx->comm = MPI_COMM_NULL;
 	ctx->host.step[0] = ctx->host.step[1] = UINT64_MAX;
 	ctx->wd_timeout_s = ctx->env.watchdog_s;
 	pthread_mutex_init(&ctx->wd_lock, NULL);
@@ -393,8 +412,19 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 		goto fail;
 	}
 	MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
-	if (elastic__rebuild_derived(ctx, err) < 0)
-		goto fail;
+	ctx->host_id = _host_id();
+	MPI_Comm_rank(ctx->comm, &ctx->rank);
+	MPI_Comm_size(ctx->comm, &ctx->size);
+	{
+		uint64_t lo, hi;
+		if ((rc = elastic__survey(ctx, ctx->comm, &lo, &hi, &ctx->node_rank)) !=
+		    MPI_SUCCESS) {
+			elastic__errorf(
+				err, "elastic_init: MPI_Allgather failed (MPI error %d)",
+				rc);
+			goto fail;
+		}
+	}
 	ctx->stats.initial_size = ctx->size;
 	if (ctx->env.job_id[0])
 		snprintf(ctx->shm_prefix, sizeof(ctx->shm_prefix), "%s/elastic-%s-",
@@ -433,8 +463,6 @@ void elastic_destroy(elastic_ctx_t *ctx)
 	}
 	elastic__persist_final(ctx);
 	elastic__nccl_free(ctx);
-	if (ctx->node_comm != MPI_COMM_NULL)
-		MPI_Comm_free(&ctx->node_comm);
 	if (ctx->comm != MPI_COMM_NULL)
 		MPI_Comm_free(&ctx->comm);
 	elastic__snap_host_free(ctx);

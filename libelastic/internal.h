@@ -29,9 +29,10 @@ struct elastic__hostsnap {
 struct elastic__nccl; /* nccl.c */
 
 struct elastic_ctx {
-	MPI_Comm comm;	    /* current world (ours, ERRORS_RETURN) */
-	MPI_Comm node_comm; /* ranks of comm on this node */
-	int rank, size, node_rank;
+	MPI_Comm comm; /* current world (ours, ERRORS_RETURN) */
+	int rank, size;
+	int node_rank; /* index among the ranks of comm on this host */
+	uint64_t host_id;
 	struct elastic_env env;
 
 	/* state */
@@ -79,8 +80,11 @@ double elastic__now_mono(void);
 double elastic__now_real(void);
 /* Arm (on = 1: deadline = now + timeout) or disarm the recovery watchdog. */
 void elastic__watchdog_arm(elastic_ctx_t *ctx, int on);
-/* Rebuild the derived communicators (node_comm, NCCL) after comm changed. */
-int elastic__rebuild_derived(elastic_ctx_t *ctx, elastic_error_t *err);
+/* One allgather over comm of (host, committed step): the range of committed
+ * steps over its ranks and this rank's index among those on its host.
+ * Returns the MPI return code. */
+int elastic__survey(elastic_ctx_t *ctx, MPI_Comm comm, uint64_t *lo, uint64_t *hi,
+		    int *node_rank);
 
 /* step.c: in ELASTIC_UPDATE_AFTER_COMMIT mode, write the node snapshot of
  * the last committed step if it is not written yet (at destroy). */

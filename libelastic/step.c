@@ -323,17 +323,21 @@ static int _lost_ranks(MPI_Comm old, MPI_Comm cur, int **out)
  * state to the last step committed everywhere. Collective over survivors. */
 static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 {
-	MPI_Comm cur = ctx->comm, nc = MPI_COMM_NULL, node = MPI_COMM_NULL;
+	MPI_Comm cur = ctx->comm, nc = MPI_COMM_NULL;
 	double t0 = elastic__now_mono();
 	int old_size = ctx->size, attempt, *lost = NULL, nlost;
-	uint64_t lohi[2], red[2];
+	uint64_t lo = 0, hi = 0;
+	int node_rank = 0;
 
 	if (ctx->stats.last_failure_time == 0)
 		ctx->stats.last_failure_time = elastic__now_real();
 	elastic__watchdog_arm(ctx, 1);
 	elastic__ft_revoke(cur);
 	for (attempt = 1;; attempt++) {
+		double ts = elastic__now_mono();
 		int rc = elastic__ft_shrink(cur, &nc), ok, flag;
+		elastic__log(ctx, ELASTIC_LOG_DEBUG, "recovery: shrink %.3f ms (rc %d)",
+			     (elastic__now_mono() - ts) * 1e3, rc);
 		if (rc != MPI_SUCCESS) {
 			elastic__log(ctx, ELASTIC_LOG_WARN,
 				     "recovery: shrink failed (MPI error %d), "
@@ -349,26 +353,21 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 		}
 		MPI_Comm_set_errhandler(nc, MPI_ERRORS_RETURN);
 		/* Every survivor should be at the same committed step (the commit
-		 * agreement is uniform); check it, and take the lowest if not. */
-		lohi[0] = ctx->committed;
-		lohi[1] = UINT64_MAX - ctx->committed;
-		rc = MPI_Allreduce(lohi, red, 2, MPI_UINT64_T, MPI_MIN, nc);
+		 * agreement is uniform); check it, and take the lowest if not. The
+		 * same collective finds each rank's place on its host. */
+		rc = elastic__survey(ctx, nc, &lo, &hi, &node_rank);
 		ok = rc == MPI_SUCCESS;
-		if (ok) {
-			rc = MPI_Comm_split_type(nc, MPI_COMM_TYPE_SHARED, 0,
-						 MPI_INFO_NULL, &node);
-			ok = rc == MPI_SUCCESS;
-		}
 		flag = ok;
 		rc = elastic__ft_agree(nc, &flag);
+		elastic__log(ctx, ELASTIC_LOG_DEBUG,
+			     "recovery: shrink + survey + agree %.3f ms",
+			     (elastic__now_mono() - ts) * 1e3);
 		if (rc == MPI_SUCCESS && flag)
 			break;
 		elastic__log(
 			ctx, ELASTIC_LOG_INFO,
 			"recovery: another failure during attempt %d, shrinking again",
 			attempt);
-		if (node != MPI_COMM_NULL)
-			MPI_Comm_free(&node);
 		elastic__ft_revoke(nc);
 		if (cur != ctx->comm)
 			MPI_Comm_free(&cur);
@@ -377,7 +376,6 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 	}
 	if (cur != ctx->comm)
 		MPI_Comm_free(&cur);
-	uint64_t lo = red[0], hi = UINT64_MAX - red[1];
 	if (hi != lo)
 		elastic__log(ctx, ELASTIC_LOG_WARN,
 			     "recovery: survivors were at committed steps %llu..%llu: "
@@ -391,7 +389,6 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 		/* Cannot happen with uniform agreement; never continue on a
 		 * state that differs between ranks. */
 		elastic__watchdog_arm(ctx, 0);
-		MPI_Comm_free(&node);
 		MPI_Comm_free(&nc);
 		return _fail(
 			err, EIO,
@@ -403,12 +400,9 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 	nlost = _lost_ranks(ctx->comm, nc, &lost);
 	MPI_Comm_free(&ctx->comm);
 	ctx->comm = nc;
-	if (ctx->node_comm != MPI_COMM_NULL)
-		MPI_Comm_free(&ctx->node_comm);
-	ctx->node_comm = node;
 	MPI_Comm_rank(nc, &ctx->rank);
 	MPI_Comm_size(nc, &ctx->size);
-	MPI_Comm_rank(node, &ctx->node_rank);
+	ctx->node_rank = node_rank;
 	elastic__nccl_on_change(ctx, lost, nlost);
 	free(lost);
 	elastic__watchdog_arm(ctx, 0);
@@ -434,7 +428,12 @@ int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err)
 			     "elastic_step_commit: no open step (call "
 			     "elastic_step_begin first)");
 	flag = (ctx->step_ok ? AGREE_STEP_OK : 0) | (ctx->comm_ok ? AGREE_COMM_OK : 0);
+	double ta = elastic__now_mono();
 	rc = elastic__ft_agree(ctx->comm, &flag);
+	if (rc != MPI_SUCCESS || flag != (AGREE_STEP_OK | AGREE_COMM_OK))
+		elastic__log(ctx, ELASTIC_LOG_DEBUG,
+			     "commit agreement: rc %d flag %d in %.3f ms", rc, flag,
+			     (elastic__now_mono() - ta) * 1e3);
 	if (rc == MPI_SUCCESS && (flag & AGREE_STEP_OK) && (flag & AGREE_COMM_OK)) {
 		ctx->committed++;
 		if (ctx->mode == ELASTIC_COPY_AT_COMMIT) {
