@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "gpuset.h"
+#include "ctlclient.h"
 #include "report.h"
 
 #define EXIT_REFORM  75 /* libelastic's ELASTIC_EXIT_REFORM */
@@ -30,6 +31,8 @@
 static int verbose;
 static volatile sig_atomic_t got_signal;
 static pid_t child = -1;
+static struct elastic_ctlclient ctl;
+static int have_ctl;
 
 static double _now(void)
 {
@@ -185,6 +188,9 @@ static int _discover(struct elastic_gpuset *set, unsigned long jobid,
 	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
 		elastic_error_t e;
 		unsigned long g = strtoul(line, NULL, 10);
+		/* Grants ordered released stay out, even while still running. */
+		if (have_ctl && elastic__ctl_released(&ctl, (uint32_t)g))
+			continue;
 		/* A grant that ended between squeue and scontrol is just gone. */
 		if (g && _add_job(set, g, &e) < 0 && verbose)
 			_say("grant job %lu skipped: %s", g, e.text);
@@ -486,7 +492,10 @@ int main(int argc, char **argv)
 	long min = _env_long("ELASTIC_MIN_GPUS", 1, 1, 65536);
 	long max = _env_long("ELASTIC_MAX_GPUS", 65536, min, 65536);
 	const char *sz = getenv("ELASTIC_SIZES");
-	if (sz && *sz && strcmp(sz, "any") != 0) {
+	if (sz && strcmp(sz, "pow2") == 0) {
+		for (int p = 1; p <= 65536 && nsizes < 64; p *= 2)
+			sizes[nsizes++] = p;
+	} else if (sz && *sz && strcmp(sz, "any") != 0) {
 		nsizes = elastic__parse_idx(sz, sizes, 64);
 		if (nsizes <= 0) {
 			fprintf(stderr,
@@ -497,6 +506,14 @@ int main(int argc, char **argv)
 	}
 	if (!getenv("ELASTIC_JOB_ID"))
 		setenv("ELASTIC_JOB_ID", jid, 1);
+	const char *ctlspec = getenv("ELASTIC_CONTROLLER");
+	if (ctlspec && *ctlspec) {
+		if (elastic__ctl_init(&ctl, ctlspec, (uint32_t)jobid, &err) < 0) {
+			fprintf(stderr, "elastic-run: %s\n", err.text);
+			return EXIT_USAGE;
+		}
+		have_ctl = 1;
+	}
 
 	/* The agent and the rank wrapper are this binary. */
 	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -547,6 +564,11 @@ int main(int argc, char **argv)
 			break;
 		}
 		elastic__gpuset_trim(&set, (int)max, sizes, nsizes);
+		if (have_ctl) {
+			elastic__ctl_releases_done(&ctl);
+			ctl.gpus = set.total;
+			elastic__ctl_poll(&ctl, 0, _say);
+		}
 		if (set.total < min) {
 			_say("only %d GPU%s usable, below the job's minimum of %ld: "
 			     "giving up",
@@ -634,12 +656,27 @@ int main(int argc, char **argv)
 			_exit(127);
 		}
 		/* Wait for mpirun while taking the ranks' reports. */
-		int ws;
+		int ws, stop_sent = 0;
 		for (;;) {
-			elastic__report_poll(&rep, 200);
+			elastic__report_poll(&rep, have_ctl ? 50 : 200);
 			pid_t w = waitpid(child, &ws, WNOHANG);
 			if (w == child || (w < 0 && errno != EINTR))
 				break;
+			/* An order that changes the job's GPUs: the ranks stop at
+			 * their next committed step (libelastic acts on SIGUSR1)
+			 * and the job re-forms on the new set. */
+			if (have_ctl && elastic__ctl_poll(&ctl, 50, _say) && !stop_sent &&
+			    _discover(&now, jobid, &err) == 0) {
+				elastic__gpuset_trim(&now, (int)max, sizes, nsizes);
+				if (!_same_set(&set, &now)) {
+					_say("asking the %d ranks to re-form at the next "
+					     "step "
+					     "boundary (SIGUSR1)",
+					     set.total);
+					kill(child, SIGUSR1);
+					stop_sent = 1;
+				}
+			}
 		}
 		child = -1;
 		t_end = _now();
@@ -687,7 +724,7 @@ int main(int argc, char **argv)
 		     t_end - t0, sum.ok, sum.ok == 1 ? "" : "s", sum.failed, sum.reform,
 		     sum.signaled, sum.missing,
 		     changed ? "; the job's GPUs changed" : "");
-		if (sum.reform > 0 || changed)
+		if (sum.reform > 0 || changed || stop_sent)
 			stuck = 0;
 		else if (++stuck > max_stuck) {
 			_say("%d failures in a row on the same GPUs: giving up", stuck);
@@ -700,6 +737,8 @@ int main(int argc, char **argv)
 		}
 	}
 	elastic__report_close(&rep);
+	if (have_ctl)
+		elastic__ctl_fini(&ctl);
 	unlink(hostfile);
 	unlink(agent);
 	rmdir(dir);
