@@ -143,6 +143,10 @@ static void roundtrip_every_type(void **state)
 	strcpy(m.user, "alice");
 	strcpy(m.nodes, "node[1-2],node4");
 	_roundtrip(&m);
+	m.present |= ELASTIC_K_STEP | ELASTIC_K_RATE;
+	m.step = 1200;
+	m.rate = 310.5;
+	_roundtrip(&m);
 
 	m = (struct elastic_msg){
 		.type = ELASTIC_MSG_END, .present = ELASTIC_K_COUNT, .count = 2};

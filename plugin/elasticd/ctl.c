@@ -29,6 +29,7 @@ struct _jobrt {
 	uint32_t announced[ANNOUNCED_MAX];
 	int nannounced;
 	/* what it reported */
+	int reported;
 	uint64_t step;
 	double rate;
 	/* status, computed at each tick */
@@ -653,12 +654,14 @@ int ed_ctl_message(struct ed_ctl *c, const struct elastic_msg *m, uid_t uid,
 	switch (m->type) {
 	case ELASTIC_MSG_HELLO:
 		*conn_job = m->job;
+		rt->reported = 1;
 		rt->step = m->step;
 		rt->rate = m->rate;
 		ed_info("job %u: registered from %s (uid %u, %u GPUs, step %" PRIu64 ")",
 			m->job, m->host, (unsigned)uid, m->gpus, m->step);
 		return 0;
 	case ELASTIC_MSG_STATUS:
+		rt->reported = 1;
 		rt->step = m->step;
 		rt->rate = m->rate;
 		ed_debug("job %u: status %u GPUs, step %" PRIu64 ", %.1f samples/s",
@@ -753,6 +756,11 @@ int ed_ctl_query(struct ed_ctl *c, uint32_t job, struct elastic_msg **out)
 		m->resized = (uint64_t)rt->last_resize;
 		m->connected = (uint32_t)ed_channel_job_connected(c->ch, rt->job);
 		m->grants = (uint32_t)rt->ngrants;
+		if (rt->reported) {
+			m->present |= ELASTIC_K_STEP | ELASTIC_K_RATE;
+			m->step = rt->step;
+			m->rate = rt->rate;
+		}
 		if (rt->nodes[0]) {
 			m->present |= ELASTIC_K_NODES;
 			snprintf(m->nodes, sizeof(m->nodes), "%s", rt->nodes);

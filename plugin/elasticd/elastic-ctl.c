@@ -126,9 +126,9 @@ static int _status(int argc, char **argv)
 		return 1;
 	}
 	if (!parsable)
-		printf("%-8s %-10s %4s %4s %6s %5s %-9s %6s %-7s %-19s %s\n", "JOBID",
-		       "USER", "MIN", "MAX", "TARGET", "GPUS", "STATE", "GRANTS",
-		       "CHANNEL", "LAST_RESIZE", "NODES");
+		printf("%-8s %-10s %4s %4s %6s %5s %-9s %6s %-7s %-19s %8s %9s %s\n",
+		       "JOBID", "USER", "MIN", "MAX", "TARGET", "GPUS", "STATE", "GRANTS",
+		       "CHANNEL", "LAST_RESIZE", "STEP", "RATE", "NODES");
 	for (;;) {
 		rc = elastic_proto_recv(fd, a, &m, NULL, NULL, 10000, &err);
 		if (rc <= 0) {
@@ -146,16 +146,22 @@ static int _status(int argc, char **argv)
 			continue;
 		char when[32];
 		_fmt_time(m.resized, when, sizeof(when));
+		char step[24] = "-", rate[24] = "-";
+		if (m.present & ELASTIC_K_STEP)
+			snprintf(step, sizeof(step), "%" PRIu64, m.step);
+		if (m.present & ELASTIC_K_RATE)
+			snprintf(rate, sizeof(rate), "%.1f", m.rate);
 		if (parsable)
-			printf("%u|%s|%u|%u|%u|%u|%s|%u|%u|%" PRIu64 "|%s\n", m.job,
+			printf("%u|%s|%u|%u|%u|%u|%s|%u|%u|%" PRIu64 "|%s|%s|%s\n", m.job,
 			       m.user, m.min, m.max, m.target, m.gpus,
 			       elastic_job_state_name(m.state), m.grants, m.connected,
-			       m.resized, m.nodes[0] ? m.nodes : "-");
+			       m.resized, m.nodes[0] ? m.nodes : "-", step, rate);
 		else
-			printf("%-8u %-10s %4u %4u %6u %5u %-9s %6u %-7s %-19s %s\n",
+			printf("%-8u %-10s %4u %4u %6u %5u %-9s %6u %-7s %-19s %8s %9s "
+			       "%s\n",
 			       m.job, m.user, m.min, m.max, m.target, m.gpus,
 			       elastic_job_state_name(m.state), m.grants,
-			       m.connected ? "up" : "down", when,
+			       m.connected ? "up" : "down", when, step, rate,
 			       m.nodes[0] ? m.nodes : "-");
 		n++;
 	}

@@ -112,7 +112,7 @@ ctl_client() { # user job args...
 	# setpriv execs (runuser would stay as a parent that a kill misses).
 	setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups \
 		env ELASTIC_MUNGE_SOCKET="$ELASTIC_MUNGE_SOCKET" \
-		"$CTL_BIN/elastic-ctl" -c "127.0.0.1:$CTL_PORT" proto-client -j "$j" -g 1 -r "$@" \
+		"$CTL_BIN/elastic-ctl" -c "127.0.0.1:$CTL_PORT" proto-client -j "$j" -g 1 -r -s 1 "$@" \
 		>>"$T_DIR/client-$j.out" 2>&1 &
 	CTL_CLIENTS="$CTL_CLIENTS $!"
 }
