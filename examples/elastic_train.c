@@ -2,6 +2,7 @@
 /* examples/elastic_train.c: a data-parallel logistic-regression trainer on libelastic, on
  * deterministically generated data, written the way a user would write one. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -40,7 +41,7 @@ struct opts {
 	long kill_delay_us;
 	long stop_after;
 	long step_sleep_us;
-	const char *out, *compare;
+	const char *out, *compare, *progress;
 	double tolerance;
 	int quiet;
 	int after_commit;
@@ -148,6 +149,8 @@ static void _usage(FILE *f)
 		"  --kill-delay US    for WHERE=timer: delay after the step begins "
 		"(1000)\n"
 		"  --out FILE         write the final model (rank 0)\n"
+		"  --progress FILE    rank 0 writes the last committed step there at "
+		"each commit\n"
 		"  --compare FILE     compare the final model with FILE; exit 3 if it "
 		"differs\n"
 		"  --tolerance T      largest allowed |difference| per weight (1e-12)\n"
@@ -161,15 +164,25 @@ static void _usage(FILE *f)
 static int _parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{"samples", 1, 0, 'n'},	     {"features", 1, 0, 'd'},
-		{"global-batch", 1, 0, 'b'}, {"max-micro", 1, 0, 'm'},
-		{"epochs", 1, 0, 'e'},	     {"lr", 1, 0, 'l'},
-		{"seed", 1, 0, 's'},	     {"step-sleep", 1, 0, 'z'},
-		{"kill", 1, 0, 'k'},	     {"kill-delay", 1, 0, 'K'},
-		{"stop-after", 1, 0, 'S'},   {"out", 1, 0, 'o'},
-		{"compare", 1, 0, 'c'},	     {"tolerance", 1, 0, 't'},
-		{"quiet", 0, 0, 'q'},	     {"update-after-commit", 0, 0, 'u'},
-		{"help", 0, 0, 'h'},	     {0, 0, 0, 0},
+		{"samples", 1, 0, 'n'},
+		{"features", 1, 0, 'd'},
+		{"global-batch", 1, 0, 'b'},
+		{"max-micro", 1, 0, 'm'},
+		{"epochs", 1, 0, 'e'},
+		{"lr", 1, 0, 'l'},
+		{"seed", 1, 0, 's'},
+		{"step-sleep", 1, 0, 'z'},
+		{"kill", 1, 0, 'k'},
+		{"kill-delay", 1, 0, 'K'},
+		{"stop-after", 1, 0, 'S'},
+		{"out", 1, 0, 'o'},
+		{"progress", 1, 0, 'P'},
+		{"compare", 1, 0, 'c'},
+		{"tolerance", 1, 0, 't'},
+		{"quiet", 0, 0, 'q'},
+		{"update-after-commit", 0, 0, 'u'},
+		{"help", 0, 0, 'h'},
+		{0, 0, 0, 0},
 	};
 	int c;
 	char *end;
@@ -215,6 +228,10 @@ static int _parse(int argc, char **argv, struct opts *o)
 			break;
 		case 't':
 			o->tolerance = strtod(optarg, &end);
+			break;
+		case 'P':
+			o->progress = optarg;
+			end = "";
 			break;
 		case 'o':
 			o->out = optarg;
@@ -494,6 +511,19 @@ int main(int argc, char **argv)
 				       t_last_redo);
 			fflush(stdout);
 			continue;
+		}
+		if (elastic_rank(ctx) == 0 && o.progress) {
+			/* written straight to the file: it survives a SIGKILL of
+			 * the whole job, unlike output still on its way */
+			char line[32];
+			int fd = open(o.progress, O_WRONLY | O_CREAT, 0644);
+			int len = snprintf(line, sizeof(line), "%020llu\n",
+					   (unsigned long long)step);
+			if (fd < 0 || pwrite(fd, line, (size_t)len, 0) != len)
+				fprintf(stderr, "elastic_train: cannot write %s\n",
+					o.progress);
+			if (fd >= 0)
+				close(fd);
 		}
 		if (elastic_rank(ctx) == 0) {
 			if (!o.quiet || redo_pending)

@@ -7,6 +7,7 @@ set -u
 prog=$top_builddir/tests/libelastic/api_misuse
 [ -x "$prog" ] || t_fail "$prog is not built"
 t_scratch
+t_mpi_scratch
 timeout -s KILL 60 $MPIRUN -np 2 "$prog" "$T_DIR" >"$T_DIR/out" 2>&1
 rc=$?
 cat "$T_DIR/out"

@@ -33,3 +33,11 @@ t_recovery_ms() {
 		for (i = 1; i <= NF; i++) if ($i ~ /^t=/) c = substr($i, 3) }
 	     END { if (k != "" && c != "") printf "%.1f\n", (c - k) * 1000 }' "$1"
 }
+
+# After t_scratch: keep this test's mpirun session directories and shared-memory
+# segments inside its scratch directory, so that a job killed whole (SIGKILL to
+# mpirun) leaves nothing behind and a stale one never collides with a new mpirun.
+t_mpi_scratch() {
+	mkdir -p "$T_DIR/tmp" "$T_DIR/sm"
+	export TMPDIR=$T_DIR/tmp OMPI_MCA_btl_sm_backing_directory=$T_DIR/sm
+}

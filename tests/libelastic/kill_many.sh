@@ -12,6 +12,7 @@ RANDOM=${ELASTIC_MANY_SEED:-$$}
 args="--quiet --step-sleep 3000 --epochs 3 --samples 4096 --global-batch 128"
 wheres=(begin reduce commit timer)
 t_scratch
+t_mpi_scratch
 
 timeout -s KILL 60 $MPIRUN -np 4 "$TRAIN" $args --out "$T_DIR/ref.model" >"$T_DIR/ref.out" 2>&1 ||
 	{ cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }

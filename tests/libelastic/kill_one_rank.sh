@@ -15,6 +15,7 @@ limit=${ELASTIC_KILL_TIMEOUT:-60}
 RANDOM=${ELASTIC_KILL_SEED:-$$}
 args="--quiet --step-sleep 3000 --epochs 3 --samples 4096 --global-batch 128"
 t_scratch
+t_mpi_scratch
 
 t_log "reference run without failure ($np ranks)"
 timeout -s KILL "$limit" $MPIRUN -np "$np" "$TRAIN" $args --out "$T_DIR/ref.model" \

@@ -9,6 +9,7 @@ prog=$top_builddir/tests/libelastic/nccl_comm
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 np=$(( ngpu >= 4 ? 4 : ngpu >= 1 ? ngpu : 1 ))
 t_scratch
+t_mpi_scratch
 timeout -s KILL 120 $MPIRUN -np "$np" "$prog" >"$T_DIR/out" 2>&1
 rc=$?
 cat "$T_DIR/out"

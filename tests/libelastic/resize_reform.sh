@@ -10,6 +10,7 @@ set -u
 
 args="--step-sleep 2000 --epochs 3 --samples 4096 --global-batch 128"
 t_scratch
+t_mpi_scratch
 unset ELASTIC_WATCHDOG
 export ELASTIC_JOB_ID="resize$$"
 rm -f /dev/shm/elastic-"$ELASTIC_JOB_ID"-*

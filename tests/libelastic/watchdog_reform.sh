@@ -14,6 +14,7 @@ runs=${ELASTIC_REFORM_RUNS:-3}
 RANDOM=${ELASTIC_REFORM_SEED:-$$}
 args="--quiet --step-sleep 3000 --epochs 3 --samples 4096 --global-batch 128"
 t_scratch
+t_mpi_scratch
 unset ELASTIC_JOB_ID ELASTIC_WATCHDOG
 
 timeout -s KILL 60 $MPIRUN -np 4 "$TRAIN" $args --out "$T_DIR/ref.model" >"$T_DIR/ref.out" 2>&1 ||
