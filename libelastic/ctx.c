@@ -430,10 +430,10 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 	if (ctx->env.job_id[0])
 		snprintf(ctx->shm_prefix, sizeof(ctx->shm_prefix), "%s/elastic-%s-",
 			 ctx->env.shm_dir, ctx->env.job_id);
-	if (ctx->env.checkpoint_dir[0] && ctx->rank == 0 && mkdir(ctx->env.checkpoint_dir, 0700) < 0 &&
-	    errno != EEXIST)
-		elastic__log(ctx, ELASTIC_LOG_WARN, "cannot create %s: %s", ctx->env.checkpoint_dir,
-			     strerror(errno));
+	if (ctx->env.checkpoint_dir[0] && ctx->rank == 0 &&
+	    mkdir(ctx->env.checkpoint_dir, 0700) < 0 && errno != EEXIST)
+		elastic__log(ctx, ELASTIC_LOG_WARN, "cannot create %s: %s",
+			     ctx->env.checkpoint_dir, strerror(errno));
 	if (pthread_create(&ctx->wd_thread, NULL, _watchdog, ctx) == 0)
 		ctx->wd_running = 1;
 	else
