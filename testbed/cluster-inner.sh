@@ -7,7 +7,9 @@ set -euo pipefail
 INST=${ELASTIC_TESTBED_INSTANCE:-main}
 I=/var/lib/elastic-testbed/$INST
 BUILD=${ELASTIC_BUILD_DIR:-/src/build-testbed}
-NODES="node1 node2 node3 node4"
+NNODES=${ELASTIC_TESTBED_NODES:-4}
+[[ "$NNODES" =~ ^[1-8]$ ]] || { echo "[cluster] error: ELASTIC_TESTBED_NODES=$NNODES is not in 1..8" >&2; exit 1; }
+NODES=$(seq -f 'node%g' 1 "$NNODES" | paste -sd' ')
 GPUS_PER_NODE=4
 if [ -n "${ELASTIC_TESTBED_PORT_BASE:-}" ]; then
 	PB=$ELASTIC_TESTBED_PORT_BASE
@@ -251,8 +253,8 @@ _start_slurm() {
 	for n in $NODES; do
 		slurmd -N "$n" 2>>"$I/log/slurmd-$n.log" || { _log_tails; die "slurmd -N $n did not start"; }
 	done
-	say "slurmd x4 started; waiting for 4 idle nodes"
-	_wait_for 60 "4 idle nodes" bash -c '[ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" = 4 ]'
+	say "slurmd x$NNODES started; waiting for $NNODES idle nodes"
+	_wait_for 60 "$NNODES idle nodes" bash -c "[ \"\$(sinfo -h -N -t idle -o %N | sort -u | wc -l)\" = $NNODES ]"
 }
 
 _all_up() {
