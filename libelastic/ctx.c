@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -427,6 +428,22 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 		}
 	}
 	ctx->stats.initial_size = ctx->size;
+	/* an id for this launch of the job: names its snapshot files */
+	if (ctx->rank == 0) {
+		FILE *f = fopen("/dev/urandom", "rb");
+		if (!f || fread(&ctx->launch_id, sizeof(ctx->launch_id), 1, f) != 1)
+			ctx->launch_id = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^
+					 (uint64_t)(elastic__now_real() * 1e6);
+		if (f)
+			fclose(f);
+		if (!ctx->launch_id)
+			ctx->launch_id = 1;
+	}
+	if ((rc = MPI_Bcast(&ctx->launch_id, 1, MPI_UINT64_T, 0, ctx->comm)) !=
+	    MPI_SUCCESS) {
+		elastic__errorf(err, "elastic_init: MPI_Bcast failed (MPI error %d)", rc);
+		goto fail;
+	}
 	if (ctx->env.job_id[0])
 		snprintf(ctx->shm_prefix, sizeof(ctx->shm_prefix), "%s/elastic-%s-",
 			 ctx->env.shm_dir, ctx->env.job_id);
@@ -434,6 +451,7 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 	    mkdir(ctx->env.checkpoint_dir, 0700) < 0 && errno != EEXIST)
 		elastic__log(ctx, ELASTIC_LOG_WARN, "cannot create %s: %s",
 			     ctx->env.checkpoint_dir, strerror(errno));
+	elastic__stop_signal_install(ctx);
 	if (pthread_create(&ctx->wd_thread, NULL, _watchdog, ctx) == 0)
 		ctx->wd_running = 1;
 	else
@@ -624,4 +642,38 @@ int elastic_finalize(elastic_ctx_t *ctx, int status)
 	}
 	elastic_destroy(ctx);
 	return MPI_Finalize();
+}
+
+/* Planned re-form (grow, planned shrink): elastic-run sends SIGUSR1 to every
+ * rank; the flag enters the next commit agreement so that all ranks stop
+ * after the same committed step. */
+static volatile sig_atomic_t stop_requested;
+
+static void _on_stop_signal(int sig)
+{
+	stop_requested = 1;
+}
+
+int elastic__stop_requested(void)
+{
+	return stop_requested != 0;
+}
+
+void elastic__stop_signal_install(elastic_ctx_t *ctx)
+{
+	struct sigaction old, sa = {.sa_handler = _on_stop_signal};
+	const char *v = getenv("ELASTIC_STOP_SIGNAL");
+
+	if (v && strcmp(v, "none") == 0)
+		return;
+	if (sigaction(SIGUSR1, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
+	    old.sa_handler != _on_stop_signal) {
+		elastic__log(ctx, ELASTIC_LOG_WARN,
+			     "SIGUSR1 has a handler of the program's: planned re-forms "
+			     "(grow, shrink at a step boundary) are off");
+		return;
+	}
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR1, &sa, NULL);
 }

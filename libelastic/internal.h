@@ -50,6 +50,11 @@ struct elastic_ctx {
 	int completed;
 	int mode;	    /* enum elastic_commit_mode */
 	uint64_t persisted; /* committed step of the last node snapshot */
+	uint64_t launch_id; /* this launch of the job (same on all ranks) */
+	int fenced;	    /* a newer launch owns this node's snapshots */
+	int cleaned;	    /* older launches' files removed */
+	int stop_pending;   /* planned re-form agreed; update-after-commit mode
+			     * stops at the next begin */
 
 	/* callbacks */
 	elastic_log_fn log_fn;
@@ -108,17 +113,30 @@ void elastic__snap_host_save(elastic_ctx_t *ctx, uint64_t step);
  * (no slot holds that step). */
 int elastic__snap_host_restore(elastic_ctx_t *ctx, uint64_t step);
 /* Write the registered buffers, which hold committed step `step`, to
- * <prefix><slot>.snap: 0 or -1. */
+ * <prefix><launch>-<slot>.snap: 0 or -1. Each launch of a job writes its
+ * own files, so that two launches never write into one file. */
 int elastic__snap_file_write(elastic_ctx_t *ctx, const char *prefix, uint64_t step,
 			     elastic_error_t *err);
 /* Best step held in files at prefix that matches the registration: loads it
  * into buf (state_bytes) and returns 1, 0 if none, -1 on error. */
 int elastic__snap_file_load(elastic_ctx_t *ctx, const char *prefix, unsigned char *buf,
 			    uint64_t *step, elastic_error_t *err);
-void elastic__snap_file_remove(const char *prefix);
+/* Remove the snapshot files of prefix, except those of keep_launch (0:
+ * remove all, and the owner file). */
+void elastic__snap_file_remove(const char *prefix, uint64_t keep_launch);
+/* The owner file <prefix>owner names the launch that writes the snapshots of
+ * this node: claim it (atomic rename), or check it (1: launch owns it, or
+ * nobody does; 0: another launch took over). */
+int elastic__snap_owner_claim(const char *prefix, uint64_t launch);
+int elastic__snap_owner_is(const char *prefix, uint64_t launch);
 
 /* nccl.c (only with HAVE_NCCL; stubs report ENODEV otherwise). */
 void elastic__nccl_on_change(elastic_ctx_t *ctx, const int *failed, int nfailed);
 void elastic__nccl_free(elastic_ctx_t *ctx);
+
+/* Planned re-form on SIGUSR1 (ctx.c): install the handler (unless
+ * ELASTIC_STOP_SIGNAL=none or the program has its own); was it received? */
+void elastic__stop_signal_install(elastic_ctx_t *ctx);
+int elastic__stop_requested(void);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
 
 #include "internal.h"
 
@@ -130,7 +131,8 @@ int elastic__snap_file_write(elastic_ctx_t *ctx, const char *prefix, uint64_t st
 	struct snap_header h;
 	int fd, slot = (int)(step & 1);
 
-	snprintf(path, sizeof(path), "%s%d.snap", prefix, slot);
+	snprintf(path, sizeof(path), "%s%016llx-%d.snap", prefix,
+		 (unsigned long long)ctx->launch_id, slot);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return _fail(err, errno, "cannot open %s: %s", path, strerror(errno));
@@ -160,57 +162,148 @@ ioerr: {
 }
 }
 
+/* Calls fn(path, arg) for each snapshot file of prefix (any launch); stops
+ * at a non-zero result and returns it. */
+static int _each_file(const char *prefix,
+		      int (*fn)(const char *path, const char *name, void *arg), void *arg)
+{
+	char dir[600], path[900];
+	const char *base = strrchr(prefix, '/');
+	size_t bl;
+	DIR *d;
+	struct dirent *e;
+	int r = 0;
+
+	if (!base)
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(base - prefix), prefix);
+	base++;
+	bl = strlen(base);
+	if (!(d = opendir(dir[0] ? dir : "/")))
+		return 0;
+	while (!r && (e = readdir(d))) {
+		size_t nl = strlen(e->d_name);
+		if (nl <= bl + 5 || strncmp(e->d_name, base, bl) ||
+		    strcmp(e->d_name + nl - 5, ".snap"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		r = fn(path, e->d_name + bl, arg);
+	}
+	closedir(d);
+	return r;
+}
+
+struct _best {
+	elastic_ctx_t *ctx;
+	uint64_t layout, step;
+	char path[900];
+	elastic_error_t *err;
+};
+
+static int _consider(const char *path, const char *name, void *arg)
+{
+	struct _best *b = arg;
+	struct snap_header h;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (_pread_all(fd, &h, sizeof(h), 0) == 0 && !memcmp(h.magic, SNAP_MAGIC, 8) &&
+	    h.step > b->step) {
+		if (h.layout != b->layout || h.state_bytes != b->ctx->state_bytes) {
+			close(fd);
+			return _fail(b->err, EINVAL,
+				     "%s holds a state of another registration "
+				     "(%llu bytes; this program registers %zu)",
+				     path, (unsigned long long)h.state_bytes,
+				     b->ctx->state_bytes);
+		}
+		b->step = h.step;
+		snprintf(b->path, sizeof(b->path), "%s", path);
+	}
+	close(fd);
+	return 0;
+}
+
 int elastic__snap_file_load(elastic_ctx_t *ctx, const char *prefix, unsigned char *buf,
 			    uint64_t *step, elastic_error_t *err)
 {
-	uint64_t best = 0, layout = _layout(ctx);
-	int best_slot = -1;
-	char path[600];
-
-	for (int slot = 0; slot < 2; slot++) {
-		struct snap_header h;
-		snprintf(path, sizeof(path), "%s%d.snap", prefix, slot);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (_pread_all(fd, &h, sizeof(h), 0) == 0 &&
-		    !memcmp(h.magic, SNAP_MAGIC, 8) && h.step > best) {
-			if (h.layout != layout || h.state_bytes != ctx->state_bytes) {
-				close(fd);
-				return _fail(err, EINVAL,
-					     "%s holds a state of another registration "
-					     "(%llu bytes; this program registers %zu)",
-					     path, (unsigned long long)h.state_bytes,
-					     ctx->state_bytes);
-			}
-			best = h.step;
-			best_slot = slot;
-		}
-		close(fd);
-	}
-	if (best_slot < 0)
-		return 0;
-	snprintf(path, sizeof(path), "%s%d.snap", prefix, best_slot);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct _best b = {ctx, _layout(ctx), 0, "", err};
 	struct snap_header h;
+	int fd;
+
+	/* every launch's files: a relaunch takes the highest committed step */
+	if (_each_file(prefix, _consider, &b) < 0)
+		return -1;
+	if (b.step == 0)
+		return 0;
+	fd = open(b.path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 ||
 	    _pread_all(fd, buf, ctx->state_bytes, sizeof(struct snap_header)) < 0 ||
-	    _pread_all(fd, &h, sizeof(h), 0) < 0 || h.step != best) {
+	    _pread_all(fd, &h, sizeof(h), 0) < 0 || h.step != b.step) {
 		if (fd >= 0)
 			close(fd);
 		return _fail(err, EIO, "%s changed or could not be read while loading it",
-			     path);
+			     b.path);
 	}
 	close(fd);
-	*step = best;
+	*step = b.step;
 	return 1;
 }
 
-void elastic__snap_file_remove(const char *prefix)
+static int _remove(const char *path, const char *name, void *arg)
 {
-	char path[600];
-	for (int slot = 0; slot < 2; slot++) {
-		snprintf(path, sizeof(path), "%s%d.snap", prefix, slot);
+	const char *keep = arg;
+	if (!keep || strncmp(name, keep, 16))
+		unlink(path);
+	return 0;
+}
+
+void elastic__snap_file_remove(const char *prefix, uint64_t keep_launch)
+{
+	char keep[17], path[600];
+
+	snprintf(keep, sizeof(keep), "%016llx", (unsigned long long)keep_launch);
+	_each_file(prefix, _remove, keep_launch ? keep : NULL);
+	if (!keep_launch) {
+		snprintf(path, sizeof(path), "%sowner", prefix);
 		unlink(path);
 	}
+}
+
+int elastic__snap_owner_claim(const char *prefix, uint64_t launch)
+{
+	char path[600], tmp[620], line[32];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%sowner", prefix);
+	snprintf(tmp, sizeof(tmp), "%s.%016llx", path, (unsigned long long)launch);
+	n = snprintf(line, sizeof(line), "%016llx\n", (unsigned long long)launch);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	if (_pwrite_all(fd, line, (size_t)n, 0) < 0) {
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	close(fd);
+	return rename(tmp, path); /* atomic: readers see the old or the new owner */
+}
+
+int elastic__snap_owner_is(const char *prefix, uint64_t launch)
+{
+	char path[600], line[32] = "";
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%sowner", prefix);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 1; /* nobody claimed this node's snapshots */
+	n = pread(fd, line, sizeof(line) - 1, 0);
+	close(fd);
+	if (n < 16)
+		return 1;
+	line[16] = '\0';
+	return strtoull(line, NULL, 16) == launch;
 }

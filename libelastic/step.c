@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -16,6 +17,9 @@
 /* Bits of the commit agreement (bitwise AND over the survivors). */
 #define AGREE_STEP_OK 1 /* the step succeeded on this rank */
 #define AGREE_COMM_OK 2 /* no fault seen here: the communicator is usable */
+#define AGREE_NO_STOP 4 /* no planned re-form asked on this rank (SIGUSR1) */
+#define AGREE_OWNER   8 /* this launch still owns the node snapshots here */
+#define AGREE_ALL     (AGREE_STEP_OK | AGREE_COMM_OK | AGREE_NO_STOP | AGREE_OWNER)
 
 /* A failure of the world seen on this rank: revoke so that no rank stays
  * blocked in an operation on the broken communicator. */
@@ -181,6 +185,12 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 		return _fail(err, EIO, "resume: MPI_Allreduce failed (MPI error %d)", rc);
 	}
 	best = out[0];
+	/* this launch now owns the node snapshots (older launches still running
+	 * somewhere stop at their next commit) */
+	if (ctx->shm_prefix[0] && ctx->node_rank == 0 &&
+	    elastic__snap_owner_claim(ctx->shm_prefix, ctx->launch_id) < 0)
+		elastic__log(ctx, ELASTIC_LOG_WARN, "cannot claim %sowner: %s",
+			     ctx->shm_prefix, strerror(errno));
 	if (out[1]) {
 		/* A snapshot of this job that this program cannot take: never
 		 * overwrite it silently (it may be the job's progress). */
@@ -224,10 +234,29 @@ static void _persist(elastic_ctx_t *ctx)
 		return;
 	if (ctx->shm_prefix[0] &&
 	    ctx->committed - ctx->persisted >= (uint64_t)ctx->env.snapshot_every) {
-		if (ctx->node_rank == 0 &&
-		    elastic__snap_file_write(ctx, ctx->shm_prefix, ctx->committed, &e) <
-			    0)
-			elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s", e.text);
+		if (ctx->node_rank == 0 && !ctx->fenced &&
+		    !elastic__snap_owner_is(ctx->shm_prefix, ctx->launch_id)) {
+			/* a newer launch of this job resumed from these snapshots:
+			 * this one is a leftover and must stop (see commit) */
+			ctx->fenced = 1;
+			elastic__log(
+				ctx, ELASTIC_LOG_ERROR,
+				"a newer launch of job %s owns the snapshots of this "
+				"node: stopping this one",
+				ctx->env.job_id);
+		}
+		if (ctx->node_rank == 0 && !ctx->fenced) {
+			if (elastic__snap_file_write(ctx, ctx->shm_prefix, ctx->committed,
+						     &e) < 0) {
+				elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s",
+					     e.text);
+			} else if (!ctx->cleaned) {
+				/* ours is written: older launches' files can go */
+				elastic__snap_file_remove(ctx->shm_prefix,
+							  ctx->launch_id);
+				ctx->cleaned = 1;
+			}
+		}
 		ctx->persisted = ctx->committed;
 	}
 	if (ctx->env.checkpoint_dir[0] && ctx->rank == 0 &&
@@ -238,6 +267,8 @@ static void _persist(elastic_ctx_t *ctx)
 			 ctx->env.job_id[0] ? ctx->env.job_id : "job");
 		if (elastic__snap_file_write(ctx, prefix, ctx->committed, &e) < 0)
 			elastic__log(ctx, ELASTIC_LOG_WARN, "checkpoint: %s", e.text);
+		else
+			elastic__snap_file_remove(prefix, ctx->launch_id);
 	}
 }
 
@@ -250,6 +281,22 @@ void elastic__persist_final(elastic_ctx_t *ctx)
 		_persist(ctx);
 		ctx->env.snapshot_every = every;
 	}
+}
+
+/* Every rank agreed to stop after this committed step: keep it on the node
+ * (whatever the snapshot interval), leave MPI and exit so that elastic-run
+ * re-forms the job over its new set of GPUs. */
+static void _stop_for_reform(elastic_ctx_t *ctx)
+{
+	long every = ctx->env.snapshot_every;
+	ctx->env.snapshot_every = 1;
+	_persist(ctx);
+	ctx->env.snapshot_every = every;
+	elastic__log(ctx, ELASTIC_LOG_INFO,
+		     "planned re-form: stopping after committed step %llu (exit %d)",
+		     (unsigned long long)ctx->committed, ELASTIC_EXIT_REFORM);
+	elastic_finalize(ctx, ELASTIC_EXIT_REFORM);
+	_exit(ELASTIC_EXIT_REFORM);
 }
 
 int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
@@ -286,6 +333,8 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 			ctx->change_fn(ctx, ctx->change_arg);
 	} else if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT) {
 		/* the caller has applied the last committed step's update */
+		if (ctx->stop_pending)
+			_stop_for_reform(ctx);
 		_persist(ctx);
 	}
 	ctx->in_step = 1;
@@ -427,13 +476,23 @@ int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err)
 		return _fail(err, EPROTO,
 			     "elastic_step_commit: no open step (call "
 			     "elastic_step_begin first)");
-	flag = (ctx->step_ok ? AGREE_STEP_OK : 0) | (ctx->comm_ok ? AGREE_COMM_OK : 0);
+	flag = (ctx->step_ok ? AGREE_STEP_OK : 0) | (ctx->comm_ok ? AGREE_COMM_OK : 0) |
+	       (elastic__stop_requested() ? 0 : AGREE_NO_STOP) |
+	       (ctx->fenced ? 0 : AGREE_OWNER);
 	double ta = elastic__now_mono();
 	rc = elastic__ft_agree(ctx->comm, &flag);
-	if (rc != MPI_SUCCESS || flag != (AGREE_STEP_OK | AGREE_COMM_OK))
+	if (rc != MPI_SUCCESS || flag != AGREE_ALL)
 		elastic__log(ctx, ELASTIC_LOG_DEBUG,
 			     "commit agreement: rc %d flag %d in %.3f ms", rc, flag,
 			     (elastic__now_mono() - ta) * 1e3);
+	if (rc == MPI_SUCCESS && !(flag & AGREE_OWNER)) {
+		ctx->in_step = 0;
+		return _fail(
+			err, ESTALE,
+			"elastic_step_commit: a newer launch of job %s resumed from this "
+			"job's snapshots: this launch must stop",
+			ctx->env.job_id);
+	}
 	if (rc == MPI_SUCCESS && (flag & AGREE_STEP_OK) && (flag & AGREE_COMM_OK)) {
 		ctx->committed++;
 		if (ctx->mode == ELASTIC_COPY_AT_COMMIT) {
@@ -443,6 +502,13 @@ int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err)
 		ctx->in_step = 0;
 		ctx->stats.commits++;
 		ctx->stats.last_failure_time = 0;
+		if (!(flag & AGREE_NO_STOP)) {
+			/* with update after commit the caller has not applied this
+			 * step yet: stop at the next begin, once it has */
+			if (ctx->mode == ELASTIC_COPY_AT_COMMIT)
+				_stop_for_reform(ctx);
+			ctx->stop_pending = 1;
+		}
 		return ELASTIC_COMMITTED;
 	}
 	ctx->in_step = 0;
@@ -478,7 +544,7 @@ int elastic_complete(elastic_ctx_t *ctx, elastic_error_t *err)
 		return _fail(err, elastic__ft_is_fault(rc) ? EPIPE : EIO,
 			     "elastic_complete: barrier failed (MPI error %d)", rc);
 	if (ctx->shm_prefix[0] && ctx->node_rank == 0)
-		elastic__snap_file_remove(ctx->shm_prefix);
+		elastic__snap_file_remove(ctx->shm_prefix, 0);
 	ctx->completed = 1;
 	return 0;
 }

@@ -182,8 +182,62 @@ static void resume_from_node_snapshot(const char *dir, int mode)
 	elastic_destroy(ctx);
 	MPI_Barrier(MPI_COMM_WORLD);
 	char path[512];
-	snprintf(path, sizeof(path), "%s/elastic-%s-0.snap", dir, job);
-	CHECK(access(path, F_OK) != 0, NULL); /* removed by elastic_complete */
+	/* elastic_complete removed every file of the job */
+	snprintf(path, sizeof(path), "ls %s/elastic-%s-* >/dev/null 2>&1", dir, job);
+	CHECK(system(path) != 0, NULL);
+	unsetenv("ELASTIC_JOB_ID");
+	unsetenv("ELASTIC_SHM_DIR");
+}
+
+/* A launch still running when a newer launch of the job resumes from its
+ * snapshots (a leftover of a lost mpirun) must stop: ESTALE at its next
+ * commits, on every rank, and its files are not the ones the new launch uses. */
+static void old_launch_is_fenced(const char *dir)
+{
+	elastic_ctx_t *old, *new;
+	elastic_error_t err;
+	double a[2] = {0}, b[2] = {0};
+	char job[64];
+
+	snprintf(job, sizeof(job), "fence-%d", (int)getpid() % 100000);
+	MPI_Bcast(job, sizeof(job), MPI_CHAR, 0, MPI_COMM_WORLD);
+	setenv("ELASTIC_JOB_ID", job, 1);
+	setenv("ELASTIC_SHM_DIR", dir, 1);
+	CHECK(elastic_init(MPI_COMM_WORLD, &old, &err) == 0, &err);
+	CHECK(elastic_register(old, "w", a, sizeof(a), &err) == 0, &err);
+	for (int s = 0; s < 2; s++) {
+		CHECK(elastic_step_begin(old, &err) == 0, &err);
+		a[0] = s + 1;
+		CHECK(elastic_step_commit(old, &err) == ELASTIC_COMMITTED, &err);
+	}
+	/* the new launch resumes from step 2 and owns the snapshots now */
+	CHECK(elastic_init(MPI_COMM_WORLD, &new, &err) == 0, &err);
+	CHECK(elastic_register(new, "w", b, sizeof(b), &err) == 0, &err);
+	CHECK(elastic_step_begin(new, &err) == 0, &err);
+	CHECK(elastic_resumed(new) && elastic_step(new) == 2 && b[0] == 2, NULL);
+	b[1] = 1;
+	CHECK(elastic_step_commit(new, &err) == ELASTIC_COMMITTED, &err);
+	/* the old one commits once more (its snapshot is not written: it sees
+	 * the owner), then is refused */
+	CHECK(elastic_step_begin(old, &err) == 0, &err);
+	CHECK(elastic_step_commit(old, &err) == ELASTIC_COMMITTED, &err);
+	CHECK(elastic_step_begin(old, &err) == 0, &err);
+	FAILS_WITH(elastic_step_commit(old, &err), ESTALE, "newer launch", &err);
+	elastic_destroy(old);
+	/* the new launch goes on, and a third launch resumes from its step 3 */
+	CHECK(elastic_step_begin(new, &err) == 0, &err);
+	b[1] = 2;
+	CHECK(elastic_step_commit(new, &err) == ELASTIC_COMMITTED, &err);
+	elastic_destroy(new);
+	MPI_Barrier(MPI_COMM_WORLD);
+	memset(b, 0, sizeof(b));
+	CHECK(elastic_init(MPI_COMM_WORLD, &new, &err) == 0, &err);
+	CHECK(elastic_register(new, "w", b, sizeof(b), &err) == 0, &err);
+	CHECK(elastic_step_begin(new, &err) == 0, &err);
+	CHECK(elastic_step(new) == 4 && b[0] == 2 && b[1] == 2, NULL);
+	CHECK(elastic_step_commit(new, &err) == ELASTIC_COMMITTED, &err);
+	CHECK(elastic_complete(new, &err) == 0, &err);
+	elastic_destroy(new);
 	unsetenv("ELASTIC_JOB_ID");
 	unsetenv("ELASTIC_SHM_DIR");
 }
@@ -205,6 +259,7 @@ int main(int argc, char **argv)
 	bad_registration_and_order();
 	resume_from_node_snapshot(argv[1], ELASTIC_COPY_AT_COMMIT);
 	resume_from_node_snapshot(argv[1], ELASTIC_UPDATE_AFTER_COMMIT);
+	old_launch_is_fenced(argv[1]);
 
 	int all = 0;
 	MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

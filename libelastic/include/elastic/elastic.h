@@ -60,8 +60,16 @@ enum elastic_step_result {
 	ELASTIC_REDO = 1,      /* the world changed: state rolled back, redo the step */
 };
 
-/* Exit status of a process ended by the recovery watchdog: the launcher
- * (elastic-run) re-forms the job from the last committed step (path B). */
+/* Exit status of a process ended by the recovery watchdog, or by a planned
+ * re-form: the launcher (elastic-run) re-forms the job from the last
+ * committed step (path B).
+ *
+ * Planned re-form: elastic-run sends SIGUSR1 to every rank when the
+ * controller grows or shrinks the job. libelastic's handler (installed by
+ * elastic_init unless ELASTIC_STOP_SIGNAL=none or the program has its own
+ * SIGUSR1 handler) notes it; the next elastic_step_commit() agrees on it
+ * with the step, commits the step, writes the node snapshot, finalizes MPI
+ * and exits with ELASTIC_EXIT_REFORM: no committed step is lost or redone. */
 #define ELASTIC_EXIT_REFORM 75
 
 /* Log levels for the callback and ELASTIC_DEBUG. */
