@@ -55,6 +55,7 @@ struct ed_ctl {
 	struct _release *rels;
 	int nrels, caprels;
 	uint64_t next_order;
+	uint64_t last_tick_ms;
 	char last_plan_error[256];
 };
 
@@ -326,6 +327,7 @@ void ed_ctl_tick(struct ed_ctl *c)
 	struct ed_place **held = NULL, **cur = NULL;
 	time_t *last = NULL;
 
+	c->last_tick_ms = now_ms;
 	if (ed_slurm_snapshot(c->conf.grant_prefix, &s, &err) < 0) {
 		ed_error("no snapshot of slurmctld this tick: %s", err.text);
 		return;
@@ -637,6 +639,12 @@ int ed_ctl_message(struct ed_ctl *c, const struct elastic_msg *m, uid_t uid,
 				       elastic_msg_type_name(m->type));
 	}
 	rt = _rt(c, m->job);
+	if ((!rt || !rt->running) && ed_now_ms() - c->last_tick_ms >= 500) {
+		/* A job that started since the last tick: look again now (at most
+		 * twice a second, whoever asks). */
+		ed_ctl_tick(c);
+		rt = _rt(c, m->job);
+	}
 	if (!rt || !rt->running)
 		return elastic__errorf(err, "job %u is not a running elastic job",
 				       m->job);
