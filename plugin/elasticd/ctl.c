@@ -32,6 +32,9 @@ struct _jobrt {
 	int reported;
 	uint64_t step;
 	double rate;
+	/* the last grant submission error, to log it once a minute */
+	char last_error[256];
+	time_t last_error_time;
 	/* status, computed at each tick */
 	int target, cur, ngrants;
 	enum elastic_job_state state;
@@ -256,10 +259,10 @@ static void _choose_release(struct ed_ctl *c, const struct ed_snapshot *s,
 	else {
 		/* Largest first until covered. */
 		int left = excess;
-		int used[1024] = {0};
-		while (left > 0 && npick < 64) {
+		char *used = calloc((size_t)s->ngrants + 1, 1);
+		while (used && left > 0 && npick < 64) {
 			int best = -1;
-			for (int g = 0; g < s->ngrants && g < 1024; g++) {
+			for (int g = 0; g < s->ngrants; g++) {
 				const struct ed_grant *gr = &s->grants[g];
 				if (used[g] || gclass[g] != G_HELD || gr->job != j->id ||
 				    gr->node != node || gr->state != ED_GRANT_RUNNING)
@@ -273,6 +276,7 @@ static void _choose_release(struct ed_ctl *c, const struct ed_snapshot *s,
 			pick[npick++] = best;
 			left -= s->grants[best].gpus;
 		}
+		free(used);
 	}
 	for (int k = 0; k < npick; k++) {
 		const struct ed_grant *gr = &s->grants[pick[k]];
@@ -575,7 +579,16 @@ void ed_ctl_tick(struct ed_ctl *c)
 							  c->conf.grant_prefix,
 							  c->conf.grant_qos, &gid,
 							  &err) < 0) {
-					ed_error("job %u: %s", j->id, err.text);
+					/* Once a minute per job and reason, not every
+					 * tick. */
+					if (strcmp(err.text, rt->last_error) != 0 ||
+					    now - rt->last_error_time >= 60) {
+						ed_error("job %u: %s", j->id, err.text);
+						snprintf(rt->last_error,
+							 sizeof(rt->last_error), "%s",
+							 err.text);
+						rt->last_error_time = now;
+					}
 					continue;
 				}
 				pending++;
