@@ -251,7 +251,11 @@ _start_slurm() {
 	slurmctld -i 2>>"$I/log/slurmctld.log" || { _log_tails; die "slurmctld did not start"; }
 	_wait_for 30 "slurmctld to answer" scontrol ping
 	for n in $NODES; do
-		slurmd -N "$n" 2>>"$I/log/slurmd-$n.log" || { _log_tails; die "slurmd -N $n did not start"; }
+		# Each node in its own UTS namespace named after it: what runs there
+		# (job steps, Open MPI's daemons) sees the node's name as its host
+		# name, as on real nodes; Open MPI's runtime tells nodes apart by it.
+		unshare --uts sh -c "hostname $n && exec slurmd -N $n" 2>>"$I/log/slurmd-$n.log" ||
+			{ _log_tails; die "slurmd -N $n did not start"; }
 	done
 	say "slurmd x$NNODES started; waiting for $NNODES idle nodes"
 	_wait_for 60 "$NNODES idle nodes" bash -c "[ \"\$(sinfo -h -N -t idle -o %N | sort -u | wc -l)\" = $NNODES ]"
