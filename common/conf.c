@@ -49,6 +49,46 @@ static const struct elastic_conf_key *_find(const struct elastic_conf_key *keys,
 	return NULL;
 }
 
+/* Edit distance of a and b, case-insensitive, capped at 4. */
+static int _distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	int row[64], prev;
+	if (la >= 64 || lb >= 64)
+		return 4;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = (int)i;
+		for (size_t j = 1; j <= lb; j++) {
+			int cur = row[j];
+			int sub = prev + (tolower((unsigned char)a[i - 1]) !=
+					  tolower((unsigned char)b[j - 1]));
+			int best =
+				row[j] + 1 < row[j - 1] + 1 ? row[j] + 1 : row[j - 1] + 1;
+			row[j] = sub < best ? sub : best;
+			prev = cur;
+		}
+	}
+	return row[lb] < 4 ? row[lb] : 4;
+}
+
+/* The key of the table closest to a misspelt one (at most 2 edits), or NULL. */
+static const char *_nearest(const struct elastic_conf_key *keys, const char *name)
+{
+	const char *best = NULL;
+	int bd = 3;
+	for (; keys->name; keys++) {
+		int d = _distance(keys->name, name);
+		if (d < bd) {
+			bd = d;
+			best = keys->name;
+		}
+	}
+	return best;
+}
+
 /* Index of value among the '|'-separated choices, or -1. */
 static int _choice(const char *choices, const char *value)
 {
@@ -88,12 +128,22 @@ int elastic_conf_set(const struct elastic_conf_key *keys, void *out, const char 
 	if (!where)
 		where = "configuration";
 	if (!k) {
-		char known[160] = "";
+		const char *near = _nearest(keys, key);
+		if (near)
+			return _fail(err, EINVAL,
+				     "%s: unknown key '%s' (did you mean '%s'?)", where,
+				     key, near);
+		char known[200] = "";
 		size_t used = 0;
-		for (const struct elastic_conf_key *p = keys;
-		     p->name && used < sizeof(known); p++)
+		for (const struct elastic_conf_key *p = keys; p->name; p++) {
+			size_t n = strlen(p->name) + 2;
+			if (used + n + 4 >= sizeof(known)) {
+				strcpy(known + used, ", ...");
+				break;
+			}
 			used += snprintf(known + used, sizeof(known) - used, "%s%s",
 					 used ? ", " : "", p->name);
+		}
 		return _fail(err, EINVAL, "%s: unknown key '%s' (known: %s)", where, key,
 			     known);
 	}
