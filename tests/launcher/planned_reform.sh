@@ -8,30 +8,9 @@
 # final model equals a run without any re-form.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-t_need_cluster
-t_scratch
-train=${top_builddir:?}/examples/elastic_train
-[ -x "$train" ] || t_skip "examples/elastic_train not built"
-cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
-args="--epochs 2 --samples 4096 --global-batch 128 --step-sleep 20000"
-lead=$(t_sbatch root -N1 -n2 -w node1 --gres=gpu:2 -H -o "$T_DIR/lead.out" -D "$T_DIR" --wrap "
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-ELASTIC_JOB_ID=ref\$SLURM_JOB_ID mpirun --bind-to none -np 2 $train $args --quiet --out ref.model > ref.out 2>&1 || echo 'reference failed'
-echo reference-done
-exec ./elastic-run -v -- $train $args --compare ref.model")
-grant=$(t_sbatch root -N1 -w node2 --gres=gpu:1 -J "elastic:$lead" -o /dev/null --wrap "sleep 600")
-end=$((SECONDS + 30))
-until [ "$(t_job_state "$grant")" = RUNNING ]; do
-	[ $SECONDS -lt $end ] || t_fail "grant job $grant did not start"
-	sleep 0.3
-done
-scontrol release "$lead"
-end=$((SECONDS + 90))
-until grep -aq '^step 15 ' "$T_DIR/lead.out" 2>/dev/null; do
-	[ $SECONDS -lt $end ] || { cat "$T_DIR/lead.out"; t_fail "the run did not reach step 15"; }
-	sleep 0.2
-done
+. "$(dirname "$0")/lib.sh"
+lr_start "--epochs 2 --samples 4096 --global-batch 128 --step-sleep 20000" 1
+lr_wait_step 15
 # The batch script exec'd elastic-run: it is the job's batch step process.
 er=$(pgrep -f "^./elastic-run -v -- $train" | head -n1)
 [ -n "$er" ] || t_fail "no elastic-run process found"
@@ -47,7 +26,7 @@ stops=$(grep -ao 'planned re-form: stopping after committed step [0-9]*' "$T_DIR
 [ "$(echo "$stops" | wc -w)" = 1 ] || t_fail "ranks stopped after different steps: $stops"
 resumed=$(grep -ao 'resumed at committed step [0-9]*' "$T_DIR/lead.out" | awk '{print $NF}' | sort -u)
 [ "$resumed" = "$stops" ] || t_fail "stopped after committed step $stops but resumed at '$resumed'"
-first=$(awk '/re-form 1:/{f=1} f && /^step [0-9]+ /{print $2; exit}' "$T_DIR/lead.out")
+first=$(lr_first_step_after_reform)
 [ "$first" = "$stops" ] || t_fail "first step after the re-form is $first, want $stops (0-based: the next one)"
 last=$stops
 t_grep "^done: .* 0 bad, 0 violations" "$T_DIR/lead.out" "samples not used exactly once per epoch"

@@ -8,33 +8,10 @@
 # with the same model as a run that never failed, each sample once per epoch.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-t_need_cluster
-t_scratch
-train=${top_builddir:?}/examples/elastic_train
-[ -x "$train" ] || t_skip "examples/elastic_train not built"
-cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
-# (in place: a libtool wrapper finds libelastic in the build tree)
-args="--epochs 3 --samples 4096 --global-batch 128 --step-sleep 20000"
-lead=$(t_sbatch root -N1 -n2 -w node1 --gres=gpu:2 -H -o "$T_DIR/lead.out" -D "$T_DIR" --wrap "
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# the reference: the same training, no failure, 2 ranks
-ELASTIC_JOB_ID=ref\$SLURM_JOB_ID mpirun --bind-to none -np 2 $train $args --quiet --out ref.model > ref.out 2>&1 || echo 'reference failed'
-echo reference-done
-./elastic-run -v -- $train $args --compare ref.model")
-grant=$(t_sbatch root -N1 -w node2 --gres=gpu:2 -J "elastic:$lead" -o /dev/null --wrap "sleep 600")
-end=$((SECONDS + 30))
-until [ "$(t_job_state "$grant")" = RUNNING ]; do
-	[ $SECONDS -lt $end ] || t_fail "grant job $grant did not start"
-	sleep 0.3
-done
-scontrol release "$lead"
-# Wait for the elastic run to be well under way on 4 ranks, then lose the grant.
-end=$((SECONDS + 90))
-until grep -q '^step 20 ' "$T_DIR/lead.out" 2>/dev/null; do
-	[ $SECONDS -lt $end ] || { cat "$T_DIR/lead.out"; t_fail "the elastic run did not reach step 20"; }
-	sleep 0.2
-done
+. "$(dirname "$0")/lib.sh"
+lr_start "--epochs 3 --samples 4096 --global-batch 128 --step-sleep 20000" 2
+# Well under way on 4 ranks: lose the grant.
+lr_wait_step 20
 t_log "cancelling grant $grant"
 t_kill=$(date +%s.%N)
 scancel "$grant"
@@ -43,7 +20,7 @@ cat "$T_DIR/lead.out"
 t_grep "job $lead: 4 ranks on node1:2 GPUs" "$T_DIR/lead.out" "the first launch did not use 4 GPUs"
 t_grep "re-form 1: 2 ranks on node1:2 GPUs \(job $lead\)" "$T_DIR/lead.out" "no re-form on the 2 GPUs left"
 # The relaunch resumed: its first step is past the ones done before the loss.
-first=$(awk '/re-form 1:/{f=1} f && /^step [0-9]+ /{print $2; exit}' "$T_DIR/lead.out")
+first=$(lr_first_step_after_reform)
 t_first=$(awk '/re-form 1:/{f=1} f && /^step [0-9]+ /{sub(/.*t=/, ""); print $1; exit}' "$T_DIR/lead.out")
 [ -n "$first" ] && [ "$first" -ge 20 ] || t_fail "the relaunch started at step '${first:-none}', not from the snapshot (>= 20)"
 t_grep "^done: .* size 2 .* 0 bad, 0 violations" "$T_DIR/lead.out" "the run did not finish at size 2 with every sample once"

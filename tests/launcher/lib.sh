@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/launcher/lib.sh: an elastic_train run under elastic-run over a 2-GPU
+# job on node1 and a grant job on node2, with a reference run without any
+# change first (sourced after tests/lib.sh).
+
+# lr_start ARGS GRANT_GPUS: submits both jobs, starts the run; sets lead,
+# grant, train. The job's output is $T_DIR/lead.out.
+lr_start() {
+	local args=$1 ggpus=$2 end
+	t_need_cluster
+	t_scratch
+	train=${top_builddir:?}/examples/elastic_train
+	[ -x "$train" ] || t_skip "examples/elastic_train not built"
+	cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
+	# (elastic_train in place: its libtool wrapper finds libelastic in the build tree)
+	lead=$(t_sbatch root -N1 -n2 -w node1 --gres=gpu:2 -H -o "$T_DIR/lead.out" -D "$T_DIR" --wrap "
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# the reference: the same training, no change, 2 ranks
+ELASTIC_JOB_ID=ref\$SLURM_JOB_ID mpirun --bind-to none -np 2 $train $args --quiet --out ref.model > ref.out 2>&1 || echo 'reference failed'
+echo reference-done
+exec ./elastic-run -v -- $train $args --compare ref.model")
+	grant=$(t_sbatch root -N1 -w node2 --gres=gpu:"$ggpus" -J "elastic:$lead" -o /dev/null --wrap "sleep 600")
+	end=$((SECONDS + 30))
+	until [ "$(t_job_state "$grant")" = RUNNING ]; do
+		[ $SECONDS -lt $end ] || t_fail "grant job $grant did not start"
+		sleep 0.3
+	done
+	scontrol release "$lead"
+}
+
+# lr_wait_step N: until the elastic run printed step N.
+lr_wait_step() {
+	local end=$((SECONDS + 90))
+	until grep -aq "^step $1 " "$T_DIR/lead.out" 2>/dev/null; do
+		[ $SECONDS -lt $end ] || {
+			cat "$T_DIR/lead.out"
+			t_fail "the elastic run did not reach step $1"
+		}
+		sleep 0.2
+	done
+}
+
+# lr_first_step_after_reform: the first step printed by the relaunch.
+lr_first_step_after_reform() {
+	awk '/re-form 1:/{f=1} f && /^step [0-9]+ /{print $2; exit}' "$T_DIR/lead.out"
+}
