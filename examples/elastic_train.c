@@ -91,6 +91,17 @@ static double _now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static int term_rank;
+
+static void _on_term(int sig)
+{
+	char msg[64];
+	int n = snprintf(msg, sizeof(msg), "rank %d: ended by SIGTERM\n", term_rank);
+	if (write(STDOUT_FILENO, msg, (size_t)n) < 0) {
+	}
+	_exit(128 + sig);
+}
+
 static void _die_now(int sig)
 {
 	kill(getpid(), SIGKILL);
@@ -391,6 +402,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank0);
+	term_rank = rank0;
+	signal(SIGTERM, _on_term); /* say so when the runtime ends this rank */
 	uses = calloc((size_t)o.samples, sizeof(*uses));
 	idx = malloc((size_t)o.global * sizeof(*idx));
 	all = malloc((size_t)o.global * sizeof(*all));

