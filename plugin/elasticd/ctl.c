@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "elasticd.h"
+#include "grants.h"
 
 #define ANNOUNCED_MAX 64
 
@@ -240,44 +241,25 @@ static void _choose_release(struct ed_ctl *c, const struct ed_snapshot *s,
 			    const int *gclass, const struct ed_job *j, int node,
 			    int excess, uint64_t now_ms, int from, int to)
 {
-	int exact = -1, cover = -1;
-	for (int g = 0; g < s->ngrants; g++) {
-		const struct ed_grant *gr = &s->grants[g];
-		if (gclass[g] != G_HELD || gr->job != j->id || gr->node != node ||
-		    gr->state != ED_GRANT_RUNNING)
-			continue;
-		if (gr->gpus == excess && exact < 0)
-			exact = g;
-		if (gr->gpus > excess && (cover < 0 || gr->gpus < s->grants[cover].gpus))
-			cover = g;
-	}
-	int pick[64], npick = 0;
-	if (exact >= 0)
-		pick[npick++] = exact;
-	else if (cover >= 0)
-		pick[npick++] = cover;
-	else {
-		/* Largest first until covered. */
-		int left = excess;
-		char *used = calloc((size_t)s->ngrants + 1, 1);
-		while (used && left > 0 && npick < 64) {
-			int best = -1;
-			for (int g = 0; g < s->ngrants; g++) {
-				const struct ed_grant *gr = &s->grants[g];
-				if (used[g] || gclass[g] != G_HELD || gr->job != j->id ||
-				    gr->node != node || gr->state != ED_GRANT_RUNNING)
-					continue;
-				if (best < 0 || gr->gpus > s->grants[best].gpus)
-					best = g;
-			}
-			if (best < 0)
-				break;
-			used[best] = 1;
-			pick[npick++] = best;
-			left -= s->grants[best].gpus;
+	/* The candidates: this job's running, held grants on the node. */
+	int *idx = calloc((size_t)s->ngrants + 1, sizeof(*idx));
+	int *sizes = calloc((size_t)s->ngrants + 1, sizeof(*sizes));
+	int pick[64], npick = 0, n = 0;
+	if (idx && sizes) {
+		for (int g = 0; g < s->ngrants; g++) {
+			const struct ed_grant *gr = &s->grants[g];
+			if (gclass[g] != G_HELD || gr->job != j->id || gr->node != node ||
+			    gr->state != ED_GRANT_RUNNING)
+				continue;
+			idx[n] = g;
+			sizes[n++] = gr->gpus;
 		}
-		free(used);
+		npick = elastic__pick_release(sizes, n, excess, pick, 64);
+		for (int k = 0; k < npick; k++)
+			pick[k] = idx[pick[k]];
 	}
+	free(idx);
+	free(sizes);
 	for (int k = 0; k < npick; k++) {
 		const struct ed_grant *gr = &s->grants[pick[k]];
 		struct _release *r;

@@ -15,6 +15,7 @@
 
 #include "elastic_conf.h"
 #include "elasticd.h"
+#include "grants.h"
 
 /* What a grant's AdminComment starts with; only administrators can set it,
  * so a user naming a job "elastic:<id>" does not make it a grant. */
@@ -50,46 +51,6 @@ static void _copy(char *dst, const char *src, size_t size)
 	snprintf(dst, size, "%s", src ? src : "");
 }
 
-/* GPU count of one GRES entry list such as "gpu:4", "gpu:a100:2(IDX:0-1)",
- * "gres/gpu:2" or "gpu:2(S:0),mps:100": the sum over the gpu entries. */
-static int _gpu_count(const char *gres)
-{
-	int total = 0;
-	const char *p = gres;
-	if (!p)
-		return 0;
-	while (*p) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		char item[128];
-		if (len >= sizeof(item))
-			len = sizeof(item) - 1;
-		memcpy(item, p, len);
-		item[len] = '\0';
-		char *paren = strchr(item, '(');
-		if (paren)
-			*paren = '\0';
-		char *name = item;
-		if (strncmp(name, "gres/", 5) == 0 || strncmp(name, "gres:", 5) == 0)
-			name += 5;
-		if (strncmp(name, "gpu", 3) == 0 && (name[3] == ':' || name[3] == '\0')) {
-			char *colon = strrchr(name, ':');
-			if (colon && colon[1]) {
-				char *e;
-				long n = strtol(colon + 1, &e, 10);
-				if (*e == '\0' && n > 0 && n < 100000)
-					total += (int)n;
-			} else if (!colon) {
-				total += 1; /* "gpu" alone means one */
-			}
-		}
-		if (!end)
-			break;
-		p = end + 1;
-	}
-	return total;
-}
-
 static int _node_index(const struct ed_snapshot *s, const char *name)
 {
 	for (int i = 0; i < s->nnodes; i++)
@@ -121,7 +82,7 @@ static int _job_places(const struct ed_snapshot *s, const slurm_job_info_t *ji,
 	}
 	while ((host = slurm_hostlist_shift(hl))) {
 		if ((uint32_t)k < ji->gres_detail_cnt) {
-			int g = _gpu_count(ji->gres_detail_str[k]);
+			int g = elastic__gres_gpus(ji->gres_detail_str[k]);
 			int idx = _node_index(s, host);
 			if (g > 0 && idx >= 0) {
 				pl[n].node = idx;
@@ -157,7 +118,7 @@ static int _load_nodes(struct ed_snapshot *s, elastic_error_t *err)
 			continue;
 		n = &s->nodes[s->nnodes++];
 		_copy(n->name, ni->name, sizeof(n->name));
-		n->gpus = _gpu_count(ni->gres);
+		n->gpus = elastic__gres_gpus(ni->gres);
 		if (base == NODE_STATE_DOWN || base == NODE_STATE_FUTURE ||
 		    base == NODE_STATE_UNKNOWN ||
 		    (ni->node_state &
@@ -292,7 +253,7 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 					free(pl);
 				}
 			} else {
-				g->gpus = _gpu_count(ji->tres_per_node);
+				g->gpus = elastic__gres_gpus(ji->tres_per_node);
 				if (ji->req_nodes)
 					g->node = _node_index(s, ji->req_nodes);
 			}
