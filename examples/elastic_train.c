@@ -40,6 +40,8 @@ struct opts {
 	char kill_where[MAX_KILL][16];
 	long kill_delay_us;
 	long stop_after;
+	int hang_rank;
+	long hang_step;
 	long step_sleep_us;
 	const char *out, *compare, *progress;
 	double tolerance;
@@ -157,6 +159,10 @@ static void _usage(FILE *f)
 		"keeping the\n"
 		"                     snapshot (a planned shrink or grow: relaunch to "
 		"resume)\n"
+		"  --hang R:S         the rank that started as R stops making progress "
+		"at step S\n"
+		"                     (sleeps; no rank sees a failure: "
+		"ELASTIC_STEP_TIMEOUT's case)\n"
 		"  --kill-delay US    for WHERE=timer: delay after the step begins "
 		"(1000)\n"
 		"  --out FILE         write the final model (rank 0)\n"
@@ -175,25 +181,16 @@ static void _usage(FILE *f)
 static int _parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{"samples", 1, 0, 'n'},
-		{"features", 1, 0, 'd'},
-		{"global-batch", 1, 0, 'b'},
-		{"max-micro", 1, 0, 'm'},
-		{"epochs", 1, 0, 'e'},
-		{"lr", 1, 0, 'l'},
-		{"seed", 1, 0, 's'},
-		{"step-sleep", 1, 0, 'z'},
-		{"kill", 1, 0, 'k'},
-		{"kill-delay", 1, 0, 'K'},
-		{"stop-after", 1, 0, 'S'},
-		{"out", 1, 0, 'o'},
-		{"progress", 1, 0, 'P'},
-		{"compare", 1, 0, 'c'},
-		{"tolerance", 1, 0, 't'},
-		{"quiet", 0, 0, 'q'},
-		{"update-after-commit", 0, 0, 'u'},
-		{"help", 0, 0, 'h'},
-		{0, 0, 0, 0},
+		{"samples", 1, 0, 'n'},	     {"features", 1, 0, 'd'},
+		{"global-batch", 1, 0, 'b'}, {"max-micro", 1, 0, 'm'},
+		{"epochs", 1, 0, 'e'},	     {"lr", 1, 0, 'l'},
+		{"seed", 1, 0, 's'},	     {"step-sleep", 1, 0, 'z'},
+		{"kill", 1, 0, 'k'},	     {"kill-delay", 1, 0, 'K'},
+		{"stop-after", 1, 0, 'S'},   {"hang", 1, 0, 'H'},
+		{"out", 1, 0, 'o'},	     {"progress", 1, 0, 'P'},
+		{"compare", 1, 0, 'c'},	     {"tolerance", 1, 0, 't'},
+		{"quiet", 0, 0, 'q'},	     {"update-after-commit", 0, 0, 'u'},
+		{"help", 0, 0, 'h'},	     {0, 0, 0, 0},
 	};
 	int c;
 	char *end;
@@ -206,6 +203,7 @@ static int _parse(int argc, char **argv, struct opts *o)
 			   .lr = 0.5,
 			   .seed = 1,
 			   .kill_delay_us = 1000,
+			   .hang_rank = -1,
 			   .tolerance = 1e-12};
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		errno = 0;
@@ -250,6 +248,15 @@ static int _parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'c':
 			o->compare = optarg;
+			end = "";
+			break;
+		case 'H':
+			if (sscanf(optarg, "%d:%ld", &o->hang_rank, &o->hang_step) != 2) {
+				fprintf(stderr,
+					"elastic_train: --hang '%s': expected R:S\n",
+					optarg);
+				return -1;
+			}
 			end = "";
 			break;
 		case 'S':
@@ -487,6 +494,12 @@ int main(int argc, char **argv)
 		ok = elastic_allreduce(ctx, sums, tot, (int)o.features + 3, MPI_INT64_T,
 				       MPI_SUM) == 0;
 		_maybe_kill(&o, rank0, step, "reduce");
+		if (rank0 == o.hang_rank && (long)step == o.hang_step) {
+			printf("HANG rank %d step %llu t=%.6f\n", rank0,
+			       (unsigned long long)step, _now());
+			fflush(stdout);
+			sleep(3600);
+		}
 		if (ok)
 			ok = elastic_allgather_i64(ctx, (const int64_t *)idx, (int)n, all,
 						   (int)o.global, &ngot) == 0;

@@ -227,6 +227,18 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 				     v);
 		e.finalize_timeout_s = d;
 	}
+	if ((v = getenv_fn("ELASTIC_STEP_TIMEOUT")) && *v) {
+		char *end;
+		errno = 0;
+		double d = strtod(v, &end);
+		if (end == v || *end || errno || !isfinite(d) || d < 0 || d > 86400)
+			return _fail(
+				err, EINVAL,
+				"ELASTIC_STEP_TIMEOUT='%s': expected seconds in 0..86400 "
+				"(0 = off)",
+				v);
+		e.step_timeout_s = d;
+	}
 	if ((v = getenv_fn("ELASTIC_SHM_DIR")) && *v) {
 		if (v[0] != '/' || strlen(v) >= sizeof(e.shm_dir))
 			return _fail(
@@ -274,27 +286,35 @@ static void *_watchdog(void *arg)
 
 	pthread_mutex_lock(&ctx->wd_lock);
 	while (!ctx->wd_stop) {
-		if (ctx->wd_deadline <= 0) {
-			pthread_cond_wait(&ctx->wd_cond, &ctx->wd_lock);
-			continue;
-		}
-		double left = ctx->wd_deadline - elastic__now_mono();
-		if (left <= 0) {
-			char msg[160];
-			int n = snprintf(
-				msg, sizeof(msg),
-				"libelastic[%d]: recovery did not finish in %g s: "
-				"exiting %d so that the job is re-formed\n",
-				ctx->rank, ctx->wd_timeout_s, ELASTIC_EXIT_REFORM);
-			/* The one place the library ends the process (documented in
-			 * elastic.h): ULFM recovery itself can hang. */
-			if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
+		int64_t d = atomic_load(&ctx->wd_deadline_ns);
+		double wait = 0.1; /* a step deadline is armed without a wake-up */
+		if (d > 0) {
+			double left = d * 1e-9 - elastic__now_mono();
+			if (left <= 0) {
+				char msg[200];
+				int kind = atomic_load(&ctx->wd_kind);
+				int n = snprintf(msg, sizeof(msg),
+						 "libelastic[%d]: %s did not finish in "
+						 "%g s: exiting "
+						 "%d so that the job is re-formed\n",
+						 ctx->rank,
+						 kind == 2 ? "a step" : "recovery",
+						 kind == 2 ? ctx->env.step_timeout_s
+							   : ctx->wd_timeout_s,
+						 ELASTIC_EXIT_REFORM);
+				/* The library ends the process here (documented in
+				 * elastic.h): ULFM recovery, or a step whose failure
+				 * went unnoticed, can hang. */
+				if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
+				}
+				_exit(ELASTIC_EXIT_REFORM);
 			}
-			_exit(ELASTIC_EXIT_REFORM);
+			if (left < wait)
+				wait = left;
 		}
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		double until = ts.tv_sec + ts.tv_nsec * 1e-9 + (left < 0.5 ? left : 0.5);
+		double until = ts.tv_sec + ts.tv_nsec * 1e-9 + wait;
 		ts.tv_sec = (time_t)until;
 		ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
 		pthread_cond_timedwait(&ctx->wd_cond, &ctx->wd_lock, &ts);
@@ -303,15 +323,23 @@ static void *_watchdog(void *arg)
 	return NULL;
 }
 
-void elastic__watchdog_arm(elastic_ctx_t *ctx, int on)
+void elastic__watchdog_arm(elastic_ctx_t *ctx, int kind)
 {
+	double t = kind == 1   ? ctx->wd_timeout_s
+		   : kind == 2 ? ctx->env.step_timeout_s
+			       : 0;
+
 	if (!ctx->wd_running)
 		return;
-	pthread_mutex_lock(&ctx->wd_lock);
-	ctx->wd_deadline =
-		on && ctx->wd_timeout_s > 0 ? elastic__now_mono() + ctx->wd_timeout_s : 0;
-	pthread_cond_signal(&ctx->wd_cond);
-	pthread_mutex_unlock(&ctx->wd_lock);
+	atomic_store(&ctx->wd_kind, kind);
+	atomic_store(&ctx->wd_deadline_ns,
+		     kind && t > 0 ? (int64_t)((elastic__now_mono() + t) * 1e9) : 0);
+	if (kind == 1) {
+		/* recovery (rare): wake the thread for an exact deadline */
+		pthread_mutex_lock(&ctx->wd_lock);
+		pthread_cond_signal(&ctx->wd_cond);
+		pthread_mutex_unlock(&ctx->wd_lock);
+	}
 }
 
 int elastic_set_commit_mode(elastic_ctx_t *ctx, int mode, elastic_error_t *err)

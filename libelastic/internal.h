@@ -69,7 +69,8 @@ struct elastic_ctx {
 	pthread_mutex_t wd_lock;
 	pthread_cond_t wd_cond;
 	double wd_timeout_s;
-	double wd_deadline; /* CLOCK_MONOTONIC seconds; 0: disarmed */
+	_Atomic int64_t wd_deadline_ns; /* CLOCK_MONOTONIC; 0: disarmed */
+	_Atomic int wd_kind;		/* 1: recovery, 2: step */
 	int wd_stop;
 
 	struct elastic_stats stats;
@@ -83,8 +84,9 @@ void elastic__log(elastic_ctx_t *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 double elastic__now_mono(void);
 double elastic__now_real(void);
-/* Arm (on = 1: deadline = now + timeout) or disarm the recovery watchdog. */
-void elastic__watchdog_arm(elastic_ctx_t *ctx, int on);
+/* Arm the watchdog for a recovery (kind 1: ELASTIC_WATCHDOG) or a step
+ * (kind 2: ELASTIC_STEP_TIMEOUT), or disarm it (kind 0). */
+void elastic__watchdog_arm(elastic_ctx_t *ctx, int kind);
 /* One allgather over comm of (host, committed step): the range of committed
  * steps over its ranks and this rank's index among those on its host.
  * Returns the MPI return code. */

@@ -340,6 +340,7 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 	ctx->in_step = 1;
 	ctx->step_ok = 1;
 	ctx->comm_ok = 1;
+	elastic__watchdog_arm(ctx, 2); /* ELASTIC_STEP_TIMEOUT, if set */
 	return 0;
 }
 
@@ -466,7 +467,17 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 	return 0;
 }
 
+static int _commit(elastic_ctx_t *ctx, elastic_error_t *err);
+
 int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err)
+{
+	int r = _commit(ctx, err);
+	if (ctx)
+		elastic__watchdog_arm(ctx, 0);
+	return r;
+}
+
+static int _commit(elastic_ctx_t *ctx, elastic_error_t *err)
 {
 	int flag, rc;
 

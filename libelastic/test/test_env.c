@@ -56,7 +56,8 @@ static void full_environment(void **state)
 		"ELASTIC_SIZES=2,4,8",	       "ELASTIC_CONTROLLER=elastic-ctl:6820",
 		"ELASTIC_DEBUG=yes",	       "ELASTIC_WATCHDOG=2.5",
 		"ELASTIC_SHM_DIR=/tmp/x",      "ELASTIC_CHECKPOINT_DIR=/ckpt",
-		"ELASTIC_CHECKPOINT_EVERY=10", NULL};
+		"ELASTIC_CHECKPOINT_EVERY=10", "ELASTIC_STEP_TIMEOUT=30",
+		"ELASTIC_SNAPSHOT_EVERY=5",    NULL};
 	assert_int_equal(parse(&e, &err, vars), 0);
 	assert_string_equal(e.job_id, "1234");
 	assert_int_equal(e.min_gpus, 2);
@@ -71,6 +72,8 @@ static void full_environment(void **state)
 	assert_string_equal(e.shm_dir, "/tmp/x");
 	assert_string_equal(e.checkpoint_dir, "/ckpt");
 	assert_int_equal(e.checkpoint_every, 10);
+	assert_true(e.step_timeout_s == 30);
+	assert_int_equal(e.snapshot_every, 5);
 }
 
 /* Each bad value fails with EINVAL, names the variable, and changes nothing. */
@@ -98,6 +101,9 @@ static void bad_values_are_refused(void **state)
 		{"ELASTIC_DEBUG=7", "ELASTIC_DEBUG"},
 		{"ELASTIC_WATCHDOG=-1", "ELASTIC_WATCHDOG"},
 		{"ELASTIC_WATCHDOG=nan", "ELASTIC_WATCHDOG"},
+		{"ELASTIC_STEP_TIMEOUT=1e9", "ELASTIC_STEP_TIMEOUT"},
+		{"ELASTIC_FINALIZE_TIMEOUT=x", "ELASTIC_FINALIZE_TIMEOUT"},
+		{"ELASTIC_SNAPSHOT_EVERY=0", "ELASTIC_SNAPSHOT_EVERY"},
 		{"ELASTIC_SHM_DIR=relative", "absolute"},
 		{"ELASTIC_CHECKPOINT_EVERY=5", "ELASTIC_CHECKPOINT_DIR"},
 		{"ELASTIC_CHECKPOINT_EVERY=0", "ELASTIC_CHECKPOINT_EVERY"},

@@ -105,6 +105,11 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  *                        recovery does not finish in time the process exits
  *                        with ELASTIC_EXIT_REFORM so that the launcher can
  *                        re-form the job (path B)
+ *   ELASTIC_STEP_TIMEOUT seconds, 0..86400 (default 0 = off): a step (begin
+ *                        to the end of its commit) that takes longer ends
+ *                        the process with ELASTIC_EXIT_REFORM, as the
+ *                        watchdog does: a failure no rank noticed must not
+ *                        hang the job
  *   ELASTIC_FINALIZE_TIMEOUT  seconds, 0..86400 (default 10): see
  *                        elastic_finalize
  *   ELASTIC_SHM_DIR      directory of node-local snapshots (default /dev/shm)
@@ -247,6 +252,7 @@ struct elastic_env {
 	int debug;
 	double watchdog_s;
 	double finalize_timeout_s;
+	double step_timeout_s;
 	char shm_dir[256];
 	char checkpoint_dir[256];
 	long checkpoint_every;
