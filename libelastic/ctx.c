@@ -480,6 +480,7 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 		elastic__log(ctx, ELASTIC_LOG_WARN, "cannot create %s: %s",
 			     ctx->env.checkpoint_dir, strerror(errno));
 	elastic__stop_signal_install(ctx);
+	elastic__bind_near_gpu(ctx);
 	if (pthread_create(&ctx->wd_thread, NULL, _watchdog, ctx) == 0)
 		ctx->wd_running = 1;
 	else

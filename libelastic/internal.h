@@ -132,6 +132,9 @@ void elastic__snap_file_remove(const char *prefix, uint64_t keep_launch);
 int elastic__snap_owner_claim(const char *prefix, uint64_t launch);
 int elastic__snap_owner_is(const char *prefix, uint64_t launch);
 
+/* bind.c: bind to the cores nearest this rank's GPU (at init). */
+void elastic__bind_near_gpu(elastic_ctx_t *ctx);
+
 /* nccl.c (only with HAVE_NCCL; stubs report ENODEV otherwise). */
 void elastic__nccl_on_change(elastic_ctx_t *ctx, const int *failed, int nfailed);
 void elastic__nccl_free(elastic_ctx_t *ctx);

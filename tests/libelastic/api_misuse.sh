@@ -14,4 +14,9 @@ cat "$T_DIR/out"
 [ $rc = 137 ] && t_fail "api_misuse hung (60 s)"
 [ $rc = 0 ] || t_fail "api_misuse failed (exit $rc)"
 t_grep '^api_misuse: [0-9]+ checks per rank, 0 failed' "$T_DIR/out" "all checks passed"
+# GPU binding: bound near the GPU, or left alone with the reason at debug level
+ELASTIC_DEBUG=3 timeout -s KILL 60 $MPIRUN -np 1 "$TRAIN" --epochs 1 --quiet >"$T_DIR/bind" 2>&1 ||
+	{ cat "$T_DIR/bind"; t_fail "elastic_train -np 1 failed"; }
+t_grep 'bound to cores .* near GPU|binding left alone: .+' "$T_DIR/bind" "binding decision logged"
+t_log "$(grep -Eo '(bound to cores|binding left alone).*' "$T_DIR/bind" | head -1)"
 exit 0

@@ -112,6 +112,8 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  *                        hang the job
  *   ELASTIC_FINALIZE_TIMEOUT  seconds, 0..86400 (default 10): see
  *                        elastic_finalize
+ *   ELASTIC_BIND         no: leave CPU binding alone (default: bind the rank
+ *                        to the cores nearest its GPU where hwloc shows them)
  *   ELASTIC_SHM_DIR      directory of node-local snapshots (default /dev/shm)
  *   ELASTIC_SNAPSHOT_EVERY  write the node-local snapshot every N committed
  *                        steps, 1..2^31 (default 1): a re-form redoes at
