@@ -4,7 +4,8 @@
 # of a shrink (release ordered, not yet acknowledged) and started again, it
 # resumes the release from what slurmctld holds and reaches the right split
 # with no orphan grant; a job that ends while elasticd is down loses its
-# grants as soon as elasticd is back.
+# grants as soon as elasticd is back; killed right after submitting grants,
+# it submits no duplicates when it is back.
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
@@ -64,5 +65,29 @@ done
 t_log "its grants were cancelled $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t0}")s after the restart"
 ctl_wait_split 30 "$j2=8"
 no_orphans "$j2"
+
+# Killed right after submitting grants (a grow in flight): the restarted
+# elasticd finds them by name and submits no second set.
+ctl_kill9
+scancel "$j2"
+j3=$(ctl_job alice acct_a 1 8 30)
+ctl_client alice "$j3"
+skip=$(wc -l <"$T_DIR/elasticd.log")
+ctl_start
+end=$((SECONDS + 20))
+until tail -n +"$((skip + 1))" "$T_DIR/elasticd.log" | grep -q "job $j3: growing .* submitted"; do
+	[ $SECONDS -lt $end ] || t_fail "no grant submitted for job $j3"
+	sleep 0.01
+done
+ctl_kill9
+before=$(ctl_grants "$j3" | wc -l)
+t_log "killed right after submitting $before grant(s) for job $j3: $(ctl_grants "$j3" | tr '\n' ';')"
+ctl_start
+ctl_wait_split 30 "$j3=8"
+sleep 2
+ctl_wait_split 5 "$j3=8"
+[ "$(ctl_grants "$j3" | grep -vc RUNNING)" = 0 ] || t_fail "grants of job $j3 left pending: $(ctl_grants "$j3")"
+no_orphans "$j3"
+t_log "after the restart job $j3 holds 8 GPUs with $(ctl_grants "$j3" | wc -l) grants, none pending, none duplicated"
 ctl_alive || t_fail "elasticd died"
 t_log "PASS"
