@@ -60,6 +60,7 @@ struct ed_ctl {
 	int nrels, caprels;
 	uint64_t next_order;
 	uint64_t last_tick_ms;
+	time_t snap_fail_since, snap_fail_logged;
 	char last_plan_error[256];
 };
 
@@ -315,8 +316,21 @@ void ed_ctl_tick(struct ed_ctl *c)
 
 	c->last_tick_ms = now_ms;
 	if (ed_slurm_snapshot(c->conf.grant_prefix, &s, &err) < 0) {
-		ed_error("no snapshot of slurmctld this tick: %s", err.text);
+		/* slurmctld down or busy: say so at once, then once a minute. */
+		if (!c->snap_fail_since || now - c->snap_fail_logged >= 60) {
+			ed_error("no snapshot of slurmctld: %s (nothing changes until it "
+				 "answers)",
+				 err.text);
+			c->snap_fail_logged = now;
+		}
+		if (!c->snap_fail_since)
+			c->snap_fail_since = now;
 		return;
+	}
+	if (c->snap_fail_since) {
+		ed_info("slurmctld answers again (after %ld s)",
+			(long)(now - c->snap_fail_since));
+		c->snap_fail_since = 0;
 	}
 	/* Jobs: which are here, which ended. */
 	for (int i = 0; i < c->njobs; i++)
@@ -585,11 +599,12 @@ void ed_ctl_tick(struct ed_ctl *c)
 			    : releasing > 0 || t->gpus < rt->cur ? ELASTIC_STATE_SHRINKING
 			    : pending > 0 || t->gpus > rt->cur	 ? ELASTIC_STATE_GROWING
 								 : ELASTIC_STATE_STEADY;
-		if (rt->cur != rt->last_cur) {
-			if (rt->last_cur)
-				rt->last_resize = now;
-			rt->last_cur = rt->cur;
-		}
+		/* A grow's time is its grant's start (taken above); a shrink
+		 * that we did not time ourselves (a grant ended by someone
+		 * else) is dated when we see it. */
+		if (rt->last_cur && rt->cur < rt->last_cur && rt->last_resize < now - 1)
+			rt->last_resize = now;
+		rt->last_cur = rt->cur;
 		if (j->running && ed_channel_job_connected(c->ch, j->id)) {
 			if (!rt->target_valid || rt->target_sent != rt->target)
 				_send_target(c, rt);

@@ -100,8 +100,8 @@ uid_t ed_slurm_user(void);
 int ed_slurm_snapshot(const char *grant_prefix, struct ed_snapshot *s,
 		      elastic_error_t *err);
 void ed_snapshot_free(struct ed_snapshot *s);
-/* 1 if slurmctld's job list changed since the last snapshot (or cannot be
- * told), 0 if not: a cheap RPC for reacting to events between ticks. */
+/* 1 if slurmctld's job list changed since the last snapshot, 0 if not or
+ * when slurmctld does not answer: a cheap RPC for reacting between ticks. */
 int ed_slurm_jobs_changed(void);
 int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
 			  const char *prefix, const char *qos, uint32_t *grant_id,

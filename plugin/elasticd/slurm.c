@@ -295,7 +295,7 @@ int ed_slurm_jobs_changed(void)
 	 * missed with _jobs_seen itself, so ask from the second before (at
 	 * worst one needless snapshot after a change). */
 	if (slurm_load_jobs(_jobs_seen - 1, &jm, SHOW_ALL) != SLURM_SUCCESS)
-		return errno == SLURM_NO_CHANGE_IN_DATA ? 0 : 1;
+		return 0; /* no change; or an error, which the next tick reports */
 	slurm_free_job_info_msg(jm);
 	return 1;
 }
