@@ -21,7 +21,7 @@ ELASTIC_JOB_ID=ref\$SLURM_JOB_ID mpirun --bind-to none -np 2 $train $args --quie
 echo reference-done
 exec ./elastic-run -v -- $train $args --compare ref.model")
 	grant=$(t_sbatch root -N1 -w node2 --gres=gpu:"$ggpus" -J "elastic:$lead" -o /dev/null --wrap "sleep 600")
-	end=$((SECONDS + 30))
+	end=$((SECONDS + 120))
 	until [ "$(t_job_state "$grant")" = RUNNING ]; do
 		[ $SECONDS -lt $end ] || t_fail "grant job $grant did not start"
 		sleep 0.3
