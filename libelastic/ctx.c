@@ -148,21 +148,32 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 			return -1;
 		e.grace_s = (int)x;
 	}
-	if ((v = getenv_fn("ELASTIC_SIZES")) && *v) {
+	if ((v = getenv_fn("ELASTIC_SIZES")) && *v && strcasecmp(v, "any") != 0) {
 		const char *p = v;
 		int lo = e.min_gpus ? e.min_gpus : 1,
 		    hi = e.max_gpus ? e.max_gpus : 65536;
+		if (!strcasecmp(v, "pow2")) {
+			for (int z = 1; z <= hi; z *= 2)
+				if (z >= lo)
+					e.sizes[e.nsizes++] = z;
+			if (e.nsizes == 0)
+				return _fail(
+					err, EINVAL,
+					"ELASTIC_SIZES=pow2: no power of two in %d..%d",
+					lo, hi);
+			p = "";
+		}
 		while (*p) {
 			char *end;
 			errno = 0;
 			long s = strtol(p, &end, 10);
 			if (end == p || errno || s < lo || s > hi ||
 			    (*end && *end != ','))
-				return _fail(err, EINVAL,
-					     "ELASTIC_SIZES='%s': expected increasing "
-					     "sizes in "
-					     "%d..%d separated by ','",
-					     v, lo, hi);
+				return _fail(
+					err, EINVAL,
+					"ELASTIC_SIZES='%s': expected any, pow2, or "
+					"increasing sizes in %d..%d separated by ','",
+					v, lo, hi);
 			if (e.nsizes > 0 && s <= e.sizes[e.nsizes - 1])
 				return _fail(err, EINVAL,
 					     "ELASTIC_SIZES='%s': sizes must be "

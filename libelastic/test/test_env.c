@@ -142,6 +142,29 @@ static void min_max_and_sizes_are_consistent(void **state)
 	assert_int_equal(e.nsizes, 3);
 }
 
+static void sizes_any_and_pow2(void **state)
+{
+	struct elastic_env e;
+	elastic_error_t err;
+	const char *a[] = {"ELASTIC_SIZES=any", NULL};
+	assert_int_equal(parse(&e, &err, a), 0);
+	assert_int_equal(e.nsizes, 0);
+	const char *b[] = {"ELASTIC_MIN_GPUS=3", "ELASTIC_MAX_GPUS=20",
+			   "ELASTIC_SIZES=pow2", NULL};
+	assert_int_equal(parse(&e, &err, b), 0);
+	assert_int_equal(e.nsizes, 3);
+	assert_int_equal(e.sizes[0], 4);
+	assert_int_equal(e.sizes[1], 8);
+	assert_int_equal(e.sizes[2], 16);
+	const char *c[] = {"ELASTIC_MIN_GPUS=5", "ELASTIC_MAX_GPUS=7",
+			   "ELASTIC_SIZES=pow2", NULL};
+	assert_int_equal(parse(&e, &err, c), -1);
+	assert_non_null(strstr(err.text, "no power of two in 5..7"));
+	const char *d[] = {"ELASTIC_SIZES=pow3", NULL};
+	assert_int_equal(parse(&e, &err, d), -1);
+	assert_non_null(strstr(err.text, "any, pow2"));
+}
+
 static void null_arguments(void **state)
 {
 	elastic_error_t err;
@@ -171,6 +194,7 @@ int main(void)
 		cmocka_unit_test(full_environment),
 		cmocka_unit_test(bad_values_are_refused),
 		cmocka_unit_test(min_max_and_sizes_are_consistent),
+		cmocka_unit_test(sizes_any_and_pow2),
 		cmocka_unit_test(null_arguments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

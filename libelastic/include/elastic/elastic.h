@@ -97,8 +97,9 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  *   ELASTIC_MIN_GPUS     1..65536
  *   ELASTIC_MAX_GPUS     ELASTIC_MIN_GPUS..65536
  *   ELASTIC_GRACE        seconds a release order may wait, 0..86400
- *   ELASTIC_SIZES        allowed world sizes, "2,4,8" (increasing, within
- *                        MIN..MAX), empty = any
+ *   ELASTIC_SIZES        allowed world sizes: any (or empty), pow2 (powers
+ *                        of two within MIN..MAX), or a list "2,4,8"
+ *                        (increasing, within MIN..MAX)
  *   ELASTIC_CONTROLLER   host:port of elasticd, port 1..65535
  *   ELASTIC_DEBUG        0..3 (or yes/no): log to stderr at that level
  *   ELASTIC_WATCHDOG     seconds, 0..86400 (default 60; 0 = off): when a
