@@ -123,7 +123,8 @@ static int _status(int argc, char **argv)
 	}
 	if (elastic_proto_send(fd, a, &q, &err) < 0) {
 		fprintf(stderr, "elastic-ctl: %s\n", err.text);
-		return 1;
+		rc = 1;
+		goto out;
 	}
 	if (!parsable)
 		printf("%-8s %-10s %4s %4s %6s %5s %-9s %6s %-7s %-19s %8s %9s %s\n",
@@ -134,13 +135,15 @@ static int _status(int argc, char **argv)
 		if (rc <= 0) {
 			fprintf(stderr, "elastic-ctl: %s\n",
 				rc == 0 ? "no answer from elasticd in 10 s" : err.text);
-			return 1;
+			rc = 1;
+			goto out;
 		}
 		if (m.type == ELASTIC_MSG_END)
 			break;
 		if (m.type == ELASTIC_MSG_ERROR) {
 			fprintf(stderr, "elastic-ctl: elasticd refused: %s\n", m.reason);
-			return 1;
+			rc = 1;
+			goto out;
 		}
 		if (m.type != ELASTIC_MSG_JOBINFO)
 			continue;
@@ -167,11 +170,14 @@ static int _status(int argc, char **argv)
 	}
 	if (job && n == 0) {
 		fprintf(stderr, "elastic-ctl: elasticd knows no elastic job %u\n", job);
-		return 1;
+		rc = 1;
+		goto out;
 	}
+	rc = 0;
+out:
 	close(fd);
 	elastic_auth_destroy(a);
-	return 0;
+	return rc;
 }
 
 static double _now(void)
@@ -274,6 +280,9 @@ static int _proto_client(int argc, char **argv)
 		int fd = _connect(&err);
 		if (fd < 0 || !(a = elastic_auth_create(_munge_socket, &err))) {
 			_event("connect-failed %s", err.text);
+			if (fd >= 0)
+				close(fd);
+			a = NULL;
 			if (!reconnect)
 				return 1;
 			usleep(300000);
@@ -308,6 +317,8 @@ static int _proto_client(int argc, char **argv)
 			int wait = 200;
 			if (exit_after > 0 && now - start > exit_after) {
 				_event("exit");
+				close(fd);
+				elastic_auth_destroy(a);
 				return 0;
 			}
 			/* Acks that are due. */
@@ -405,8 +416,11 @@ static int _proto_client(int argc, char **argv)
 			}
 			case ELASTIC_MSG_ERROR:
 				_event("error %s", m.reason);
-				if (!reconnect)
+				if (!reconnect) {
+					close(fd);
+					elastic_auth_destroy(a);
 					return 3;
+				}
 				break;
 			default:
 				_event("unexpected %s", elastic_msg_type_name(m.type));
@@ -504,6 +518,8 @@ static int _send(int argc, char **argv)
 		int left = (int)((end - _now()) * 1000);
 		if (left <= 0) {
 			printf("open\n");
+			close(fd);
+			elastic_auth_destroy(a);
 			return 0;
 		}
 		int rc = elastic_proto_recv(fd, a, &m, NULL, NULL, left, &err);
@@ -511,6 +527,8 @@ static int _send(int argc, char **argv)
 			continue;
 		if (rc < 0) {
 			printf("closed\n");
+			close(fd);
+			elastic_auth_destroy(a);
 			return 0;
 		}
 		if (m.type == ELASTIC_MSG_ERROR)
