@@ -6,8 +6,6 @@
 # job 1 (alice) alone grows to 8 ranks; job 2 (bob) arrives -> 4/4; job 2's
 # priority 10000 vs 5000 -> 5/3; job 1 finishes -> job 2 grows to 8. Both
 # jobs complete, every epoch uses every sample once, and the loss falls.
-# (--elastic-sizes lists every size: the SPANK plugin exports ELASTIC_SIZES=any
-# for the default, which libelastic does not read yet.)
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
@@ -28,8 +26,7 @@ export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_co
 exec $run -v -- $train --epochs $3 --samples 4096 --global-batch 128 --step-sleep 25000
 EOF
 	chmod 755 "$T_DIR/job-$1.sh"
-	id=$(t_sbatch "$1" -A "$2" -J "train-$1" --elastic-gpus=1-8 --elastic-grace=30 \
-		--elastic-sizes=1,2,3,4,5,6,7,8 -N1 -n1 \
+	id=$(t_sbatch "$1" -A "$2" -J "train-$1" --elastic-gpus=1-8 --elastic-grace=30 -N1 -n1 \
 		-D "$T_DIR" -o "$T_DIR/train-$1.out" "$T_DIR/job-$1.sh")
 	echo "$id" >>"$T_DIR/jobs"
 	echo "$id"
