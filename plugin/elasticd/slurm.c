@@ -260,15 +260,16 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 			kind[i] = 2;
 		}
 	}
-	/* GPUs of every other running job (and of any job still completing)
-	 * are busy for the policy. */
+	/* GPUs of every other running job are busy for the policy. Those of
+	 * a job completing (e.g. a grant just cancelled) are not: they are
+	 * about to be free, and a grant submitted onto them starts then. */
 	for (uint32_t i = 0; i < jm->record_count; i++) {
 		slurm_job_info_t *ji = &jm->job_array[i];
 		uint32_t base = ji->job_state & JOB_STATE_BASE;
 		struct ed_place *pl;
 		int npl;
-		if (kind[i] || !(base == JOB_RUNNING || base == JOB_SUSPENDED ||
-				 (ji->job_state & JOB_COMPLETING)))
+		if (kind[i] || (ji->job_state & JOB_COMPLETING) ||
+		    !(base == JOB_RUNNING || base == JOB_SUSPENDED))
 			continue;
 		if (_job_places(s, ji, &pl, &npl) < 0)
 			continue;
