@@ -41,8 +41,10 @@ uint64_t ed_now_ms(void);
 /* ---- the snapshot of slurmctld's state (slurm.c) ---- */
 struct ed_node {
 	char name[ED_NAME_MAX];
-	int gpus; /* GPUs usable for elastic work: 0 when down/drained */
-	int busy; /* GPUs held by running jobs that are neither elastic nor grants */
+	int gpus;     /* GPUs of the node; of a down/drained node only those its
+			 running jobs hold (nothing new goes there) */
+	int busy;     /* GPUs held by running jobs that are neither elastic nor grants */
+	int unusable; /* down, drained, failing or not responding */
 };
 
 struct ed_place {

@@ -123,7 +123,7 @@ static int _load_nodes(struct ed_snapshot *s, elastic_error_t *err)
 		    base == NODE_STATE_UNKNOWN ||
 		    (ni->node_state &
 		     (NODE_STATE_DRAIN | NODE_STATE_FAIL | NODE_STATE_NO_RESPOND)))
-			n->gpus = 0;
+			n->unusable = 1;
 	}
 	slurm_free_node_info_msg(nm);
 	return 0;
@@ -276,6 +276,25 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 		for (int k = 0; k < npl; k++)
 			s->nodes[pl[k].node].busy += pl[k].gpus;
 		free(pl);
+	}
+	/* A node that takes no new work (down, drained, not responding)
+	 * offers only the GPUs its running jobs hold: nothing grows there, and
+	 * what is held stays consistent for the policy (no over-commit). */
+	for (int k = 0; k < s->nnodes; k++) {
+		struct ed_node *n = &s->nodes[k];
+		int held = n->busy;
+		if (!n->unusable)
+			continue;
+		for (int i = 0; i < s->njobs; i++)
+			for (int q = 0; q < s->jobs[i].nlead; q++)
+				if (s->jobs[i].lead[q].node == k)
+					held += s->jobs[i].lead[q].gpus;
+		for (int g = 0; g < s->ngrants; g++)
+			if (s->grants[g].node == k &&
+			    s->grants[g].state == ED_GRANT_RUNNING)
+				held += s->grants[g].gpus;
+		if (held < n->gpus)
+			n->gpus = held;
 	}
 	for (int k = 0; k < s->nnodes; k++)
 		if (s->nodes[k].busy > s->nodes[k].gpus)
