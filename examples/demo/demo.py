@@ -1,0 +1,784 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+# examples/demo/demo.py: drives the reference scenario on a testbed cluster
+# (two elastic training jobs, priority change, a node loss, a rank loss),
+# prints a live line per change, and ends with the timeline, the losses, a
+# chart and a check of both jobs against static runs of the same training.
+"""usage: demo.py [options]   (inside `testbed/cluster exec`: needs SLURM_CONF,
+ELASTIC_TESTBED_DIR and ELASTIC_MUNGE_SOCKET; run as root)
+
+The cluster must have 2 nodes x 4 GPUs with the elastic plugins of BUILD
+loaded. demo.py starts its own elasticd (the cluster's elastic.conf), then:
+  1. job 1 (alice, --elastic-gpus=1-8) starts alone and grows to 8 GPUs;
+  2. job 2 (bob, same request) arrives: 4 / 4;
+  3. job 2's priority goes to 10000 (job 1 stays at 5000): 3 / 5;
+  4. job 2 loses its part of the node it shares with job 1 (daemon, rank and
+     grant job SIGKILLed): it resumes on its remaining GPUs, elasticd grants
+     replacements; one rank of job 1 is SIGKILLed and healed in place (ULFM);
+  5. job 1 finishes: job 2 grows to 8 and finishes.
+Exit status 0 when every expectation held, 1 otherwise (the reason printed).
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def die(msg):
+    print(f"demo: error: {msg}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def run(cmd, check=True, timeout=60, env=None):
+    """Run cmd (a list); return its stdout. A failure with check ends the demo."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        if check:
+            die(f"{' '.join(cmd)}: no answer in {timeout} s")
+        return ""
+    if check and p.returncode != 0:
+        die(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip() or p.stdout.strip()}")
+    return p.stdout
+
+
+class Job:
+    def __init__(self, num, user, account, epochs):
+        self.num, self.user, self.account, self.epochs = num, user, account, epochs
+        self.id = None
+        self.out = None
+        self.reference = None
+        self.gpus = 0
+        self.layout = ""
+        self.ranks = 0
+        self.size_since = 0  # first step committed at the current size
+        self.step = -1
+        self.steps = {}  # step -> (epoch, size, loss, t)
+        self.repeated = []  # steps printed twice
+        self.offset = 0
+        self.partial = ""
+        self.pending = ""  # what the next change of size is about
+        self.launches = []  # (t, ranks, text)
+        self.next = 0  # the step that must come next
+        self.problems = []  # steps lost or repeated
+        self.unprinted = []  # committed steps whose line was lost with their launch
+        self.resume_pending = False
+        self.planned_stop = None
+        self.heals = []  # (t, step, size, ms)
+        self.reforms = 0
+        self.done = None
+        self.compare = None
+        self.finished_line = None
+        self.reasons = []  # elasticd's lines about this job since its last change
+        self.cause = ""  # what the demo did to it, for its next change
+        self.priority = None
+
+    def label(self):
+        return f"job {self.num} ({self.user}, {self.id})"
+
+
+class Demo:
+    def __init__(self, a):
+        self.a = a
+        self.build = a.build
+        self.t0 = time.time()
+        self.lock = threading.Lock()
+        self.events = []  # (t, kind, job num or 0, text, extra dict)
+        self.alloc = []  # (t, gpus1, gpus2, ranks1, ranks2)
+        self.jobs = [Job(1, "alice", "acct_a", a.epochs1), Job(2, "bob", "acct_b", a.epochs2)]
+        self.stop = threading.Event()
+        self.elasticd = None
+        self.log_off = 0
+        self.log_partial = ""
+        self.latency = {}
+        self.failed = []
+        self.drained = []
+
+    # ---- output ------------------------------------------------------
+    def rel(self, t):
+        return t - self.t0
+
+    def live(self, t, job, what, text, kind, extra=None):
+        """One live line and one event."""
+        with self.lock:
+            self.events.append((t, kind, job.num if job else 0, what + ("  " + text if text else ""),
+                                extra or {}))
+        who = f"job {job.num} ({job.user})" if job else "demo"
+        stamp = time.strftime("%H:%M:%S", time.localtime(t))
+        print(f"  {stamp} {self.rel(t):6.1f}s  {who:<12} {what:<15} {text}", flush=True)
+
+    def step_title(self, text):
+        print(f"\n==== [{self.rel(time.time()):5.1f}s] {text}", flush=True)
+        with self.lock:
+            self.events.append((time.time(), "step", 0, text, {}))
+
+    # ---- observation (a thread) --------------------------------------
+    def poll_squeue(self):
+        out = run(["squeue", "-h", "-t", "R", "-O", "JobID:16,Name:40,NodeList:40,tres-alloc:300"],
+                  check=False, timeout=10)
+        held = {}
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) < 3:
+                continue
+            jid, name = f[0], f[1]
+            nodes = f[2] if len(f) > 3 else ""
+            tres = f[-1]
+            m = re.search(r"gres/gpu=(\d+)", tres)
+            n = int(m.group(1)) if m else 0
+            for j in self.jobs:
+                if j.id and (jid == j.id or name == f"elastic:{j.id}"):
+                    held.setdefault(j.num, []).append((nodes, n, jid == j.id))
+        return held
+
+    def poll_log(self):
+        path = os.path.join(self.a.out, "elasticd.log")
+        try:
+            with open(path, errors="replace") as f:
+                f.seek(self.log_off)
+                data = f.read()
+                self.log_off = f.tell()
+        except OSError:
+            return
+        data = self.log_partial + data
+        lines = data.split("\n")
+        self.log_partial = lines.pop()
+        for line in lines:
+            m = re.search(r"elasticd: job (\d+): (.*)$", line)
+            if not m:
+                continue
+            for j in self.jobs:
+                if j.id == m.group(1):
+                    text = m.group(2)
+                    if re.match(r"(grow|shrink|start|stop|waits|held|cancelled grant)", text):
+                        if text not in j.reasons:
+                            j.reasons.append(text)
+
+    def poll_out(self, j):
+        if not j.out:
+            return
+        try:
+            with open(j.out, "rb") as f:
+                f.seek(j.offset)
+                data = f.read().decode(errors="replace")
+                j.offset = f.tell()
+        except OSError:
+            return
+        data = j.partial + data
+        lines = data.split("\n")
+        j.partial = lines.pop()
+        for line in lines:
+            self.parse_line(j, line)
+
+    def parse_line(self, j, line):
+        m = re.match(r"step (\d+) epoch (\d+) size (\d+) .*loss ([0-9.]+) t=([0-9.]+)", line)
+        if m:
+            step, epoch, size = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            loss, t = float(m.group(4)), float(m.group(5))
+            if step in j.steps:
+                j.repeated.append(step)
+            self.account(j, "step", step)
+            j.steps[step] = (epoch, size, loss, t)
+            j.step = max(j.step, step)
+            if size != j.ranks:
+                old = j.ranks
+                j.ranks, j.size_since = size, step
+                what = f"ranks {old} -> {size}" if old else f"ranks {size}"
+                text = f"{j.pending}; " if j.pending else ""
+                self.live(t, j, what, f"{text}training from step {step} (loss {loss:.4f})", "ranks",
+                          {"step": step, "size": size, "loss": loss})
+                j.pending = ""
+            return
+        m = re.search(r"resumed at committed step (\d+)", line)
+        if m and j.resume_pending:
+            j.resume_pending = False
+            self.account(j, "resume", int(m.group(1)))
+            return
+        m = re.search(r"planned re-form: stopping after committed step (\d+)", line)
+        if m:
+            j.planned_stop = int(m.group(1))
+            return
+        m = re.match(r"redo step (\d+): size now (\d+), recovery ([0-9.]+) ms t=([0-9.]+)", line)
+        if m:
+            step, size, ms, t = int(m.group(1)), int(m.group(2)), float(m.group(3)), float(m.group(4))
+            j.heals.append((t, step, size, ms))
+            old = j.ranks
+            j.ranks, j.size_since = size, step
+            self.live(t, j, f"ranks {old} -> {size}",
+                      f"healed in place (ULFM): redoing step {step} on {size} ranks, "
+                      f"recovery {ms:.1f} ms, no relaunch", "heal",
+                      {"step": step, "size": size, "ms": ms})
+            return
+        m = re.search(r"elastic-run \S+: job \d+: (\d+) ranks? on (.*)$", line)
+        if m:
+            j.pending = f"first launch on {m.group(2)}"
+            j.launches.append((time.time(), int(m.group(1)), m.group(2)))
+            return
+        m = re.search(r"elastic-run \S+: re-form (\d+): (\d+) ranks? on (.*) \((\d+) ms after", line)
+        if m:
+            j.reforms = int(m.group(1))
+            j.pending = f"re-form {m.group(1)} on {m.group(3)}"
+            j.resume_pending = True
+            j.launches.append((time.time(), int(m.group(2)), m.group(3)))
+            return
+        m = re.search(r"elastic-run \S+: (job \d+: finished .*)$", line)
+        if m:
+            j.finished_line = m.group(1)
+            return
+        m = re.match(r"done: (.*)", line)
+        if m:
+            j.done = m.group(1)
+            return
+        m = re.match(r"model (matches|DIFFERS from) reference: max \|dw\| = (\S+)", line)
+        if m:
+            j.compare = (m.group(1) == "matches", m.group(2))
+
+    def account(self, j, what, n):
+        """Every step 0..N-1 must be committed once, in order: printed by
+        rank 0, or (at most one per launch) committed as its launch ended
+        and found in the node snapshot by the next launch."""
+        if what == "step":
+            if n < j.next:
+                j.problems.append(f"step {n} committed again (expected {j.next})")
+            elif n > j.next:
+                j.problems.append(f"steps {j.next}..{n - 1} skipped")
+            j.next = max(j.next, n + 1)
+            return
+        stop, j.planned_stop = j.planned_stop, None
+        if n < j.next:
+            j.problems.append(f"relaunch resumed at step {n}: steps {n}..{j.next - 1} redone")
+        elif n > j.next + 1:
+            j.problems.append(f"relaunch resumed at step {n}: steps {j.next}..{n - 1} not seen")
+        elif stop is not None and stop != n:
+            j.problems.append(f"planned stop after {stop} steps but resumed at {n}")
+        elif n == j.next + 1:
+            j.unprinted.append(j.next)
+        j.next = max(j.next, n)
+
+    def observe(self):
+        last = None
+        while not self.stop.is_set():
+            held = self.poll_squeue()
+            now = time.time()
+            self.poll_log()
+            for j in self.jobs:
+                self.poll_out(j)
+                parts = held.get(j.num, [])
+                gpus = sum(n for _, n, _ in parts)
+                if gpus != j.gpus:
+                    old, j.gpus = j.gpus, gpus
+                    per = {}
+                    for nodes, n, _ in parts:
+                        per[nodes] = per.get(nodes, 0) + n
+                    j.layout = " ".join(f"{k}:{v}" for k, v in sorted(per.items()))
+                    up = gpus > old
+                    mine = [r for r in j.reasons if r.startswith(("grow", "start"))
+                            == up and not r.startswith("held")]
+                    why = "; ".join(["elasticd: " + r for r in mine] +
+                                    ([j.cause] if j.cause and not up else []))
+                    j.reasons = [r for r in j.reasons if r not in mine and
+                                 not r.startswith("held")]
+                    if not up:
+                        j.cause = ""
+                    if not why and old == 0:
+                        why = "its minimum, started by Slurm"
+                    if gpus == 0:
+                        why = "job ended"
+                    self.live(now, j, f"GPUs {old} -> {gpus}",
+                              f"{why}" + (f" [{j.layout}]" if j.layout else ""), "gpus",
+                              {"old": old, "new": gpus})
+            cur = tuple(j.gpus for j in self.jobs) + tuple(j.ranks if j.gpus else 0
+                                                           for j in self.jobs)
+            if cur != last:
+                with self.lock:
+                    self.alloc.append((now,) + cur)
+                last = cur
+            self.stop.wait(0.25)
+
+    # ---- waiting -------------------------------------------------------
+    def wait(self, what, cond, timeout):
+        end = time.time() + timeout
+        while not cond():
+            if time.time() > end:
+                self.diagnose()
+                self.fail(f"{what}: not reached in {timeout} s")
+            if self.elasticd and self.elasticd.poll() is not None:
+                self.fail("elasticd exited (see elasticd.log)")
+            time.sleep(0.2)
+        return time.time()
+
+    def dwell(self, j, n):
+        return j.ranks > 0 and j.step - j.size_since >= n
+
+    def state(self, j):
+        return run(["squeue", "-h", "-j", j.id, "-o", "%T"], check=False).strip() or \
+            run(["sacct", "-n", "-X", "-P", "-j", j.id, "-o", "State"], check=False).strip()
+
+    def diagnose(self):
+        print("---- squeue", flush=True)
+        print(run(["squeue", "-o", "%i %j %u %T %N %b %Q"], check=False))
+        print("---- elastic-ctl status")
+        print(run([self.ctl_bin(), "status"], check=False))
+        for j in self.jobs:
+            if j.out and os.path.exists(j.out):
+                print(f"---- last lines of {j.out}")
+                with open(j.out, errors="replace") as f:
+                    print("".join(f.readlines()[-15:]))
+
+    def fail(self, msg):
+        self.failed.append(msg)
+        raise SystemExit(f"demo: FAILED: {msg}")
+
+    # ---- actions ---------------------------------------------------------
+    def ctl_bin(self):
+        return os.path.join(self.build, "plugin/elasticd/elastic-ctl")
+
+    def start_elasticd(self):
+        conf = os.path.join(os.environ["ELASTIC_TESTBED_DIR"], "etc/elastic.conf")
+        if not os.path.exists(conf):
+            die(f"{conf} is missing: start the cluster with the plugins built (ELASTIC_BUILD_DIR)")
+        if subprocess.run([self.ctl_bin(), "status", "-p"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0:
+            die("an elasticd already answers for this cluster: stop it first (one per cluster)")
+        log = os.path.join(self.a.out, "elasticd.log")
+        self.elasticd = subprocess.Popen(
+            [os.path.join(self.build, "plugin/elasticd/elasticd"), "-D", "-f", conf, "-L", log],
+            stdout=subprocess.DEVNULL, stderr=open(log + ".stderr", "w"))
+        end = time.time() + 15
+        while subprocess.run([self.ctl_bin(), "status", "-p"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL).returncode != 0:
+            if self.elasticd.poll() is not None or time.time() > end:
+                die(f"elasticd did not start (see {log})")
+            time.sleep(0.1)
+
+    def train_args(self, j):
+        return ["--epochs", str(j.epochs), "--samples", str(self.a.samples), "--features",
+                str(self.a.features), "--lr", str(self.a.lr), "--global-batch", str(self.a.batch),
+                "--seed", str(j.num)]
+
+    def reference(self, j):
+        """The same training as a static 2-rank run, with no failure: its model."""
+        j.reference = os.path.join(self.a.out, f"reference-job{j.num}.model")
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   TMPDIR=self.a.out)
+        for k in list(env):
+            if k.startswith(("ELASTIC_", "SLURM_JOB")) and k != "ELASTIC_MUNGE_SOCKET":
+                del env[k]
+        t = time.time()
+        with open(os.path.join(self.a.out, f"reference-job{j.num}.out"), "w") as f:
+            p = subprocess.run(["mpirun", "--bind-to", "none", "--oversubscribe", "-np", "2",
+                                os.path.join(self.build, "examples/elastic_train")]
+                               + self.train_args(j) + ["--quiet", "--out", j.reference],
+                               stdout=f, stderr=subprocess.STDOUT, env=env, timeout=300)
+        if p.returncode != 0 or not os.path.exists(j.reference):
+            die(f"the static reference run of job {j.num} failed "
+                f"(see {self.a.out}/reference-job{j.num}.out)")
+        os.chmod(j.reference, 0o644)
+        print(f"  static reference of job {j.num}: {j.epochs} epochs on 2 ranks, "
+              f"{time.time() - t:.1f} s -> {j.reference}", flush=True)
+
+    def submit(self, j):
+        j.out = os.path.join(self.a.out, f"job{j.num}.out")
+        env = ",".join([
+            "ALL", f"ELASTIC_BIN={self.build}/launcher",
+            f"TRAIN={self.build}/examples/elastic_train", f"DEMO_DIR={HERE}",
+            f"EPOCHS={j.epochs}", f"SAMPLES={self.a.samples}", f"FEATURES={self.a.features}",
+            f"LR={self.a.lr}", f"GLOBAL_BATCH={self.a.batch}", f"SAMPLE_US={self.a.sample_us}",
+            f"SEED={j.num}",
+            f"REFERENCE={j.reference}"])
+        out = run(["runuser", "-u", j.user, "--", "env", f"SLURM_CONF={os.environ['SLURM_CONF']}",
+                   "sbatch", "--parsable", "-A", j.account, "-J", f"train-{j.user}",
+                   "-D", self.a.out, "-o", j.out, f"--export={env}",
+                   os.path.join(HERE, "train.sbatch")])
+        j.id = out.strip().split(";")[0]
+        if not j.id.isdigit():
+            die(f"sbatch printed no job id: {out}")
+        run(["scontrol", "update", f"JobId={j.id}", "Priority=5000"])
+        j.priority = 5000
+        with open(os.path.join(self.a.out, "jobs"), "a") as f:
+            f.write(f"{j.num} {j.id} {j.user}\n")
+        self.live(time.time(), j, "submitted",
+                  f"sbatch --elastic-gpus=1-8 train.sbatch: Slurm job {j.id}, priority 5000, "
+                  f"{j.epochs} epochs", "action")
+
+    def procs(self, pred):
+        """Pids of processes whose environment (a dict) satisfies pred."""
+        pids = []
+        for p in os.listdir("/proc"):
+            if not p.isdigit() or int(p) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{p}/environ", "rb") as f:
+                    env = dict(kv.split("=", 1) for kv in
+                               f.read().decode(errors="replace").split("\0") if "=" in kv)
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if env.get("SLURM_CONF") == os.environ["SLURM_CONF"] and pred(env, cmd):
+                pids.append((int(p), cmd.strip()))
+        return pids
+
+    def lose_node(self, j):
+        """Job j loses the node where it holds only grants: SIGKILL to all its
+        processes there (PRRTE daemon, ranks, the grant's own script)."""
+        held = self.poll_squeue().get(j.num, [])
+        lead = [nodes for nodes, _, own in held if own]
+        grants = run(["squeue", "-h", "-t", "R", "-n", f"elastic:{j.id}", "-o", "%i %N %b"]).split()
+        byn = {}
+        for i in range(0, len(grants) - 2, 3):
+            byn.setdefault(grants[i + 1], []).append(grants[i])
+        cand = [n for n in byn if n not in lead]
+        if not cand:
+            self.fail(f"job {j.num} holds no node with grants only (leader on {lead}, "
+                      f"grants {byn}): no node to lose without ending its batch script")
+        node = sorted(cand)[0]
+        ids = set(byn[node])
+        victims = self.procs(lambda env, cmd: env.get("SLURM_JOB_ID") in ids)
+        if not any("prted" in c for _, c in victims):
+            self.fail(f"no PRRTE daemon of job {j.num} found on {node} (grants {sorted(ids)})")
+        nranks = sum(1 for _, c in victims if "elastic_train" in c and "--rank" not in c
+                     and "gpu-rank" not in c)
+        # Out of service for new work, as a lost node is; job 1's processes
+        # there (its batch script among them) keep running.
+        self.drained.append(node)
+        run(["scontrol", "update", f"NodeName={node}", "State=DRAIN",
+             f"Reason=demo: lost for job {j.id}"])
+        t = time.time()
+        for pid, _ in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        j.pending = f"lost {node}: resumed from the last committed step"
+        j.cause = f"its grant on {node} ended with the node's processes"
+        self.live(t, j, "NODE LOST",
+                  f"{node}: SIGKILL to its {len(victims)} processes of job {j.num} there (the PRRTE "
+                  f"daemon prted, {nranks} rank, grant job {' '.join(sorted(ids))}); {node} "
+                  f"drained: no new work there",
+                  "failure", {"node": node, "y": j.ranks})
+        return t, node
+
+    def kill_rank(self, j):
+        ids = {j.id} | set(run(["squeue", "-h", "-n", f"elastic:{j.id}", "-o", "%i"],
+                               check=False).split())
+        ranks = self.procs(lambda env, cmd: env.get("SLURM_JOB_ID") in ids and
+                           "OMPI_COMM_WORLD_RANK" in env and "elastic_train" in cmd.split()[0])
+        best = None
+        for pid, cmd in ranks:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(kv.split("=", 1) for kv in f.read().decode(errors="replace").split("\0")
+                           if "=" in kv)
+            r = int(env["OMPI_COMM_WORLD_RANK"])
+            if r > 0 and (best is None or r > best[1]):
+                best = (pid, r)
+        if not best:
+            self.fail(f"no rank process (other than rank 0) of job {j.num} found")
+        t = time.time()
+        os.kill(best[0], signal.SIGKILL)
+        self.live(t, j, "RANK KILLED", f"SIGKILL to rank {best[1]} (pid {best[0]}); its daemon "
+                  f"lives", "failure", {"rank": best[1], "y": j.ranks})
+        return t
+
+    # ---- the scenario ------------------------------------------------------
+    def scenario(self):
+        a, j1, j2 = self.a, self.jobs[0], self.jobs[1]
+        T = a.timeout
+        self.step_title("1. job 1 (alice, --elastic-gpus=1-8) starts alone and grows to the "
+                        "free GPUs")
+        self.submit(j1)
+        self.wait("job 1 on 8 GPUs and 8 ranks",
+                  lambda: j1.gpus == 8 and j1.ranks == 8 and self.dwell(j1, a.dwell), T)
+
+        self.step_title("2. job 2 (bob, same request) arrives: fair share 4 / 4, job 1 gives "
+                        "GPUs back at a step boundary")
+        self.submit(j2)
+        self.wait("4 / 4 GPUs and ranks", lambda: j1.gpus == 4 and j2.gpus == 4 and
+                  j1.ranks == 4 and j2.ranks == 4 and self.dwell(j1, a.dwell) and
+                  self.dwell(j2, a.dwell), T)
+
+        self.step_title(f"3. scontrol update JobId={j2.id} Priority=10000 (job 1 stays at "
+                        f"5000): 3 / 5")
+        t = time.time()
+        run(["scontrol", "update", f"JobId={j2.id}", "Priority=10000"])
+        j2.priority = 10000
+        self.live(t, j2, "priority 10000", f"scontrol update JobId={j2.id} Priority=10000",
+                  "action")
+        ts = self.wait("3 / 5 GPUs", lambda: j1.gpus == 3 and j2.gpus == 5, T)
+        tr = self.wait("3 / 5 ranks", lambda: j1.ranks == 3 and j2.ranks == 5, T)
+        self.latency = {"gpus": ts - t, "ranks": tr - t}
+        print(f"  -> new split held by Slurm {ts - t:.1f} s and in force in both jobs "
+              f"{tr - t:.1f} s after the priority update", flush=True)
+        self.wait("some steps at 3 / 5", lambda: self.dwell(j1, a.dwell) and
+                  self.dwell(j2, a.dwell), T)
+
+        self.step_title("4. job 2 loses a node (its daemon and ranks there killed) and resumes "
+                        "on its other GPUs; one rank of job 1 is killed and healed in place")
+        before = j2.step
+        t_loss, node = self.lose_node(j2)
+        self.wait(f"job 2 training on its GPUs left after losing {node}",
+                  lambda: j2.ranks in range(1, 5) and j2.step > before, T)
+        self.loss_resume = {"t": t_loss, "last_before": before}
+        reforms1 = j1.reforms
+        heals1 = len(j1.heals)
+        before1 = j1.step
+        self.kill_rank(j1)
+        self.wait("job 1 healed in place", lambda: len(j1.heals) > heals1 and j1.step > before1, T)
+        if j1.reforms != reforms1:
+            self.fail("job 1 was relaunched after losing one rank (expected an in-place heal)")
+        self.wait("a few steps after the heal", lambda: j1.step >= before1 + self.a.dwell and
+                  j2.step >= self.loss_resume["last_before"] + self.a.dwell, T)
+        t = time.time()
+        run(["scontrol", "update", f"NodeName={node}", "State=RESUME"])
+        self.drained.remove(node)
+        self.live(t, None, f"{node} back", f"scontrol update NodeName={node} State=RESUME: "
+                  f"in service again", "action")
+        self.wait("job 2 back on 5 GPUs and 5 ranks (replacement GPUs granted)",
+                  lambda: j2.gpus == 5 and j2.ranks == 5, T)
+
+        self.step_title("5. job 1 finishes: job 2 grows to all free GPUs and finishes")
+        self.wait("job 1 to finish", lambda: j1.done is not None and j1.gpus == 0, a.timeout_end)
+        self.wait("job 2 on 8 GPUs and 8 ranks", lambda: j2.gpus == 8 and j2.ranks == 8, T)
+        self.wait("job 2 to finish", lambda: j2.done is not None and j2.gpus == 0, a.timeout_end)
+        time.sleep(1.0)  # the last lines of the outputs
+
+    # ---- the report ----------------------------------------------------------
+    def report(self):
+        a, j1, j2 = self.a, self.jobs[0], self.jobs[1]
+        for j in self.jobs:
+            self.poll_out(j)
+        print("\n==== Allocation timeline (GPUs held / ranks training)")
+        print(f"  {'time':>7}  {'job 1':>9}  {'job 2':>9}  event")
+        rows = sorted(self.events, key=lambda e: e[0])
+        g = {1: 0, 2: 0}
+        r = {1: 0, 2: 0}
+        for t, kind, num, text, extra in rows:
+            if kind == "gpus":
+                g[num] = extra["new"]
+            elif kind in ("ranks", "heal"):
+                r[num] = extra["size"]
+            if kind == "step":
+                continue
+            head = f"job {num}: " if num else ""
+            print(f"  {self.rel(t):6.1f}s  {g[1]:>3} / {r[1]:<3}  {g[2]:>3} / {r[2]:<3}  "
+                  f"{head}{text[:90]}")
+
+        print("\n==== Loss of each job at its start, at every resize and at its end")
+        print("  (loss of that step's batch, and the mean over the 16 steps before it)")
+        for j in self.jobs:
+            steps = sorted(j.steps)
+            if not steps:
+                continue
+            print(f"  {j.label()}:")
+            prev = None
+            marks = []
+            for s in steps:
+                size = j.steps[s][1]
+                if prev is None:
+                    marks.append((s, "start", size))
+                elif size != prev:
+                    marks.append((s, f"{prev} -> {size} ranks", size))
+                prev = size
+            marks.append((steps[-1], "end", prev))
+            for s, what, size in marks:
+                win = [j.steps[k][2] for k in steps if s - 16 <= k < s]
+                mean = f"{sum(win) / len(win):.4f}" if win else "   -  "
+                print(f"    step {s:>4}  {what:<16} size {size}  loss {j.steps[s][2]:.4f}  "
+                      f"mean of 16 before {mean}")
+        self.write_chart()
+
+    def write_chart(self):
+        a = self.a
+        end = time.time()
+        data = os.path.join(a.out, "chart.dat")
+        with open(data, "w") as f:
+            f.write("# t gpus1 gpus2 ranks1 ranks2 (seconds since the demo started)\n")
+            last = None
+            for row in self.alloc + [(end,) + self.alloc[-1][1:]]:
+                if last is not None:  # step form: hold the previous value until now
+                    f.write(f"{self.rel(row[0]):.2f} {last[1]} {last[2]} {last[3]} {last[4]}\n")
+                f.write(f"{self.rel(row[0]):.2f} {row[1]} {row[2]} {row[3]} {row[4]}\n")
+                last = row
+        marks = os.path.join(a.out, "chart-marks.dat")
+        with open(marks, "w") as f:
+            f.write("# t y kind label\n")
+            nact = 1
+            for t, kind, num, text, extra in sorted(self.events, key=lambda e: e[0]):
+                if kind in ("ranks", "heal"):
+                    f.write(f"{self.rel(t):.2f} {extra['size']} resize{num} \"\"\n")
+                elif kind == "failure":
+                    lab = f"{extra['node']} lost" if "node" in extra else f"rank {extra['rank']} killed"
+                    y = extra.get("y", 4)
+                    f.write(f"{self.rel(t):.2f} {y} failure{num} \"{lab}\"\n")
+                elif kind == "action":
+                    lab = f"job {num} submitted" if text.startswith("submitted") else \
+                        f"job {num} priority 10000" if text.startswith("priority") else \
+                        text.split("  ")[0]
+                    nact += 1
+                    f.write(f"{self.rel(t):.2f} {9.5 - 0.75 * (nact % 2)} action \"{lab}\"\n")
+        png = os.path.join(a.out, "gpus.png")
+        p = subprocess.run(["gnuplot", "-e", f"datadir='{a.out}'; outfile='{png}'",
+                            os.path.join(HERE, "gpus.gp")], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        if p.returncode != 0:
+            print(f"  (chart not drawn: gnuplot: {p.stdout.strip()})")
+        else:
+            os.chmod(png, 0o644)
+        self.png = png
+
+    def verify(self):
+        """The checks the demo promises; returns a list of problems."""
+        bad = []
+        for j in self.jobs:
+            total = j.epochs * ((self.a.samples + self.a.batch - 1) // self.a.batch)
+            m = re.match(r"(\d+) steps", j.done or "")
+            if not j.done:
+                bad.append(f"job {j.num} did not finish")
+            elif int(m.group(1)) != total or j.next != total:
+                bad.append(f"job {j.num}: {m.group(1)} steps done, {j.next} seen, {total} "
+                           f"expected")
+            bad += [f"job {j.num}: {p}" for p in j.problems]
+            if j.repeated:
+                bad.append(f"job {j.num}: steps printed twice: {j.repeated[:10]}")
+            if not j.compare or not j.compare[0]:
+                bad.append(f"job {j.num}: final model does not match the static run "
+                           f"({j.compare})")
+        return bad
+
+    def summary(self, bad, secs):
+        a = self.a
+        print("\n==== Result")
+        for j in self.jobs:
+            cmp = f"model matches the static run (max |dw| = {j.compare[1]})" if j.compare and \
+                j.compare[0] else f"model check: {j.compare}"
+            once = "each once, in order" if not j.problems and not j.repeated else "NOT each once"
+            print(f"  {j.label()}: {j.next} steps committed, {once} ({len(j.steps)} printed by "
+                  f"rank 0, {len(j.unprinted)} committed as a launch ended); {j.reforms} "
+                  f"re-forms, {len(j.heals)} in-place heal(s); {cmp}")
+        if self.latency:
+            print(f"  priority update -> split held by Slurm {self.latency['gpus']:.1f} s, in "
+                  f"force in both jobs {self.latency['ranks']:.1f} s")
+        for b in bad:
+            print(f"  PROBLEM: {b}")
+        print(f"\n  chart:      {self.png}")
+        print(f"  job logs:   {self.jobs[0].out}, {self.jobs[1].out}")
+        print(f"  elasticd:   {a.out}/elasticd.log")
+        print(f"  timeline:   {a.out}/events.tsv, {a.out}/chart.dat")
+        print(f"  slurm logs: {os.environ['ELASTIC_TESTBED_DIR']}/log")
+        host = os.environ.get("ELASTIC_TESTBED_HOSTROOT")
+        if host:
+            print(f"  (paths inside the testbed root; on this machine: {host}{a.out})")
+        print(f"  the demo took {secs:.0f} s: {'OK' if not bad else 'FAILED'}", flush=True)
+
+    def save(self):
+        with open(os.path.join(self.a.out, "events.tsv"), "w") as f:
+            f.write("# t_rel\tkind\tjob\ttext\n")
+            for t, kind, num, text, extra in sorted(self.events, key=lambda e: e[0]):
+                f.write(f"{self.rel(t):.3f}\t{kind}\t{num}\t{text}\n")
+        with open(os.path.join(self.a.out, "alloc.tsv"), "w") as f:
+            f.write("# t_rel\tgpus1\tgpus2\tranks1\tranks2\n")
+            for row in self.alloc:
+                f.write(f"{self.rel(row[0]):.3f}\t" + "\t".join(str(x) for x in row[1:]) + "\n")
+
+    def cleanup(self):
+        self.stop.set()
+        for n in self.drained:
+            subprocess.run(["scontrol", "update", f"NodeName={n}", "State=RESUME"])
+        for j in self.jobs:
+            if j.id:
+                subprocess.run(["scancel", j.id], stderr=subprocess.DEVNULL)
+                subprocess.run(["scancel", "-n", f"elastic:{j.id}"], stderr=subprocess.DEVNULL)
+        if self.elasticd and self.elasticd.poll() is None:
+            self.elasticd.terminate()
+            try:
+                self.elasticd.wait(5)
+            except subprocess.TimeoutExpired:
+                self.elasticd.kill()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__)
+    p.add_argument("--out", help="output directory (default: a new one under "
+                   "$ELASTIC_TESTBED_DIR/jobs)")
+    p.add_argument("--build", default=os.environ.get("ELASTIC_BUILD_DIR", "/src/build-testbed"),
+                   help="build tree with elasticd, elastic-run, elastic_train")
+    p.add_argument("--epochs1", type=int, default=10, help="job 1's epochs (10)")
+    p.add_argument("--epochs2", type=int, default=9, help="job 2's epochs (9)")
+    p.add_argument("--samples", type=int, default=4096)
+    p.add_argument("--features", type=int, default=64)
+    p.add_argument("--lr", default="0.1")
+    p.add_argument("--batch", type=int, default=128, help="global batch (128)")
+    p.add_argument("--sample-us", type=int, default=1000,
+                   help="simulated GPU time per sample, microseconds (1000)")
+    p.add_argument("--dwell", type=int, default=10,
+                   help="steps each state is kept before the next step of the scenario (10)")
+    p.add_argument("--timeout", type=int, default=120, help="seconds per expected change")
+    p.add_argument("--timeout-end", type=int, default=400, help="seconds for a job to finish")
+    a = p.parse_args()
+    for v in ("SLURM_CONF", "ELASTIC_TESTBED_DIR", "ELASTIC_MUNGE_SOCKET"):
+        if not os.environ.get(v):
+            die(f"{v} is not set: run inside 'testbed/cluster exec'")
+    if os.geteuid() != 0:
+        die("run as root (it submits jobs for alice and bob and kills processes)")
+    for b in ("plugin/elasticd/elasticd", "launcher/elastic-run", "examples/elastic_train"):
+        if not os.access(os.path.join(a.build, b), os.X_OK):
+            die(f"{a.build}/{b} is not built")
+    if "--elastic-gpus" not in run(["sbatch", "--help"], check=False):
+        die("sbatch has no --elastic-gpus: the cluster was started without the plugins of "
+            f"{a.build} (ELASTIC_BUILD_DIR)")
+    gpus = run(["sinfo", "-h", "-N", "-o", "%N %G"]).split("\n")
+    nodes = sorted({line.split()[0] for line in gpus if line.strip()})
+    total = sum(int(m.group(1)) for m in re.finditer(r"gpu:(\d+)", " ".join(gpus)))
+    if len(nodes) != 2 or total != 8:
+        die(f"the scenario needs 2 nodes x 4 GPUs (ELASTIC_TESTBED_NODES=2); this cluster has "
+            f"{nodes}")
+    if not shutil.which("gnuplot"):
+        die("gnuplot is not installed")
+    if not a.out:
+        a.out = os.path.join(os.environ["ELASTIC_TESTBED_DIR"], "jobs",
+                             time.strftime("demo-%Y%m%d-%H%M%S"))
+    os.makedirs(a.out, exist_ok=True)
+    os.chmod(a.out, 0o1777)
+
+    d = Demo(a)
+    print(f"==== slurm-elastic demo: 2 nodes x 4 GPUs, outputs in {a.out}", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    d.start_elasticd()
+    print(f"  elasticd started (log {a.out}/elasticd.log)")
+    for j in d.jobs:
+        d.reference(j)
+    print(f"\n  {'time':>8} {'+t':>7}  {'who':<12} {'what':<15} details")
+    obs = threading.Thread(target=d.observe, daemon=True)
+    obs.start()
+    t0 = time.time()
+    ok = False
+    try:
+        d.scenario()
+        ok = True
+    except SystemExit as e:
+        print(str(e), file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        print("demo: interrupted", file=sys.stderr)
+    finally:
+        d.stop.set()
+        obs.join(5)
+        d.cleanup()
+    d.save()
+    d.report()
+    bad = d.verify() if ok else d.failed or ["the scenario did not finish"]
+    d.summary(bad, time.time() - t0)
+    sys.exit(0 if ok and not bad else 1)
+
+
+if __name__ == "__main__":
+    main()

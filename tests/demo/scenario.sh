@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/demo/scenario.sh: the README's demo scenario, checked. Runs
+# examples/demo/demo.py (real sbatch --elastic-gpus, elasticd, elastic-run,
+# elastic_train) on 2 nodes x 4 GPUs and asserts from what Slurm and the jobs
+# printed, not from the driver's verdict: the GPU allocations in order (8;
+# 4/4; 3/5; job 2 below 5 after its node loss, then back to 5; job 2 on 8
+# after job 1 ended), job 1's lost rank healed in place without a relaunch,
+# every step of both jobs committed once and in order, and each final model
+# equal to a static run of the same training.
+# Uses the suite's cluster when it is 2 nodes x 4 GPUs; otherwise starts its
+# own instance "demot" (2 nodes) inside the testbed root and stops it.
+set -uo pipefail
+. "${top_srcdir:-/src}/tests/lib.sh"
+t_need_cluster
+build=${top_builddir:?}
+src=${top_srcdir:-/src}
+[ "$(id -u)" = 0 ] || t_skip "needs root (submits jobs for alice and bob, kills processes)"
+command -v python3 >/dev/null || t_skip "no python3 (the demo driver)"
+command -v gnuplot >/dev/null || t_skip "no gnuplot (the demo's chart)"
+for b in plugin/elasticd/elasticd launcher/elastic-run examples/elastic_train; do
+	[ -x "$build/$b" ] || t_skip "$b is not built"
+done
+[ -f "$build/plugin/spank/.libs/elastic.so" ] || t_skip "the SPANK plugin is not built"
+
+own=""
+shape=$(sinfo -h -N -o '%N %G' | sort -u | awk '{ n++; if ($2 == "gpu:4") g++ } END { print n + 0, g + 0 }')
+if [ "$shape" != "2 2" ] || ! sbatch --help 2>&1 | grep -q -- --elastic-gpus; then
+	# A private 2-node cluster with this build's plugins.
+	own=demot
+	export ELASTIC_TESTBED_INSTANCE=demot ELASTIC_TESTBED_NODES=2 ELASTIC_BUILD_DIR=$build
+	unset ELASTIC_TESTBED_PORT_BASE
+	bash "$src/testbed/cluster-inner.sh" up >"/tmp/demot-up.log" 2>&1 ||
+		{ cat /tmp/demot-up.log; t_fail "cannot start the private cluster demot"; }
+	eval "$(bash "$src/testbed/cluster-inner.sh" env)"
+	t_log "private cluster demot up (2 nodes x 4 GPUs, SLURM_CONF=$SLURM_CONF)"
+fi
+# One elasticd per cluster (tests/controller/ctl-lib.sh takes the same lock).
+exec 9>"$ELASTIC_TESTBED_DIR/elasticd-test.lock"
+flock -w 900 9 || t_skip "another test holds the elasticd lock for 900 s"
+t_scratch
+stop_own() {
+	[ -n "$own" ] && bash "$src/testbed/cluster-inner.sh" down >/dev/null 2>&1
+	t_cleanup
+}
+trap stop_own EXIT
+
+out=$T_DIR/demo
+t0=$SECONDS
+python3 "$src/examples/demo/demo.py" --build "$build" --out "$out" \
+	--epochs1 "${DEMO_EPOCHS1:-8}" --epochs2 "${DEMO_EPOCHS2:-7}" --dwell 6 >"$T_DIR/demo.log" 2>&1
+rc=$?
+t_log "demo.py exit $rc after $((SECONDS - t0)) s"
+if [ $rc != 0 ]; then
+	tail -n 60 "$T_DIR/demo.log"
+	t_fail "the demo driver failed (exit $rc)"
+fi
+read -r j1 j2 < <(awk '{ id[$1] = $2 } END { print id[1], id[2] }' "$out/jobs")
+[ -n "$j1" ] && [ -n "$j2" ] || t_fail "no job ids in $out/jobs"
+
+# 1. Allocations in order, from the GPU counts squeue showed (alloc.tsv:
+# t gpus1 gpus2 ranks1 ranks2; one row per change).
+seq=$(awk '!/^#/ { print $2 "/" $3 }' "$out/alloc.tsv" | uniq | paste -sd' ')
+t_log "GPU allocations (job 1/job 2) over time: $seq"
+echo "$seq" | awk '{
+	# 8/0, then 4/4, then 3/5, then job 2 below 5 with job 1 still on 3
+	# (node loss), then 3/5 again (replacement), then 0/8.
+	n = split("8/0 4/4 3/5 LOSS 3/5 0/8", want, " "); k = 1
+	for (i = 1; i <= NF && k <= n; i++) {
+		split($i, g, "/")
+		if (want[k] == "LOSS" ? (g[1] == 3 && g[2] > 0 && g[2] < 5) : $i == want[k]) k++
+	}
+	exit k <= n ? 1 : 0 }' || t_fail "allocations not in the order 8/0, 4/4, 3/5, loss, 3/5, 0/8: $seq"
+
+# 2. Every step committed once, in order, in both jobs: each step line
+# follows the previous one; a relaunch resumes at the next step (at most one
+# step committed as the previous launch ended may have no line: it is in
+# the node snapshot the relaunch resumed from); a planned stop after N steps
+# resumes at N.
+for n in 1 2; do
+	f=$out/job$n.out
+	res=$(tr -d '\000' <"$f" | awk -v epochs="$([ $n = 1 ] && echo "${DEMO_EPOCHS1:-8}" || echo "${DEMO_EPOCHS2:-7}")" '
+		/re-form [0-9]+: / { want_resume = 1 }
+		/resumed at committed step/ && want_resume {
+			want_resume = 0
+			for (i = 1; i <= NF; i++) if ($i == "step") r = $(i + 1)
+			if (r < next_) { print "resumed at " r " after step " next_ - 1 " (steps redone)"; bad = 1 }
+			if (r > next_ + 1) { print "resumed at " r ", expected " next_ " (steps lost)"; bad = 1 }
+			if (r == next_ + 1) unprinted++
+			next_ = r; relaunches++
+		}
+		/^step [0-9]+ epoch/ {
+			if ($2 != next_) { print "step " $2 " after step " next_ - 1; bad = 1 }
+			if ($2 >= next_) next_ = $2 + 1
+			printed++
+		}
+		/^redo step/ { heals++ }
+		END {
+			if (next_ != epochs * 32) { print "last step " next_ - 1 ", expected " epochs * 32 - 1; bad = 1 }
+			printf "OK %d steps: %d printed, %d committed as a launch ended; %d relaunches, %d in-place heals\n",
+				next_, printed, unprinted, relaunches, heals + 0
+			exit bad }')
+	[ $? = 0 ] || t_fail "job $n: $res"
+	t_log "job $n: ${res##*OK }"
+	t_grep "^model matches reference: max \|dw\| = " "$f" "job $n's final model does not match the static run"
+	t_grep "^done: .* 0 bad, 0 violations" "$f" "job $n: some sample not used exactly once per epoch"
+done
+
+# 3. Job 1's lost rank: healed in place (a redo at the smaller size, no
+# relaunch after the kill); job 2's node loss: a relaunch on fewer ranks
+# that resumed from the snapshot, then back to 5 ranks.
+f1=$out/job1.out
+awk '/^redo step/ { f = 1 } f && /re-form [0-9]+:/ { bad = 1 } END { exit bad }' "$f1" ||
+	t_fail "job 1 was relaunched after losing a rank"
+t_grep "^redo step [0-9]+: size now 2" "$f1" "job 1 did not continue on 2 ranks after losing one"
+sizes2=$(grep -aEo '^step [0-9]+ epoch [0-9]+ size [0-9]+' "$out/job2.out" | awk '{ print $6 }' | uniq | paste -sd' ')
+echo " $sizes2 " | grep -Eq ' 5 4 5 ' || t_fail "job 2's sizes do not show 5 -> 4 -> 5 around its node loss: $sizes2"
+grep -q 'NODE LOST' "$out/events.tsv" || t_fail "no node loss in the events"
+[ -s "$out/gpus.png" ] || t_fail "no chart"
+t_log "job 2 trained at sizes: $sizes2"
+t_log "PASS in $((SECONDS - t0)) s: $(grep -a 'priority update ->' "$T_DIR/demo.log" | sed 's/^ *//')"
