@@ -23,6 +23,7 @@
 
 static uid_t _slurm_user;
 static time_t _jobs_seen; /* last_update of the last job list loaded */
+static uint64_t _jobs_fp; /* fingerprint of that list (see _fingerprint) */
 
 int ed_slurm_init(elastic_error_t *err)
 {
@@ -154,6 +155,34 @@ static uint32_t _grant_of(const slurm_job_info_t *ji, const char *prefix,
 	return (uint32_t)id;
 }
 
+/* FNV-1a over what elasticd acts on: ids, states, priorities, tags,
+ * names and node lists of every job. */
+static uint64_t _fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ULL;
+	return h;
+}
+
+static uint64_t _fingerprint(const job_info_msg_t *jm)
+{
+	uint64_t h = 14695981039346656037ULL;
+	for (uint32_t i = 0; i < jm->record_count; i++) {
+		const slurm_job_info_t *ji = &jm->job_array[i];
+		h = _fnv(h, &ji->job_id, sizeof(ji->job_id));
+		h = _fnv(h, &ji->job_state, sizeof(ji->job_state));
+		h = _fnv(h, &ji->priority, sizeof(ji->priority));
+		if (ji->admin_comment)
+			h = _fnv(h, ji->admin_comment, strlen(ji->admin_comment));
+		if (ji->name)
+			h = _fnv(h, ji->name, strlen(ji->name));
+		if (ji->nodes)
+			h = _fnv(h, ji->nodes, strlen(ji->nodes));
+	}
+	return h;
+}
+
 int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t *err)
 {
 	job_info_msg_t *jm = NULL;
@@ -168,6 +197,7 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 		return -1;
 	}
 	_jobs_seen = jm->last_update;
+	_jobs_fp = _fingerprint(jm);
 	s->jobs = calloc(jm->record_count + 1, sizeof(*s->jobs));
 	s->grants = calloc(jm->record_count + 1, sizeof(*s->grants));
 	kind = calloc(jm->record_count + 1, sizeof(*kind));
@@ -307,17 +337,29 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 int ed_slurm_jobs_changed(void)
 {
 	job_info_msg_t *jm = NULL;
+	time_t now = time(NULL);
+	int changed;
+
 	if (!_jobs_seen)
 		return 1;
-	/* slurmctld answers "no change" without sending the list when its
-	 * last job change is not newer than the time given. Times are whole
-	 * seconds: a change in the same second as our last load would be
-	 * missed with _jobs_seen itself, so ask from the second before (at
-	 * worst one needless snapshot after a change). */
+	/* slurmctld answers "no change" without sending the list when the
+	 * time given is not older than its last job change (whole seconds;
+	 * last_update is that time). A later change in that same second is
+	 * invisible that way, so for a second after a change ask from the
+	 * second before and compare fingerprints; afterwards the plain
+	 * question costs nothing when nothing changed. */
+	if (now > _jobs_seen + 1) {
+		if (slurm_load_jobs(_jobs_seen, &jm, SHOW_ALL) != SLURM_SUCCESS)
+			return 0; /* no change; or an error, which the next tick reports
+				   */
+		slurm_free_job_info_msg(jm);
+		return 1;
+	}
 	if (slurm_load_jobs(_jobs_seen - 1, &jm, SHOW_ALL) != SLURM_SUCCESS)
-		return 0; /* no change; or an error, which the next tick reports */
+		return 0;
+	changed = _fingerprint(jm) != _jobs_fp;
 	slurm_free_job_info_msg(jm);
-	return 1;
+	return changed;
 }
 
 void ed_snapshot_free(struct ed_snapshot *s)
