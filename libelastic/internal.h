@@ -108,6 +108,8 @@ int elastic__ft_shrink(MPI_Comm comm, MPI_Comm *out);
 
 /* snap.c: host double buffer and snapshot files (node-local shm, checkpoints). */
 int elastic__snap_host_alloc(elastic_ctx_t *ctx, elastic_error_t *err);
+/* Hash of the registration (names and sizes, in order). */
+uint64_t elastic__snap_layout(const elastic_ctx_t *ctx);
 void elastic__snap_host_free(elastic_ctx_t *ctx);
 /* Copy the registered buffers into the host slot of step (committed count). */
 void elastic__snap_host_save(elastic_ctx_t *ctx, uint64_t step);

@@ -78,7 +78,7 @@ int elastic__snap_host_restore(elastic_ctx_t *ctx, uint64_t step)
 	return 0;
 }
 
-static uint64_t _layout(const elastic_ctx_t *ctx)
+uint64_t elastic__snap_layout(const elastic_ctx_t *ctx)
 {
 	uint64_t h = 1469598103934665603ull;
 	for (int i = 0; i < ctx->nregions; i++) {
@@ -140,7 +140,7 @@ int elastic__snap_file_write(elastic_ctx_t *ctx, const char *prefix, uint64_t st
 	memcpy(h.magic, SNAP_MAGIC, 8);
 	h.step = 0;
 	h.state_bytes = ctx->state_bytes;
-	h.layout = _layout(ctx);
+	h.layout = elastic__snap_layout(ctx);
 	h.nregions = (uint64_t)ctx->nregions;
 	if (_pwrite_all(fd, &h, sizeof(h), 0) < 0 ||
 	    ftruncate(fd, (off_t)(sizeof(h) + ctx->state_bytes)) < 0)
@@ -228,7 +228,7 @@ static int _consider(const char *path, const char *name, void *arg)
 int elastic__snap_file_load(elastic_ctx_t *ctx, const char *prefix, unsigned char *buf,
 			    uint64_t *step, elastic_error_t *err)
 {
-	struct _best b = {ctx, _layout(ctx), 0, "", err};
+	struct _best b = {ctx, elastic__snap_layout(ctx), 0, "", err};
 	struct snap_header h;
 	int fd;
 

@@ -318,6 +318,23 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 				     "elastic_step_begin: no state registered "
 				     "(elastic_register "
 				     "the weights first)");
+		/* every rank must hold the same state: same names, sizes, order */
+		uint64_t mine[2] = {elastic__snap_layout(ctx),
+				    ~elastic__snap_layout(ctx)},
+			 all[2];
+		int rc = MPI_Allreduce(mine, all, 2, MPI_UINT64_T, MPI_MAX, ctx->comm);
+		if (rc != MPI_SUCCESS)
+			return _fail(
+				err, EIO,
+				"elastic_step_begin: MPI_Allreduce failed (MPI error %d)",
+				rc);
+		if (all[0] != mine[0] || all[1] != mine[1])
+			return _fail(err, EINVAL,
+				     "elastic_step_begin: the ranks registered different "
+				     "state "
+				     "(names, sizes or order differ): every rank must "
+				     "register the "
+				     "same buffers");
 		if (ctx->mode == ELASTIC_COPY_AT_COMMIT &&
 		    elastic__snap_host_alloc(ctx, err) < 0)
 			return -1;

@@ -242,6 +242,23 @@ static void old_launch_is_fenced(const char *dir)
 	unsetenv("ELASTIC_SHM_DIR");
 }
 
+/* Ranks that register different state are refused at the first step, on
+ * every rank, instead of exchanging state of the wrong size later. */
+static void mismatched_registration(void)
+{
+	elastic_ctx_t *ctx;
+	elastic_error_t err;
+	double w[4] = {0};
+
+	CHECK(elastic_init(MPI_COMM_WORLD, &ctx, &err) == 0, &err);
+	CHECK(elastic_register(ctx, "w", w, rank == 0 ? sizeof(w) : sizeof(w) / 2,
+			       &err) == 0,
+	      &err);
+	FAILS_WITH(elastic_step_begin(ctx, &err), EINVAL, "registered different state",
+		   &err);
+	elastic_destroy(ctx);
+}
+
 int main(int argc, char **argv)
 {
 	int size;
@@ -257,6 +274,7 @@ int main(int argc, char **argv)
 	}
 	bad_environment();
 	bad_registration_and_order();
+	mismatched_registration();
 	resume_from_node_snapshot(argv[1], ELASTIC_COPY_AT_COMMIT);
 	resume_from_node_snapshot(argv[1], ELASTIC_UPDATE_AFTER_COMMIT);
 	old_launch_is_fenced(argv[1]);
