@@ -287,6 +287,36 @@ static void _choose_release(struct ed_ctl *c, const struct ed_snapshot *s,
 	}
 }
 
+/* Submit grants for deficit GPUs of job j on node, in powers of two (so
+ * that later shrinks release exactly). Returns how many were submitted. */
+static int _grow(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_job *j,
+		 struct _jobrt *rt, int node, int deficit, int from, int to, time_t now)
+{
+	int parts[32], n = elastic__split_grow(deficit, parts, 32), done = 0;
+	elastic_error_t err;
+	for (int p = 0; p < n; p++) {
+		uint32_t gid;
+		if (ed_slurm_submit_grant(j, s->nodes[node].name, parts[p],
+					  c->conf.grant_prefix, c->conf.grant_qos, &gid,
+					  &err) < 0) {
+			/* Once a minute per job and reason, not every tick. */
+			if (strcmp(err.text, rt->last_error) != 0 ||
+			    now - rt->last_error_time >= 60) {
+				ed_error("job %u: %s", j->id, err.text);
+				snprintf(rt->last_error, sizeof(rt->last_error), "%s",
+					 err.text);
+				rt->last_error_time = now;
+			}
+			break;
+		}
+		done++;
+		ed_info("job %u: growing %d -> %d GPUs: grant %u submitted (%d GPUs on "
+			"%s)",
+			j->id, from, to, gid, parts[p], s->nodes[node].name);
+	}
+	return done;
+}
+
 static void _nodes_str(char *out, size_t size, const struct ed_snapshot *s,
 		       const struct ed_place *pl, int n)
 {
@@ -562,7 +592,6 @@ void ed_ctl_tick(struct ed_ctl *c)
 					if (held[i][k].node == node)
 						have = held[i][k].gpus;
 				int deficit = t->place[q].gpus - have;
-				uint32_t gid;
 				if (deficit <= 0)
 					continue;
 				if (c->conf.dry_run) {
@@ -571,28 +600,8 @@ void ed_ctl_tick(struct ed_ctl *c)
 						j->id, deficit, s.nodes[node].name);
 					continue;
 				}
-				if (ed_slurm_submit_grant(j, s.nodes[node].name, deficit,
-							  c->conf.grant_prefix,
-							  c->conf.grant_qos, &gid,
-							  &err) < 0) {
-					/* Once a minute per job and reason, not every
-					 * tick. */
-					if (strcmp(err.text, rt->last_error) != 0 ||
-					    now - rt->last_error_time >= 60) {
-						ed_error("job %u: %s", j->id, err.text);
-						snprintf(rt->last_error,
-							 sizeof(rt->last_error), "%s",
-							 err.text);
-						rt->last_error_time = now;
-					}
-					continue;
-				}
-				pending++;
-				ed_info("job %u: growing %d -> %d GPUs: grant %u "
-					"submitted (%d "
-					"GPUs on %s)",
-					j->id, have_total, t->gpus, gid, deficit,
-					s.nodes[node].name);
+				pending += _grow(c, &s, j, rt, node, deficit, have_total,
+						 t->gpus, now);
 			}
 		}
 		rt->state = !j->running				 ? ELASTIC_STATE_PENDING

@@ -9,6 +9,8 @@
 
 #include "grants.h"
 
+#define EXACT_SEARCH_MAX 16 /* grants of one job on one node searched exactly */
+
 int elastic__gres_gpus(const char *gres)
 {
 	int total = 0;
@@ -47,6 +49,41 @@ int elastic__gres_gpus(const char *gres)
 	return total;
 }
 
+int elastic__split_grow(int gpus, int *parts, int max_parts)
+{
+	int n = 0;
+	for (int bit = 30; bit >= 0 && n < max_parts; bit--)
+		if (gpus > 0 && (gpus & (1 << bit)))
+			parts[n++] = 1 << bit;
+	return n;
+}
+
+/* The fewest grants whose sizes add up to exactly excess, by trying every
+ * subset (n is small: the grants of one job on one node). */
+static int _exact_subset(const int *gpus, int n, int excess, int *pick, int max_pick)
+{
+	unsigned best = 0;
+	int best_count = 0;
+	if (n > EXACT_SEARCH_MAX)
+		return 0;
+	for (unsigned m = 1; m < (1u << n); m++) {
+		int sum = 0, count = 0;
+		for (int i = 0; i < n; i++)
+			if (m & (1u << i)) {
+				sum += gpus[i];
+				count++;
+			}
+		if (sum == excess && count <= max_pick && (!best || count < best_count)) {
+			best = m;
+			best_count = count;
+		}
+	}
+	for (int i = 0, k = 0; i < n && best; i++)
+		if (best & (1u << i))
+			pick[k++] = i;
+	return best_count;
+}
+
 int elastic__pick_release(const int *gpus, int n, int excess, int *pick, int max_pick)
 {
 	int exact = -1, cover = -1, npick = 0, left = excess;
@@ -60,8 +97,16 @@ int elastic__pick_release(const int *gpus, int n, int excess, int *pick, int max
 		if (gpus[i] > excess && (cover < 0 || gpus[i] < gpus[cover]))
 			cover = i;
 	}
-	if (exact >= 0 || cover >= 0) {
-		pick[0] = exact >= 0 ? exact : cover;
+	if (exact >= 0) {
+		pick[0] = exact;
+		return 1;
+	}
+	/* Several grants that make excess exactly: no GPU released too many
+	 * (which would have to be granted again: a second re-form). */
+	if ((npick = _exact_subset(gpus, n, excess, pick, max_pick)) > 0)
+		return npick;
+	if (cover >= 0) {
+		pick[0] = cover;
 		return 1;
 	}
 	/* None covers it alone: the largest first until covered. */

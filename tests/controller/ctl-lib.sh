@@ -150,14 +150,20 @@ ctl_grants() { squeue -h -n "elastic:$1" -o '%i %T %N %b'; }
 
 # Wait until every JOB=GPUS pair holds (from squeue); fail after timeout.
 # Sets CTL_WAITED to the seconds it took.
+# CTL_MIN[JOB] is the fewest GPUs JOB held at any poll of the wait (a dip
+# below both the start and the end means a release of more than asked).
+declare -A CTL_MIN
 ctl_wait_split() { # timeout job=gpus...
-	local t=$1 start now ok p
+	local t=$1 start now ok p g
 	shift
 	start=$(date +%s.%N)
+	for p in "$@"; do CTL_MIN[${p%%=*}]=999; done
 	while :; do
 		ok=1
 		for p in "$@"; do
-			[ "$(ctl_gpus "${p%%=*}")" = "${p#*=}" ] || { ok=0; break; }
+			g=$(ctl_gpus "${p%%=*}")
+			[ "$g" -lt "${CTL_MIN[${p%%=*}]}" ] && CTL_MIN[${p%%=*}]=$g
+			[ "$g" = "${p#*=}" ] || ok=0
 		done
 		now=$(date +%s.%N)
 		if [ $ok = 1 ]; then

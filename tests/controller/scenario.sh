@@ -3,7 +3,8 @@
 # tests/controller/scenario.sh: the reference scenario on 2 nodes x 4 GPUs with
 # elasticd and proto-clients standing in for the jobs: job 1 alone -> 8; job 2
 # arrives -> 4/4; job 2's priority 10000 vs 5000 -> 5/3 (latency of each
-# priority flip measured, median printed); job 1 ends -> its grants go at once
+# priority flip measured, median printed; no job dips below both its old and
+# new size on the way: grants are released exactly); job 1 ends -> its grants go at once
 # and job 2 grows to 8. Allocations are read from squeue, never from elasticd.
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
@@ -47,10 +48,14 @@ for round in 1 2 3 4 5; do
 	scontrol update JobId="$j2" Priority=10000
 	ctl_wait_split 20 "$j1=3" "$j2=5"
 	t_log "round $round: priority 10000 vs 5000 -> 5/3 in force after ${CTL_WAITED}s"
+	[ "${CTL_MIN[$j1]}" -ge 3 ] && [ "${CTL_MIN[$j2]}" -ge 4 ] ||
+		t_fail "a job dipped on the way to 5/3 (fewest GPUs: $j1 ${CTL_MIN[$j1]}, $j2 ${CTL_MIN[$j2]})"
 	lat="$lat $CTL_WAITED"
 	scontrol update JobId="$j2" Priority=5000
 	ctl_wait_split 20 "$j1=4" "$j2=4"
 	t_log "round $round: back to equal priorities -> 4/4 after ${CTL_WAITED}s"
+	[ "${CTL_MIN[$j1]}" -ge 3 ] && [ "${CTL_MIN[$j2]}" -ge 4 ] ||
+		t_fail "a job dipped on the way to 4/4 (fewest GPUs: $j1 ${CTL_MIN[$j1]}, $j2 ${CTL_MIN[$j2]})"
 	lat="$lat $CTL_WAITED"
 done
 med=$(printf '%s\n' $lat | ctl_median)

@@ -73,14 +73,50 @@ static void release_choice(void **state)
 	const int h[] = {4, 4};
 	pick(h, 2, 3, (int[]){0}, 1); /* smallest that covers, first of equals */
 	const int k[] = {1, 2, 2, 1};
-	pick(k, 4, 5, (int[]){1, 2, 0}, 3);    /* largest first until covered */
+	pick(k, 4, 5, (int[]){0, 1, 2}, 3); /* exact: 1 + 2 + 2 */
+	const int evens[] = {2, 2};
+	pick(evens, 2, 3, (int[]){0, 1},
+	     2); /* no exact way, none covers: largest first */
 	pick(k, 4, 9, (int[]){1, 2, 0, 3}, 4); /* not enough: all of them */
 	pick(k, 0, 1, NULL, 0);		       /* no grants */
 	const int z[] = {0, 0};
 	pick(z, 2, 1, NULL, 0); /* grants of 0 GPUs never help */
 	int out[2];
-	assert_int_equal(elastic__pick_release(k, 4, 6, out, 2),
-			 2); /* max_pick bounds it */
+	/* max_pick bounds it */
+	assert_int_equal(elastic__pick_release(k, 4, 6, out, 2), 2);
+	const int p2[] = {4, 2, 1};
+	pick(p2, 3, 3, (int[]){1, 2}, 2); /* 2 + 1: exact, not the 4 */
+	pick(p2, 3, 5, (int[]){0, 2}, 2); /* 4 + 1 */
+	pick(p2, 3, 6, (int[]){0, 1}, 2); /* 4 + 2 */
+	pick(p2, 3, 7, (int[]){0, 1, 2}, 3);
+	const int odd[] = {3, 3};
+	pick(odd, 2, 2, (int[]){0}, 1); /* no exact subset: smallest cover */
+	const int two[] = {2, 2, 1};
+	pick(two, 3, 4, (int[]){0, 1}, 2); /* fewest grants among exact subsets */
+}
+
+static void grow_split(void **state)
+{
+	int parts[8];
+	assert_int_equal(elastic__split_grow(7, parts, 8), 3);
+	assert_int_equal(parts[0], 4);
+	assert_int_equal(parts[1], 2);
+	assert_int_equal(parts[2], 1);
+	assert_int_equal(elastic__split_grow(4, parts, 8), 1);
+	assert_int_equal(parts[0], 4);
+	assert_int_equal(elastic__split_grow(3, parts, 8), 2);
+	assert_int_equal(parts[0] + parts[1], 3);
+	assert_int_equal(elastic__split_grow(0, parts, 8), 0);
+	assert_int_equal(elastic__split_grow(-2, parts, 8), 0);
+	assert_int_equal(elastic__split_grow(255, parts, 3), 3); /* bounded */
+	/* Every shrink of a 7-GPU grow is exact. */
+	int g[3] = {4, 2, 1}, pk[3];
+	for (int e = 1; e <= 7; e++) {
+		int n = elastic__pick_release(g, 3, e, pk, 3), sum = 0;
+		for (int i = 0; i < n; i++)
+			sum += g[pk[i]];
+		assert_int_equal(sum, e);
+	}
 }
 
 int main(void)
@@ -88,6 +124,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(gres_counts),
 		cmocka_unit_test(release_choice),
+		cmocka_unit_test(grow_split),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
