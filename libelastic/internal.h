@@ -117,8 +117,8 @@ void elastic__snap_host_save(elastic_ctx_t *ctx, uint64_t step);
  * (no slot holds that step). */
 int elastic__snap_host_restore(elastic_ctx_t *ctx, uint64_t step);
 /* Write the registered buffers, which hold committed step `step`, to
- * <prefix><launch>-<slot>.snap: 0 or -1. Each launch of a job writes its
- * own files, so that two launches never write into one file. */
+ * <prefix><launch>-<host>-<slot>.snap: 0 or -1. Each launch of a job writes
+ * its own files, so that two launches never write into one file. */
 int elastic__snap_file_write(elastic_ctx_t *ctx, const char *prefix, uint64_t step,
 			     elastic_error_t *err);
 /* Best step held in files at prefix that matches the registration: loads it

@@ -131,8 +131,11 @@ int elastic__snap_file_write(elastic_ctx_t *ctx, const char *prefix, uint64_t st
 	struct snap_header h;
 	int fd, slot = (int)(step & 1);
 
-	snprintf(path, sizeof(path), "%s%016llx-%d.snap", prefix,
-		 (unsigned long long)ctx->launch_id, slot);
+	/* launch and host in the name: two writers never share a file, even
+	 * where several (test) nodes share one /dev/shm */
+	snprintf(path, sizeof(path), "%s%016llx-%08x-%d.snap", prefix,
+		 (unsigned long long)ctx->launch_id,
+		 (unsigned)(ctx->host_id & 0xffffffffu), slot);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return _fail(err, errno, "cannot open %s: %s", path, strerror(errno));
