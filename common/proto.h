@@ -27,6 +27,27 @@
  *
  * Who may send what is not decided here: elasticd accepts a message about
  * job X only from X's owner uid or root/SlurmUser (see plugin/elasticd).
+ *
+ * The conversation (as elasticd holds it):
+ *   job -> hello                 on connecting (again after any reconnect;
+ *                                one connection per job: a new hello
+ *                                replaces the old connection)
+ *   ctl -> target                at once, and whenever the policy's size
+ *                                for the job changes
+ *   ctl -> grant (one per grant) for every grant running now, and for each
+ *                                new grant when it starts
+ *   ctl -> release               for a grant to give back by the deadline;
+ *                                sent again after a reconnect while pending
+ *   job -> ack (order, grant)    when the job runs without the grant:
+ *                                elasticd cancels the grant at once (an ack
+ *                                naming the grant also matches an order of
+ *                                an elasticd that restarted meanwhile);
+ *                                result=refused or silence: cancelled at
+ *                                the deadline anyway
+ *   job -> status                progress, at will (step, rate, GPUs)
+ *   ctl -> error                 why a message was refused; then it closes
+ * Anyone (any authenticated uid) may send query on a fresh connection and
+ * gets one jobinfo per elastic job and an end.
  */
 
 #include <stddef.h>
