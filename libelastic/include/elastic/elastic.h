@@ -183,10 +183,12 @@ int elastic_register(elastic_ctx_t *ctx, const char *name, void *ptr, size_t byt
 		     elastic_error_t *err);
 
 /*
- * Begin a step. The first call freezes the registration, restores a
- * snapshot of this job if one exists (path B resume: the highest committed
- * step found on any node, sent to every rank), and records the initial state
- * as the one to return to. EPROTO if a step is already open.
+ * Begin a step. The first call (collective) checks that every rank
+ * registered the same state (EINVAL if not), restores a snapshot of this job
+ * if one exists (path B resume: the highest committed step found on any
+ * node, sent to every rank; EINVAL for a snapshot of another registration,
+ * which is left as it is), and records the initial state as the one to
+ * return to. EPROTO if a step is already open or the training completed.
  */
 int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err);
 
@@ -203,7 +205,8 @@ int elastic_check(elastic_ctx_t *ctx, int mpi_rc);
 void elastic_step_fail(elastic_ctx_t *ctx);
 
 /* MPI_Allreduce on the current communicator, with elastic_check() applied.
- * Refused (-1, ECANCELED) once the step has failed. */
+ * Refused (-1, ECANCELED) once this rank saw the world fail in this step
+ * (the communicator is revoked); EPROTO outside a step. */
 int elastic_allreduce(elastic_ctx_t *ctx, const void *sendbuf, void *recvbuf, int count,
 		      MPI_Datatype type, MPI_Op op);
 
@@ -219,7 +222,9 @@ int elastic_allgather_i64(elastic_ctx_t *ctx, const int64_t *send, int count,
  * ELASTIC_REDO: a rank failed (or the step failed somewhere): the failed
  * ranks were removed, the registered state is back at the last committed
  * step, elastic_comm()/rank()/size() describe the new world; redo the step.
- * -1 on an error that cannot be recovered (errno; e.g. EPROTO: no open step).
+ * -1 on an error that cannot be recovered (errno; e.g. EPROTO: no open step;
+ * ESTALE: a newer launch of this job resumed from its snapshots, this one
+ * must stop).
  */
 int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err);
 
