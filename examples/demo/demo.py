@@ -318,10 +318,6 @@ class Demo:
     def dwell(self, j, n):
         return j.ranks > 0 and j.step - j.size_since >= n
 
-    def state(self, j):
-        return run(["squeue", "-h", "-j", j.id, "-o", "%T"], check=False).strip() or \
-            run(["sacct", "-n", "-X", "-P", "-j", j.id, "-o", "State"], check=False).strip()
-
     def diagnose(self):
         print("---- squeue", flush=True)
         print(run(["squeue", "-o", "%i %j %u %T %N %b %Q"], check=False))
