@@ -13,8 +13,7 @@
  *   ctl.c       the controller: per tick, compares targets with what jobs hold
  *               and acts (grow by grants, two-phase shrink, clean up)
  *   channel.c   the TCP job channel server (common/proto.h)
- * This header includes neither elastic_conf.h nor policy.h (they both name
- * an enum elastic_policy_mode), so each module includes the one it needs.
+ * policy.h takes its mode and size kinds from elastic_conf.h.
  */
 
 #include <stdarg.h>

@@ -50,6 +50,7 @@ int ed_plan_compute(const struct ed_snapshot *s, const struct ed_place *const *h
 		pj->size_list = j->sizes;
 		pj->nsize_list = j->nsizes;
 		pj->priority = j->priority;
+		pj->weight = (uint32_t)j->weight;
 		pj->submit_time = j->submit;
 		pj->last_resize = last_resize[i];
 		pj->place = &places[nplaces];

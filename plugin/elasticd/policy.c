@@ -290,10 +290,11 @@ static int _check_job(struct _ws *ws, int i, elastic_error_t *err)
 	if (t->pinned > jb->min)
 		return _fail(err, EINVAL, "job %u: %d pinned GPUs > min %d", jb->id,
 			     t->pinned, jb->min);
-	if (ws->in->mode == ELASTIC_POLICY_PRIORITY)
-		t->w = jb->priority ? jb->priority : 1;
-	else
-		t->w = 1;
+	if (jb->weight > ELASTIC_WEIGHT_MAX)
+		return _fail(err, EINVAL, "job %u: weight %u > %d", jb->id, jb->weight,
+			     ELASTIC_WEIGHT_MAX);
+	t->w = ws->in->mode == ELASTIC_POLICY_PRIORITY && jb->priority ? jb->priority : 1;
+	t->w *= jb->weight ? jb->weight : 1;
 	return 0;
 }
 

@@ -108,21 +108,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conf.h" /* elastic_error_t */
-
-enum elastic_policy_mode {
-	ELASTIC_POLICY_PRIORITY = 0,
-	ELASTIC_POLICY_FAIRSHARE,
-	ELASTIC_POLICY_FIFO,
-};
-/* The mode names in enum order, for an ELASTIC_CONF_ENUM key. */
-#define ELASTIC_POLICY_MODE_CHOICES "priority|fairshare|fifo"
-
-enum elastic_policy_sizes {
-	ELASTIC_SIZES_ANY = 0, /* every count */
-	ELASTIC_SIZES_POW2,    /* 1, 2, 4, 8, ... */
-	ELASTIC_SIZES_LIST,    /* size_list */
-};
+#include "conf.h"	  /* elastic_error_t */
+#include "elastic_conf.h" /* enum elastic_policy_mode, enum elastic_sizes_kind */
 
 /* Largest GPU count of one node the policy accepts. */
 #define ELASTIC_POLICY_MAX_NODE_GPUS 1024
@@ -138,10 +125,13 @@ struct elastic_policy_place {
 struct elastic_policy_job {
 	uint32_t id;  /* Slurm job id, > 0, unique */
 	int min, max; /* 1 <= min <= max */
-	enum elastic_policy_sizes sizes;
+	enum elastic_sizes_kind sizes;
 	const int *size_list; /* ELASTIC_SIZES_LIST: ascending, > 0 */
 	int nsize_list;
 	uint32_t priority;   /* Slurm job priority */
+	uint32_t weight;     /* --elastic-policy-weight, 0..ELASTIC_WEIGHT_MAX (0
+				counts as 1): multiplies the job's share weight in
+				priority and fairshare modes */
 	int64_t submit_time; /* seconds (epoch), >= 0 */
 	int64_t last_resize; /* seconds (epoch) of the last change of its
 				GPUs (or start); 0: never */

@@ -347,6 +347,32 @@ static void priority_vs_fairshare(void **state)
 	world_fini(&w);
 }
 
+/* --elastic-policy-weight multiplies a job's share weight in both modes. */
+static void policy_weight(void **state)
+{
+	struct world w;
+
+	world_init(&w, ELASTIC_POLICY_FAIRSHARE, 2, 4);
+	add_job(&w, 1, 1, 8, 5000, 100);
+	add_job(&w, 2, 1, 8, 5000, 100);
+	job(&w, 1)->weight = 3;
+	decide(&w); /* 3:1 of 8 */
+	assert_int_equal(gpus(&w, 1), 6);
+	assert_int_equal(gpus(&w, 2), 2);
+
+	w.in.mode = ELASTIC_POLICY_PRIORITY;
+	job(&w, 1)->weight = 2;
+	job(&w, 2)->priority = 10000;
+	decide(&w); /* 5000 x 2 = 10000 x 1: equal */
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_int_equal(gpus(&w, 2), 4);
+	job(&w, 1)->weight = 0; /* counts as 1: 1:2 */
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 3);
+	assert_int_equal(gpus(&w, 2), 5);
+	world_fini(&w);
+}
+
 static void fairshare_ties_by_submit_then_id(void **state)
 {
 	struct world w;
@@ -906,6 +932,10 @@ static void m_min_gt_max(struct world *w)
 	w->jobs[0].min = 4;
 	w->jobs[0].max = 2;
 }
+static void m_weight_too_big(struct world *w)
+{
+	w->jobs[0].weight = ELASTIC_WEIGHT_MAX + 1;
+}
 static void m_min_zero(struct world *w)
 {
 	w->jobs[0].min = 0;
@@ -981,7 +1011,7 @@ static void m_mode(struct world *w)
 }
 static void m_sizes_kind(struct world *w)
 {
-	w->jobs[1].sizes = (enum elastic_policy_sizes)9;
+	w->jobs[1].sizes = (enum elastic_sizes_kind)9;
 }
 static void m_list_empty(struct world *w)
 {
@@ -1055,6 +1085,7 @@ static const struct bad_case {
 } bad_cases[] = {
 	{"min > max", m_min_gt_max, "job 7: min 4 > max 2"},
 	{"min 0", m_min_zero, "job 7: min 0 < 1"},
+	{"weight too big", m_weight_too_big, "job 7: weight 1001 > 1000"},
 	{"min negative", m_min_negative, "job 8: min -1 < 1"},
 	{"zero capacity", m_zero_capacity, "zero GPU capacity: all 2 nodes have 0 GPUs"},
 	{"no nodes", m_no_nodes, "no nodes (0)"},
@@ -1291,8 +1322,7 @@ static void garbage_input_never_crashes(void **state)
 				break;
 			case 5:
 				if (w.in.njobs)
-					w.jobs[i].sizes =
-						(enum elastic_policy_sizes)rnd(4);
+					w.jobs[i].sizes = (enum elastic_sizes_kind)rnd(4);
 				break;
 			case 6:
 				if (w.in.njobs > 1)
@@ -1356,6 +1386,7 @@ int main(void)
 		cmocka_unit_test(hysteresis_threshold),
 		cmocka_unit_test(hysteresis_cooldown),
 		cmocka_unit_test(bad_input_is_refused),
+		cmocka_unit_test(policy_weight),
 		cmocka_unit_test(random_worlds_keep_invariants),
 		cmocka_unit_test(garbage_input_never_crashes),
 	};
