@@ -45,13 +45,13 @@ wait_size() { # user size timeout
 	done
 }
 
-j1=$(train_job alice acct_a 45)
+j1=$(train_job alice acct_a 20)
 scontrol update JobId="$j1" Priority=5000
 ctl_wait_split 30 "$j1=8"
 wait_size alice 8 60
 t_log "job 1 ($j1): 8 GPUs, training at 8 ranks"
 
-j2=$(train_job bob acct_b 70)
+j2=$(train_job bob acct_b 26)
 scontrol update JobId="$j2" Priority=5000
 ctl_wait_split 90 "$j1=4" "$j2=4"
 wait_size alice 4 60
