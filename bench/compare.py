@@ -150,6 +150,10 @@ class Bench:
         self.jobs = []
         # snapshot keys unique to this run (Slurm job ids restart with a cluster)
         self.stamp = time.strftime("%Y%m%d%H%M%S")
+        # this run's node snapshots only (the fake nodes share one /dev/shm)
+        self.shm = f"/dev/shm/elastic-compare-{self.stamp}"
+        os.makedirs(self.shm, exist_ok=True)
+        os.chmod(self.shm, 0o1777)
 
     def say(self, text):
         print(text, flush=True)
@@ -224,7 +228,8 @@ exit 1
         else:
             f = os.path.join(d, "job.sh")
             with open(f, "w") as fh:
-                fh.write(f"#!/bin/bash\n{OMPI}\nexport ELASTIC_JOB_ID=el.{self.stamp}.$SLURM_JOB_ID\n"
+                fh.write(f"#!/bin/bash\n{OMPI}\nexport ELASTIC_JOB_ID=el.{self.stamp}.$SLURM_JOB_ID "
+                         f"ELASTIC_SHM_DIR={self.shm}\n"
                          f"exec {self.erun} -v -- {self.rank_cmd()} {args}\n")
             job = sbatch(["-H", "-N1", "-n1", "-w", "node1", "--gres=gpu:2", "-o", out, "-D", d, f])
             self.jobs.append(job)
@@ -343,7 +348,7 @@ exit 1
             else:
                 env = ",".join(["ALL", f"ELASTIC_BIN={self.b}/launcher", f"TRAIN={self.train}",
                                 f"DEMO_DIR={DEMO}", f"EPOCHS={ep}", f"SEED={n}",
-                                f"SAMPLE_US={a.sample_us}"])
+                                f"SAMPLE_US={a.sample_us}", f"ELASTIC_SHM_DIR={self.shm}"])
                 j = sbatch(["-A", acct, "-o", out, "-D", d, f"--export={env}",
                             os.path.join(DEMO, "train.sbatch")], user=user)
                 run(["scontrol", "update", f"JobId={j}", "Priority=5000"])
@@ -402,7 +407,8 @@ exit 1
             for n, (user, acct) in enumerate((("alice", "acct_a"), ("bob", "acct_b")), 1):
                 out = os.path.join(d, f"job{n}.out")
                 env = ",".join(["ALL", f"ELASTIC_BIN={self.b}/launcher", f"TRAIN={self.train}",
-                                f"DEMO_DIR={DEMO}", "EPOCHS=200", f"SEED={n}", "SAMPLE_US=200"])
+                                f"DEMO_DIR={DEMO}", "EPOCHS=200", f"SEED={n}", "SAMPLE_US=200",
+                                f"ELASTIC_SHM_DIR={self.shm}"])
                 j = sbatch(["-A", acct, "-o", out, "-D", d, f"--export={env}",
                             os.path.join(DEMO, "train.sbatch")], user=user)
                 run(["scontrol", "update", f"JobId={j}", "Priority=5000"])
@@ -500,6 +506,7 @@ def main():
             {"failures": b.part_failures, "jobs": b.part_jobs, "latency": b.part_latency}[part]()
     finally:
         b.stop_elasticd()
+        subprocess.run(["rm", "-rf", b.shm])
         for j in b.jobs:
             subprocess.run(["scancel", j], stderr=subprocess.DEVNULL)
     b.say(f"\n(one run, {time.time() - t0:.0f} s, on {os.uname().nodename}: 2 CPU cores shared "

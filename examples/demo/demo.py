@@ -101,6 +101,12 @@ class Demo:
         self.latency = {}
         self.failed = []
         self.drained = []
+        # This run's node snapshots (tmpfs, as /dev/shm on a real node): all
+        # fake nodes share this host, and a snapshot left by another run's
+        # killed job must never be found.
+        self.shm = "/dev/shm/elastic-demo-" + os.path.basename(a.out.rstrip("/"))
+        os.makedirs(self.shm, exist_ok=True)
+        os.chmod(self.shm, 0o1777)
 
     # ---- output ------------------------------------------------------
     def rel(self, t):
@@ -388,7 +394,7 @@ class Demo:
             f"TRAIN={self.build}/examples/elastic_train", f"DEMO_DIR={HERE}",
             f"EPOCHS={j.epochs}", f"SAMPLES={self.a.samples}", f"FEATURES={self.a.features}",
             f"LR={self.a.lr}", f"GLOBAL_BATCH={self.a.batch}", f"SAMPLE_US={self.a.sample_us}",
-            f"SEED={j.num}",
+            f"SEED={j.num}", f"ELASTIC_SHM_DIR={self.shm}",
             f"REFERENCE={j.reference}"])
         out = run(["runuser", "-u", j.user, "--", "env", f"SLURM_CONF={os.environ['SLURM_CONF']}",
                    "sbatch", "--parsable", "-A", j.account, "-J", f"train-{j.user}",
@@ -516,13 +522,8 @@ class Demo:
         self.wait("some steps at 3 / 5", lambda: self.dwell(j1, a.dwell) and
                   self.dwell(j2, a.dwell), T)
 
-        self.step_title("4. job 2 loses a node (its daemon and ranks there killed) and resumes "
-                        "on its other GPUs; one rank of job 1 is killed and healed in place")
-        before = j2.step
-        t_loss, node = self.lose_node(j2)
-        self.wait(f"job 2 training on its GPUs left after losing {node}",
-                  lambda: j2.ranks in range(1, 5) and j2.step > before, T)
-        self.loss_resume = {"t": t_loss, "last_before": before}
+        self.step_title("4. one rank of job 1 is killed and healed in place; job 2 loses a node "
+                        "(its daemon and ranks there killed) and resumes on its other GPUs")
         reforms1 = j1.reforms
         heals1 = len(j1.heals)
         before1 = j1.step
@@ -530,8 +531,12 @@ class Demo:
         self.wait("job 1 healed in place", lambda: len(j1.heals) > heals1 and j1.step > before1, T)
         if j1.reforms != reforms1:
             self.fail("job 1 was relaunched after losing one rank (expected an in-place heal)")
-        self.wait("a few steps after the heal", lambda: j1.step >= before1 + self.a.dwell and
-                  j2.step >= self.loss_resume["last_before"] + self.a.dwell, T)
+        before = j2.step
+        t_loss, node = self.lose_node(j2)
+        self.wait(f"job 2 training on its GPUs left after losing {node}",
+                  lambda: j2.ranks in range(1, 5) and j2.step > before, T)
+        self.loss_resume = {"t": t_loss, "last_before": before}
+        self.wait("a few steps on the GPUs left", lambda: j2.step >= before + self.a.dwell, T)
         t = time.time()
         run(["scontrol", "update", f"NodeName={node}", "State=RESUME"])
         self.drained.remove(node)
@@ -692,6 +697,7 @@ class Demo:
             if j.id:
                 subprocess.run(["scancel", j.id], stderr=subprocess.DEVNULL)
                 subprocess.run(["scancel", "-n", f"elastic:{j.id}"], stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.shm, ignore_errors=True)
         if self.elasticd and self.elasticd.poll() is None:
             self.elasticd.terminate()
             try:
