@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <slurm/spank.h>
 
@@ -340,6 +342,36 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	default:
 		return 0;
 	}
+}
+
+/*
+ * Job epilog (each node of the job, as root): remove the node-local step
+ * snapshots libelastic keeps for a re-form (/dev/shm/elastic-<jobid>-*).
+ * libelastic removes them itself only when the training completes; a job
+ * that ends otherwise (time limit, cancel, failure) would leave them in
+ * memory. Grant jobs have their own ids: their end leaves the elastic job's
+ * snapshots alone.
+ */
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	uint32_t jobid = 0;
+	char pattern[64];
+	glob_t g;
+
+	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS || !jobid)
+		return 0;
+	snprintf(pattern, sizeof(pattern), "/dev/shm/elastic-%u-*", jobid);
+	if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc; i++)
+		if (unlink(g.gl_pathv[i]) < 0 && errno != ENOENT)
+			slurm_error("elastic: job %u epilog: cannot remove %s: %s", jobid,
+				    g.gl_pathv[i], strerror(errno));
+	if (g.gl_pathc)
+		slurm_info("elastic: job %u epilog: removed %zu snapshot file%s", jobid,
+			   g.gl_pathc, g.gl_pathc == 1 ? "" : "s");
+	globfree(&g);
+	return 0;
 }
 
 int slurm_spank_exit(spank_t sp, int ac, char **av)
