@@ -13,7 +13,7 @@ other=/dev/shm/elastic-999999999-0-node1-0.snap
 : >"$other"
 # The job writes what a killed training leaves behind, then ends.
 id=$(t_sbatch root -N1 -w node1 -o "$T_DIR/out" --wrap \
-	'for f in 0-node1-0.snap 0-node1-1.snap owner; do : > /dev/shm/elastic-$SLURM_JOB_ID-$f; done; ls /dev/shm/elastic-$SLURM_JOB_ID-* | wc -l')
+	'n=0; for f in 0-node1-0.snap 0-node1-1.snap owner; do : > /dev/shm/elastic-$SLURM_JOB_ID-$f && n=$((n + 1)); done; echo $n')
 t_wait_job "$id" 60
 t_grep '^3$' "$T_DIR/out" "the job did not write its 3 files"
 end=$((SECONDS + 20))
