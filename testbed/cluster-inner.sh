@@ -277,6 +277,16 @@ do_up() {
 	fi
 	# Something is left from a crash or a half start: clear it first.
 	do_down quiet
+	# Another instance whose name hashes to the same ports and that runs.
+	local other
+	for other in /var/lib/elastic-testbed/*/etc/slurm.conf; do
+		[ "$other" = "$SLURM_CONF" ] || [ ! -f "$other" ] && continue
+		grep -qx "SlurmctldPort=$P_CTLD" "$other" || continue
+		local od=${other%/etc/slurm.conf}
+		if _live_pid "$od/run/slurmctld.pid" slurmctld >/dev/null; then
+			die "instance '${od##*/}' runs on ports $PB.. too: stop it, or set ELASTIC_TESTBED_PORT_BASE (e.g. $((PB + 1000)))"
+		fi
+	done
 	rm -rf "$I/state" "$I/spool" "$I/run" "$I/log"
 	_write_config
 	_start_munge
