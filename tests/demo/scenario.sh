@@ -74,10 +74,11 @@ echo "$seq" | awk '{
 	exit k <= n ? 1 : 0 }' || t_fail "allocations not in the order 8/0, 4/4, 3/5, job 2 below 5, job 2 on 5, 0/8: $seq"
 
 # 2. Every step committed once, in order, in both jobs: each step line
-# follows the previous one; a relaunch resumes at the next step (at most one
-# step committed as the previous launch ended may have no line: it is in
-# the node snapshot the relaunch resumed from); a planned stop after N steps
-# resumes at N.
+# follows the previous one; a relaunch never resumes before the next step
+# (steps committed as an aborted mpirun ended may have no line: their output
+# dies with it; they are in the node snapshot the relaunch resumed from, and
+# the model, equal bit for bit to the static run's, shows none was skipped);
+# a planned stop after N steps resumes at N.
 for n in 1 2; do
 	f=$out/job$n.out
 	res=$(tr -d '\000' <"$f" | awk -v epochs="$([ $n = 1 ] && echo "${DEMO_EPOCHS1:-8}" || echo "${DEMO_EPOCHS2:-7}")" '
@@ -86,8 +87,7 @@ for n in 1 2; do
 			want_resume = 0
 			for (i = 1; i <= NF; i++) if ($i == "step") r = $(i + 1)
 			if (r < next_) { print "resumed at " r " after step " next_ - 1 " (steps redone)"; bad = 1 }
-			if (r > next_ + 1) { print "resumed at " r ", expected " next_ " (steps lost)"; bad = 1 }
-			if (r == next_ + 1) unprinted++
+			if (r > next_) unprinted += r - next_
 			next_ = r; relaunches++
 		}
 		/^step [0-9]+ epoch/ {
