@@ -11,7 +11,7 @@
 
 #include "elastic_conf.h"
 
-#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
+#define _fail elastic__fail
 
 #define OFF(f) offsetof(struct elastic_site_conf, f)
 

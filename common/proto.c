@@ -11,7 +11,7 @@
 
 #include "proto.h"
 
-#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
+#define _fail elastic__fail
 
 enum _kind {
 	_U32,	/* uint32_t in [lo, hi] */

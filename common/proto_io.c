@@ -18,7 +18,7 @@
 
 #include "proto.h"
 
-#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
+#define _fail elastic__fail
 
 struct elastic_auth {
 	munge_ctx_t enc; /* munge wants separate contexts for encode and decode */

@@ -29,8 +29,6 @@ int elastic__errorf(elastic_error_t *err, const char *fmt, ...)
 	return -1;
 }
 
-#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
-
 static const char *_level_name[] = {"error", "warning", "info", "debug"};
 
 void elastic__log(elastic_ctx_t *ctx, int level, const char *fmt, ...)

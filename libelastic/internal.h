@@ -146,4 +146,7 @@ void elastic__nccl_free(elastic_ctx_t *ctx);
 void elastic__stop_signal_install(elastic_ctx_t *ctx);
 int elastic__stop_requested(void);
 
+/* Set err (printf-style) and errno = e; evaluates to -1. */
+#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
+
 #endif

@@ -16,8 +16,6 @@
 
 #include "internal.h"
 
-#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
-
 struct elastic__nccl {
 	ncclComm_t comm;
 	int valid;

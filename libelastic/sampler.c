@@ -9,8 +9,6 @@
 
 #include "internal.h"
 
-#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
-
 int elastic_batch_plan(int global, int max_micro, int size, int rank, const int *sizes,
 		       int nsizes, struct elastic_batch_plan *plan, elastic_error_t *err)
 {

@@ -14,8 +14,6 @@
 
 #include "internal.h"
 
-#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
-
 #define SNAP_MAGIC "ELSNAP01"
 
 /* File layout: header, then state_bytes of data (regions at their offsets).

@@ -12,8 +12,6 @@
 
 #include "internal.h"
 
-#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
-
 /* Bits of the commit agreement (bitwise AND over the survivors). */
 #define AGREE_STEP_OK 1 /* the step succeeded on this rank */
 #define AGREE_COMM_OK 2 /* no fault seen here: the communicator is usable */

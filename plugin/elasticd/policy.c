@@ -12,7 +12,7 @@
 #include "policy.h"
 
 /* Set err and errno = e; returns -1. */
-#define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)
+#define _fail elastic__fail
 
 /* Hysteresis re-split rounds before the last split stands. */
 #define _MAX_ROUNDS 32
