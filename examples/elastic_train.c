@@ -400,7 +400,7 @@ int main(int argc, char **argv)
 	uint64_t *idx;
 	int64_t *all, *sums, *tot;
 	double *x, t_start, t_last_redo = 0;
-	int rank0, rc = 1, redo_pending = 0;
+	int rank0, rc = 1, redo_pending = 0, first_step = 1;
 	long launch_commits = 0;
 
 	MPI_Init(&argc, &argv);
@@ -455,6 +455,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "elastic_train: %s\n", err.text);
 			goto out;
 		}
+		if (first_step && elastic_resumed(ctx))
+			redo_pending = 1; /* path B: mark the first commit after it */
+		first_step = 0;
 		uint64_t step = elastic_step(ctx), epoch = elastic_sampler_epoch(sampler);
 		int ns = (int)elastic_sampler_step_samples(sampler, (int)o.global);
 		if (elastic_batch_plan(ns, (int)o.max_micro, elastic_size(ctx),

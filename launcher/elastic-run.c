@@ -283,6 +283,7 @@ static int _agent(int argc, char **argv)
 }
 
 static void _on_signal(int sig);
+static void _on_parent_death(int sig);
 
 /* Rank wrapper: "elastic-run --rank PROGRAM ARGS": one GPU per rank, by the
  * rank's local rank among the GPUs of its host. */
@@ -321,6 +322,21 @@ static int _rank(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGUSR2, &sa, NULL);
 	sigaction(SIGCONT, &sa, NULL);
+	/* The wrapper ends with the daemon (or mpirun) that started it: once
+	 * that launch is over, its ranks must not run on beside the next one
+	 * (Open MPI's mpirun can end on a lost daemon while its local ranks
+	 * still run). SIGHUP: the program gets SIGTERM, then SIGKILL after 5 s. */
+	struct sigaction hup = {.sa_handler = _on_parent_death};
+	sigaction(SIGHUP, &hup, NULL);
+	sigaction(SIGALRM, &hup, NULL);
+	pid_t daemon = getppid();
+	if (prctl(PR_SET_PDEATHSIG, SIGHUP) < 0)
+		fprintf(stderr,
+			"elastic-run --rank: cannot follow the daemon (pid %ld): "
+			"%s: this rank may outlive its launch\n",
+			(long)daemon, strerror(errno));
+	else if (getppid() != daemon)
+		return 128 + SIGHUP; /* the launch ended before this rank began */
 	pid_t parent = getpid();
 	if ((child = fork()) < 0) {
 		fprintf(stderr, "elastic-run --rank: fork: %s\n", strerror(errno));
@@ -336,6 +352,8 @@ static int _rank(int argc, char **argv)
 		signal(SIGUSR1, SIG_DFL);
 		signal(SIGUSR2, SIG_DFL);
 		signal(SIGCONT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGALRM, SIG_DFL);
 		execvp(argv[0], argv);
 		fprintf(stderr, "elastic-run: cannot run %s: %s\n", argv[0],
 			strerror(errno));
@@ -365,6 +383,18 @@ static int _rank(int argc, char **argv)
 		return 128 + WTERMSIG(ws);
 	}
 	return WEXITSTATUS(ws);
+}
+
+static void _on_parent_death(int sig)
+{
+	if (child <= 0)
+		return;
+	if (sig == SIGHUP) {
+		kill(child, SIGTERM);
+		alarm(5);
+	} else {
+		kill(child, SIGKILL);
+	}
 }
 
 static void _on_signal(int sig)

@@ -569,8 +569,18 @@ int elastic_complete(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (rc != MPI_SUCCESS)
 		return _fail(err, elastic__ft_is_fault(rc) ? EPIPE : EIO,
 			     "elastic_complete: barrier failed (MPI error %d)", rc);
-	if (ctx->shm_prefix[0] && ctx->node_rank == 0)
-		elastic__snap_file_remove(ctx->shm_prefix, 0);
+	if (ctx->shm_prefix[0] && ctx->node_rank == 0) {
+		/* only while this launch owns them: a newer launch of the job
+		 * that resumed from them goes on from its own */
+		if (!ctx->fenced &&
+		    elastic__snap_owner_is(ctx->shm_prefix, ctx->launch_id))
+			elastic__snap_file_remove(ctx->shm_prefix, 0);
+		else
+			elastic__log(ctx, ELASTIC_LOG_WARN,
+				     "completed, but a newer launch of job %s owns the "
+				     "snapshots of this node: leaving them to it",
+				     ctx->env.job_id);
+	}
 	ctx->completed = 1;
 	return 0;
 }
