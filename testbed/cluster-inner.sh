@@ -95,6 +95,9 @@ _write_config() {
 	cat >"$I/etc/slurm.conf" <<EOF
 # Private test cluster '$INST' written by testbed/cluster; do not edit.
 ClusterName=$CLUSTER
+# Job ids apart per instance: node snapshots in /dev/shm are named by job id,
+# and instances running at once on this host share /dev/shm.
+FirstJobId=$(((((PB - 17000) / 20 % 600) + 600) % 600 * 100000 + 1))
 SlurmctldHost=$(hostname -s)(127.0.0.1)
 SlurmctldPort=$P_CTLD
 SlurmUser=root
