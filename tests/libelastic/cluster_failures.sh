@@ -1,23 +1,30 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# tests/libelastic/cluster_failures.sh: elastic_train inside Slurm allocations spanning 2
-# fake nodes (mpirun --with-ft ulfm in the job, as elastic-run will run it), N ranks:
-#  path A: SIGKILL one rank at a random step: ULFM heals in place, the job finishes
-#          on N-1 ranks;
-#  path B: SIGKILL the PRRTE daemon of the second node with its ranks (a node lost):
-#          mpirun ends; the job script relaunches on the first node with the same
-#          ELASTIC_JOB_ID and resumes from the node snapshot.
-# Both: the model of a run without failure, every sample once per epoch, no hang.
-#   ELASTIC_CLUSTER_RUNS (default 1 of each), ELASTIC_CLUSTER_NP (4; 8 also works)
+# tests/libelastic/cluster_failures.sh: failure injection under Slurm, N ranks over 2
+# fake nodes (N/2 GPUs each), each run checked against a run that never failed:
+#  path A: mpirun --with-ft ulfm in a 2-node job; SIGKILL one rank at a random step:
+#          ULFM heals in place, the job finishes on fewer ranks;
+#  path B: elastic-run over a job on node1 and its grant on node2; at a random
+#          committed step every process of the job on node2 is SIGKILLed (PRRTE
+#          daemon, rank wrappers, ranks) and the grant cancelled (the node is gone
+#          from the job): mpirun ends, elastic-run re-forms on what is left and
+#          the ranks resume from the node snapshot.
+# Both: the same final model, every sample once per epoch, no hang (timeouts fail),
+# and the time from the kill to the first step committed after it.
+#   ELASTIC_CLUSTER_RUNS (default 1 of each), ELASTIC_CLUSTER_NP (4; 8 also works),
+#   ELASTIC_CLUSTER_PATHS (AB; A or B for one path only)
 set -u
 . "$(dirname "$0")/common.sh"
 t_need_cluster
 t_scratch
 
 runs=${ELASTIC_CLUSTER_RUNS:-1}
+paths=${ELASTIC_CLUSTER_PATHS:-AB}
 np=${ELASTIC_CLUSTER_NP:-4}
 per=$((np / 2))
 RANDOM=${ELASTIC_CLUSTER_SEED:-$$}
+targs="--quiet --step-sleep 4000 --epochs 3 --samples 4096 --global-batch 128"
+cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
 cat >"$T_DIR/job.sh" <<JOB
 #!/bin/bash
 # One host, two fake nodes: loopback only (TESTBED-NOTES); coll/han crashes under ULFM.
@@ -26,7 +33,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ELASTIC_JOB_ID=\$SLURM_JOB_ID
 mkdir -p "$T_DIR/tmp.\$SLURM_JOB_ID"
 export TMPDIR="$T_DIR/tmp.\$SLURM_JOB_ID"
-train="$TRAIN --quiet --step-sleep 4000 --epochs 3 --samples 4096 --global-batch 128"
+train="$TRAIN $targs"
 mode=\$1; shift
 if [ "\$mode" = ref ]; then
 	timeout 120 mpirun --with-ft ulfm --bind-to none -np $np \$train --out "$T_DIR/ref.model"
@@ -38,27 +45,8 @@ if [ "\$mode" = rank ]; then
 	echo "mpirun exit \$?"
 	exit 0
 fi
-# node: lose node 2's daemon and ranks after \$1 ms, then re-form on node 1
-timeout 120 mpirun --with-ft ulfm --bind-to none -np $np \$train --progress "$T_DIR/progress.\$SLURM_JOB_ID" &
-mp=\$!
-sleep \$(awk -v m="\$1" 'BEGIN { printf "%.3f", m / 1000 }')
-node2=\$(scontrol show hostnames "\$SLURM_JOB_NODELIST" | sed -n 2p)
-# this job's processes on that node: prted (and ranks) with our job id and node name
-victims=""
-for p in /proc/[0-9]*; do
-	env=\$( { tr '\0' '\n' <"\$p/environ"; } 2>/dev/null) || continue
-	grep -qx "SLURM_JOB_ID=\$SLURM_JOB_ID" <<<"\$env" || continue
-	grep -qx "SLURMD_NODENAME=\$node2" <<<"\$env" || continue
-	case "\$(cat "\$p/comm" 2>/dev/null)" in prted | elastic_train) victims="\$victims \${p#/proc/}" ;; esac
-done
-echo "NODE LOST \$node2: killing\$victims t=\$(date +%s.%N)"
-[ -n "\$victims" ] && kill -KILL \$victims
-wait \$mp
-echo "first mpirun exit \$?"
-echo "last committed before the loss: \$(cat "$T_DIR/progress.\$SLURM_JOB_ID" 2>/dev/null)"
-node1=\$(scontrol show hostnames "\$SLURM_JOB_NODELIST" | sed -n 1p)
-ELASTIC_DEBUG=2 timeout 120 mpirun --with-ft ulfm --bind-to none -np $per --host "\$node1:$per" \$train --compare "$T_DIR/ref.model" 2>&1 | grep -av '^libelastic\[[1-9]'
-echo "second mpirun exit \$?"
+echo "unknown mode \$mode"
+exit 2
 JOB
 chmod +x "$T_DIR/job.sh"
 sbatch_args=(-N2 --ntasks-per-node="$per" --gres=gpu:"$per" -D "$T_DIR")
@@ -67,9 +55,66 @@ id=$(t_sbatch root "${sbatch_args[@]}" -o "$T_DIR/ref.out" "$T_DIR/job.sh" ref)
 t_wait_job "$id" 180
 t_grep '^done: 96 steps' "$T_DIR/ref.out" "reference run"
 
-pass=0 total=0
+# Path B, run $1: elastic-run over node1 (the job) and node2 (its grant); lose
+# node 2 at a random committed step. 0: passed.
+_run_b() {
+	local i=$1 out=$T_DIR/b$i.out prog=$T_DIR/progress.b$i target lead grant
+	local end victims p t_kill last size first rec reforms
+	target=$((3 + RANDOM % 85))
+	lead=$(t_sbatch root -N1 -n"$per" -w node1 --gres=gpu:"$per" -H -o "$out" -D "$T_DIR" --wrap "
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+exec timeout 150 ./elastic-run -v -- $TRAIN $targs --progress $prog --compare ref.model")
+	grant=$(t_sbatch root -N1 -w node2 --gres=gpu:"$per" -J "elastic:$lead" -o /dev/null --wrap "sleep 600")
+	end=$((SECONDS + 120))
+	until [ "$(t_job_state "$grant")" = RUNNING ]; do
+		[ $SECONDS -lt $end ] || t_fail "grant job $grant did not start"
+		sleep 0.2
+	done
+	scontrol release "$lead"
+	end=$((SECONDS + 120))
+	until [ "$(sed 's/^0*//' "$prog" 2>/dev/null)" -ge "$target" ] 2>/dev/null; do
+		[ $SECONDS -lt $end ] || break
+		case "$(t_job_state "$lead")" in PENDING | RUNNING | CONFIGURING) ;; *) break ;; esac
+		sleep 0.02
+	done
+	# every process of the job on node2: the PRRTE daemon, rank wrappers, ranks
+	victims=""
+	for p in /proc/[0-9]*; do
+		env=$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null) || continue
+		grep -qx "SLURM_JOB_ID=$grant" <<<"$env" || continue
+		grep -qx "SLURMD_NODENAME=node2" <<<"$env" || continue
+		case "$(cat "$p/comm" 2>/dev/null)" in prted | elastic-run | elastic_train | lt-elastic_trai) victims="$victims ${p#/proc/}" ;; esac
+	done
+	t_kill=$(date +%s.%N)
+	[ -n "$victims" ] && kill -KILL $victims
+	scancel "$grant"
+	last=$(sed 's/^0*//' "$prog" 2>/dev/null)
+	t_wait_job "$lead" 200
+	# the first step committed by a relaunch, and its time
+	read -r first rec < <(awk -v k="$t_kill" '/re-form [0-9]+:/ { f = 1 }
+		f && /^step [0-9]+ .*first commit after a change/ {
+			for (i = 1; i <= NF; i++) if ($i ~ /^t=/) c = substr($i, 3)
+			printf "%d %.1f\n", $2, (c - k) * 1000; exit }' "$out")
+	size=$(sed -n 's/^done: 96 steps, 3 epochs, size \([0-9]*\) .* 0 bad, 0 violations.*/\1/p' "$out")
+	reforms=$(grep -c 're-form [0-9]*:' "$out")
+	if [ -n "$victims" ] && [ -n "$size" ] && grep -q '^model matches reference' "$out" &&
+		grep -q "job $lead: finished" "$out" && [ -n "$first" ] && [ "$first" -gt "${last:-0}" ]; then
+		echo "$rec" >>"$T_DIR/rec_b"
+		t_log "path B run $i (job $lead + grant $grant): node 2 lost at committed step ${last:-0}, $reforms re-form(s), first step of the relaunch $first at size $size: ok, loss to next commit $rec ms"
+		return 0
+	fi
+	t_log "path B run $i (job $lead + grant $grant): node 2 lost at committed step ${last:-?} (target $target, killed:${victims:- nothing}): FAILED (size ${size:-none}, first step after ${first:-none})"
+	tail -30 "$out" | sed 's/^/    | /'
+	return 1
+}
+
+pass=0 total=0 pass_a=0 pass_b=0
+: >"$T_DIR/rec_a"
+: >"$T_DIR/rec_b"
 for i in $(seq 1 "$runs"); do
 	# path A
+	if [[ $paths == *A* ]]; then
 	total=$((total + 1))
 	rank=$((RANDOM % np)) step=$((RANDOM % 96))
 	id=$(t_sbatch root "${sbatch_args[@]}" -o "$T_DIR/a$i.out" "$T_DIR/job.sh" rank --kill "$rank:$step:reduce")
@@ -78,31 +123,25 @@ for i in $(seq 1 "$runs"); do
 	# any smaller size is a pass if the result is exact)
 	size=$(sed -n 's/^done: 96 steps, 3 epochs, size \([0-9]*\) .* 0 bad, 0 violations.*/\1/p' "$T_DIR/a$i.out")
 	if [ -n "$size" ] && [ "$size" -lt "$np" ] && grep -q '^model matches reference' "$T_DIR/a$i.out"; then
-		pass=$((pass + 1))
-		t_log "path A run $i (job $id, $np ranks on 2 nodes): kill rank $rank at step $step: ok at size $size, kill to next commit $(t_recovery_ms "$T_DIR/a$i.out") ms"
+		pass=$((pass + 1)) pass_a=$((pass_a + 1))
+		rec=$(t_recovery_ms "$T_DIR/a$i.out")
+		[ -n "$rec" ] && echo "$rec" >>"$T_DIR/rec_a"
+		t_log "path A run $i (job $id, $np ranks on 2 nodes): kill rank $rank at step $step: ok at size $size, kill to next commit ${rec:-?} ms"
 	else
 		t_log "path A run $i (job $id): kill rank $rank at step $step: FAILED"
 		tail -20 "$T_DIR/a$i.out" | sed 's/^/    | /'
 	fi
+	fi
 	# path B
-	total=$((total + 1))
-	delay=$((700 + RANDOM % 600))
-	id=$(t_sbatch root "${sbatch_args[@]}" -o "$T_DIR/b$i.out" "$T_DIR/job.sh" node "$delay")
-	t_wait_job "$id" 240
-	out=$T_DIR/b$i.out
-	last=$(sed -n 's/^last committed before the loss: 0*\([0-9]\)/\1/p' "$out")
-	resumed=$(sed -n 's/.*resumed at committed step \([0-9]*\).*/\1/p' "$out" | head -1)
-	if grep -q '^NODE LOST node[0-9]*: killing [0-9]' "$out" &&
-		grep -Eq "^done: 96 steps, 3 epochs, size $per .* 0 bad, 0 violations" "$out" &&
-		grep -q '^model matches reference' "$out" && [ -n "$resumed" ] &&
-		[ "$resumed" -ge "${last:-0}" ]; then
-		pass=$((pass + 1))
-		t_log "path B run $i (job $id): lost node 2 after $delay ms (last recorded step ${last:-none}), re-formed on $per ranks, resumed at $resumed: ok"
-	else
-		t_log "path B run $i (job $id): lost node 2 after $delay ms: FAILED (last ${last:-?}, resumed ${resumed:-none})"
-		tail -25 "$out" | sed 's/^/    | /'
+	if [[ $paths == *B* ]]; then
+		total=$((total + 1))
+		_run_b "$i" && pass=$((pass + 1)) pass_b=$((pass_b + 1))
 	fi
 done
+read -r med_a max_a n_a < <(t_stats <"$T_DIR/rec_a")
+read -r med_b max_b n_b < <(t_stats <"$T_DIR/rec_b")
+t_log "path A ($np ranks over 2 nodes, SIGKILL one rank): $pass_a/$([[ $paths == *A* ]] && echo "$runs" || echo 0) passed; kill to first commit after: median $med_a ms, max $max_a ms ($n_a runs)"
+t_log "path B ($np ranks over 2 nodes, elastic-run, node 2's daemon and ranks killed and its grant cancelled): $pass_b/$([[ $paths == *B* ]] && echo "$runs" || echo 0) passed; kill to first commit after: median $med_b ms, max $max_b ms ($n_b runs)"
 t_log "cluster: $pass/$total runs passed ($np ranks over 2 nodes)"
 [ "$pass" = "$total" ] || t_fail "$((total - pass)) of $total runs failed"
 exit 0
