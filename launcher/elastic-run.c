@@ -536,6 +536,12 @@ int main(int argc, char **argv)
 	}
 	if (!getenv("ELASTIC_JOB_ID"))
 		setenv("ELASTIC_JOB_ID", jid, 1);
+	/* this run of the job: a job id that Slurm hands out again (state lost,
+	 * id space wrapped) never resumes an older job's node snapshots */
+	const char *start = getenv("SLURM_JOB_START_TIME");
+	if (!getenv("ELASTIC_JOB_STAMP") && start && *start &&
+	    strspn(start, "0123456789") == strlen(start) && strlen(start) < 32)
+		setenv("ELASTIC_JOB_STAMP", start, 1);
 	const char *ctlspec = getenv("ELASTIC_CONTROLLER");
 	if (ctlspec && *ctlspec) {
 		if (elastic__ctl_init(&ctl, ctlspec, (uint32_t)jobid, &err) < 0) {

@@ -123,6 +123,29 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 					v, v[i]);
 		memcpy(e.job_id, v, n + 1);
 	}
+	if ((v = getenv_fn("ELASTIC_JOB_STAMP")) && *v) {
+		size_t n = strlen(v);
+		if (n >= sizeof(e.job_stamp))
+			return _fail(
+				err, EINVAL,
+				"ELASTIC_JOB_STAMP is %zu characters long (at most %zu)",
+				n, sizeof(e.job_stamp) - 1);
+		for (size_t i = 0; i < n; i++)
+			if (!isalnum((unsigned char)v[i]) && !strchr("_.-", v[i]))
+				return _fail(err, EINVAL,
+					     "ELASTIC_JOB_STAMP='%s': character '%c' not "
+					     "allowed (letters, digits, '_', '.', '-')",
+					     v, v[i]);
+		memcpy(e.job_stamp, v, n + 1);
+	}
+	/* Inside the job itself (plain mpirun in the batch script): its start
+	 * time, as elastic-run would set it. */
+	const char *jid = getenv_fn("SLURM_JOB_ID"),
+		   *start = getenv_fn("SLURM_JOB_START_TIME");
+	if (!e.job_stamp[0] && e.job_id[0] && jid && !strcmp(jid, e.job_id) && start &&
+	    *start && strlen(start) < sizeof(e.job_stamp) &&
+	    strspn(start, "0123456789") == strlen(start))
+		memcpy(e.job_stamp, start, strlen(start) + 1);
 	if ((v = getenv_fn("ELASTIC_MIN_GPUS")) && *v) {
 		if (_env_long("ELASTIC_MIN_GPUS", v, 1, 65536, &x, err))
 			return -1;
@@ -482,8 +505,9 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 		goto fail;
 	}
 	if (ctx->env.job_id[0])
-		snprintf(ctx->shm_prefix, sizeof(ctx->shm_prefix), "%s/elastic-%s-",
-			 ctx->env.shm_dir, ctx->env.job_id);
+		snprintf(ctx->shm_prefix, sizeof(ctx->shm_prefix), "%s/elastic-%s-%s%s",
+			 ctx->env.shm_dir, ctx->env.job_id, ctx->env.job_stamp,
+			 ctx->env.job_stamp[0] ? "-" : "");
 	if (ctx->env.checkpoint_dir[0] && ctx->rank == 0 &&
 	    mkdir(ctx->env.checkpoint_dir, 0700) < 0 && errno != EEXIST)
 		elastic__log(ctx, ELASTIC_LOG_WARN, "cannot create %s: %s",

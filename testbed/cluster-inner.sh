@@ -324,6 +324,22 @@ _kill_leftovers() {
 	done
 }
 
+# libelastic's node snapshots of this instance's jobs (job ids from its
+# FirstJobId on) that no epilog removed: jobs killed with the cluster.
+_remove_snapshots() {
+	local first f id
+	first=$(sed -n 's/^FirstJobId=//p' "$SLURM_CONF" 2>/dev/null)
+	[ -n "$first" ] || return 0
+	for f in /dev/shm/elastic-[0-9]*; do
+		[ -e "$f" ] || continue
+		id=${f#/dev/shm/elastic-}
+		id=${id%%-*}
+		[[ $id =~ ^[0-9]+$ ]] && [ "$id" -ge "$first" ] && [ "$id" -lt $((first + 100000)) ] &&
+			rm -f "$f"
+	done
+	return 0
+}
+
 do_down() {
 	local quiet=${1:-} name pf prog pid stopped=0
 	if [ -f "$SLURM_CONF" ] && scontrol ping >/dev/null 2>&1; then
@@ -341,6 +357,7 @@ do_down() {
 		rm -f "$pf"
 	done < <(_daemons | tac)
 	[ -f "$SLURM_CONF" ] && _kill_leftovers
+	_remove_snapshots
 	[ -n "$quiet" ] || say "down: stopped $stopped daemons"
 }
 

@@ -50,16 +50,24 @@ static void full_environment(void **state)
 {
 	struct elastic_env e;
 	elastic_error_t err;
-	const char *vars[] = {
-		"ELASTIC_JOB_ID=1234",	       "ELASTIC_MIN_GPUS=2",
-		"ELASTIC_MAX_GPUS=8",	       "ELASTIC_GRACE=30",
-		"ELASTIC_SIZES=2,4,8",	       "ELASTIC_CONTROLLER=elastic-ctl:6820",
-		"ELASTIC_DEBUG=yes",	       "ELASTIC_WATCHDOG=2.5",
-		"ELASTIC_SHM_DIR=/tmp/x",      "ELASTIC_CHECKPOINT_DIR=/ckpt",
-		"ELASTIC_CHECKPOINT_EVERY=10", "ELASTIC_STEP_TIMEOUT=30",
-		"ELASTIC_SNAPSHOT_EVERY=5",    NULL};
+	const char *vars[] = {"ELASTIC_JOB_ID=1234",
+			      "ELASTIC_MIN_GPUS=2",
+			      "ELASTIC_MAX_GPUS=8",
+			      "ELASTIC_GRACE=30",
+			      "ELASTIC_SIZES=2,4,8",
+			      "ELASTIC_CONTROLLER=elastic-ctl:6820",
+			      "ELASTIC_DEBUG=yes",
+			      "ELASTIC_WATCHDOG=2.5",
+			      "ELASTIC_SHM_DIR=/tmp/x",
+			      "ELASTIC_CHECKPOINT_DIR=/ckpt",
+			      "ELASTIC_CHECKPOINT_EVERY=10",
+			      "ELASTIC_STEP_TIMEOUT=30",
+			      "ELASTIC_SNAPSHOT_EVERY=5",
+			      "ELASTIC_JOB_STAMP=1795319255",
+			      NULL};
 	assert_int_equal(parse(&e, &err, vars), 0);
 	assert_string_equal(e.job_id, "1234");
+	assert_string_equal(e.job_stamp, "1795319255");
 	assert_int_equal(e.min_gpus, 2);
 	assert_int_equal(e.max_gpus, 8);
 	assert_int_equal(e.grace_s, 30);
@@ -76,6 +84,27 @@ static void full_environment(void **state)
 	assert_int_equal(e.snapshot_every, 5);
 }
 
+/* Inside a Slurm job whose id is the job id: the job's start time is the
+ * stamp unless ELASTIC_JOB_STAMP says otherwise; another job's is not. */
+static void stamp_from_the_job(void **state)
+{
+	struct elastic_env e;
+	elastic_error_t err;
+	const char *own[] = {"ELASTIC_JOB_ID=77", "SLURM_JOB_ID=77",
+			     "SLURM_JOB_START_TIME=1795319255", NULL};
+	const char *other[] = {"ELASTIC_JOB_ID=77", "SLURM_JOB_ID=78",
+			       "SLURM_JOB_START_TIME=1795319255", NULL};
+	const char *set[] = {"ELASTIC_JOB_ID=77", "SLURM_JOB_ID=77",
+			     "SLURM_JOB_START_TIME=1795319255", "ELASTIC_JOB_STAMP=x1",
+			     NULL};
+	assert_int_equal(parse(&e, &err, own), 0);
+	assert_string_equal(e.job_stamp, "1795319255");
+	assert_int_equal(parse(&e, &err, other), 0);
+	assert_string_equal(e.job_stamp, "");
+	assert_int_equal(parse(&e, &err, set), 0);
+	assert_string_equal(e.job_stamp, "x1");
+}
+
 /* Each bad value fails with EINVAL, names the variable, and changes nothing. */
 static void bad_values_are_refused(void **state)
 {
@@ -86,6 +115,8 @@ static void bad_values_are_refused(void **state)
 		{"ELASTIC_JOB_ID="
 		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 		 "at most 64"},
+		{"ELASTIC_JOB_STAMP=17 95", "ELASTIC_JOB_STAMP"},
+		{"ELASTIC_JOB_STAMP=123456789012345678901234567890123", "at most 32"},
 		{"ELASTIC_MIN_GPUS=0", "ELASTIC_MIN_GPUS"},
 		{"ELASTIC_MIN_GPUS=two", "ELASTIC_MIN_GPUS"},
 		{"ELASTIC_MIN_GPUS=70000", "1..65536"},
@@ -193,6 +224,7 @@ int main(void)
 		cmocka_unit_test(empty_environment_gives_defaults),
 		cmocka_unit_test(full_environment),
 		cmocka_unit_test(bad_values_are_refused),
+		cmocka_unit_test(stamp_from_the_job),
 		cmocka_unit_test(min_max_and_sizes_are_consistent),
 		cmocka_unit_test(sizes_any_and_pow2),
 		cmocka_unit_test(null_arguments),

@@ -94,6 +94,11 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  *   ELASTIC_JOB_ID       job id, [A-Za-z0-9_.-], 1-64 chars; enables the
  *                        node-local snapshot (path B resume) under
  *                        ELASTIC_SHM_DIR/elastic-<id>-*
+ *   ELASTIC_JOB_STAMP    [A-Za-z0-9_.-], 1-32 chars: tells this run of the job
+ *                        from an older one with the same id (elastic-run sets
+ *                        the job's start time): node snapshots are then
+ *                        ELASTIC_SHM_DIR/elastic-<id>-<stamp>-*, and a stale
+ *                        snapshot of a reused job id is never resumed
  *   ELASTIC_MIN_GPUS     1..65536
  *   ELASTIC_MAX_GPUS     ELASTIC_MIN_GPUS..65536
  *   ELASTIC_GRACE        seconds a release order may wait, 0..86400
@@ -265,6 +270,7 @@ struct elastic_env {
 	char checkpoint_dir[256];
 	long checkpoint_every;
 	long snapshot_every;
+	char job_stamp[33];
 };
 const struct elastic_env *elastic_get_env(const elastic_ctx_t *ctx);
 
