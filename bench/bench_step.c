@@ -79,6 +79,7 @@ static int _cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
 	long bytes = 1 << 20, steps = 20, rounds = 41;
+	int snapshots = 0;
 	const char *np = getenv("BENCH_STEP_NP") ? getenv("BENCH_STEP_NP") : "4";
 	int rank, size;
 	elastic_ctx_t *ctx, *ctx2;
@@ -94,9 +95,11 @@ int main(int argc, char **argv)
 			steps = strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
 			rounds = strtol(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--node-snapshots"))
+			snapshots = 1;
 		else {
 			fprintf(stderr, "usage: bench_step [--bytes N] [--steps N] "
-					"[--rounds N]\n");
+					"[--rounds N] [--node-snapshots]\n");
 			return 2;
 		}
 	}
@@ -117,9 +120,23 @@ int main(int argc, char **argv)
 		grad[i] = (float)(rank + i % 7);
 		weights[i] = 0;
 	}
+	/* As in a Slurm job (ELASTIC_JOB_ID set): the lowest rank of each host
+	 * also writes the node snapshot at every step. One job id per context
+	 * (two launches of one job would fence each other). */
+	char jid[2][64];
+	long pid = (long)getpid();
+	MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+	snprintf(jid[0], sizeof(jid[0]), "bench-step-%ld-copy", pid);
+	snprintf(jid[1], sizeof(jid[1]), "bench-step-%ld-after", pid);
+	unsetenv("ELASTIC_JOB_STAMP");
+	if (snapshots)
+		setenv("ELASTIC_JOB_ID", jid[0], 1);
+	else
+		unsetenv("ELASTIC_JOB_ID");
 	/* The state a real step changes: weights as large as the gradient. */
 	if (elastic_init(MPI_COMM_WORLD, &ctx, &err) < 0 ||
 	    elastic_register(ctx, "weights", weights, (size_t)n * 4, &err) < 0 ||
+	    (snapshots && setenv("ELASTIC_JOB_ID", jid[1], 1) < 0) ||
 	    elastic_init(MPI_COMM_WORLD, &ctx2, &err) < 0 ||
 	    elastic_register(ctx2, "weights", weights, (size_t)n * 4, &err) < 0 ||
 	    elastic_set_commit_mode(ctx2, ELASTIC_UPDATE_AFTER_COMMIT, &err) < 0) {
@@ -184,8 +201,11 @@ int main(int argc, char **argv)
 		}
 		printf("bench_step: %d ranks, %ld bytes per step (MPI_FLOAT sum), %ld "
 		       "bytes of "
-		       "registered state, %ld rounds of %ld steps per variant\n",
-		       size, bytes, (long)n * 4, rounds, steps);
+		       "registered state, %ld rounds of %ld steps per variant, node "
+		       "snapshots %s\n",
+		       size, bytes, (long)n * 4, rounds, steps,
+		       snapshots ? "on (every step, as with ELASTIC_JOB_ID)"
+				 : "off (no ELASTIC_JOB_ID)");
 		printf("  %-46s %10s %10s\n", "us/step", "min", "median");
 		for (int v = 0; v < NV; v++)
 			printf("  %-46s %10.1f %10.1f\n", name[v], mn[v] * 1e6,

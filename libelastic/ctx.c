@@ -546,11 +546,13 @@ void elastic_destroy(elastic_ctx_t *ctx)
 		pthread_mutex_unlock(&ctx->wd_lock);
 		pthread_join(ctx->wd_thread, NULL);
 	}
-	elastic__persist_final(ctx);
+	elastic__persist_final(ctx); /* waits for a background snapshot first */
+	elastic__snap_async_stop(ctx);
 	elastic__nccl_free(ctx);
 	if (ctx->comm != MPI_COMM_NULL)
 		MPI_Comm_free(&ctx->comm);
 	elastic__snap_host_free(ctx);
+	elastic__snap_shm_unmap(ctx);
 	free(ctx->regions);
 	pthread_mutex_destroy(&ctx->wd_lock);
 	pthread_cond_destroy(&ctx->wd_cond);

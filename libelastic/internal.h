@@ -24,6 +24,14 @@ struct elastic__region {
 struct elastic__hostsnap {
 	unsigned char *buf[2];
 	uint64_t step[2]; /* committed-step count stored in buf[i]; UINT64_MAX: empty */
+	int fused;	  /* buf[i] is the data of node snapshot slot i (mapped) */
+};
+
+/* This launch's node snapshot files on this host, mapped once (slot i holds
+ * the committed steps of parity i): a snapshot is a memcpy, not a file write. */
+struct elastic__shmslot {
+	unsigned char *base; /* header, then state_bytes of data; NULL: not mapped */
+	size_t len;
 };
 
 struct elastic__nccl; /* nccl.c */
@@ -46,6 +54,19 @@ struct elastic_ctx {
 	uint64_t committed; /* committed steps */
 	int resumed;
 	struct elastic__hostsnap host;
+	struct elastic__shmslot shm[2];
+	/* node snapshot writer (update-after-commit mode): copies the state,
+	 * unchanged during the step by the caller's promise, while the step
+	 * runs; joined before elastic_step_commit returns */
+	pthread_t sw_thread;
+	int sw_running;
+	pthread_mutex_t sw_lock;
+	pthread_cond_t sw_cond;
+	int sw_pending; /* a snapshot asked for, not written yet */
+	int sw_stop;
+	int sw_rc;	  /* result of the last one */
+	uint64_t sw_step; /* its step */
+	elastic_error_t sw_err;
 	char shm_prefix[512]; /* ELASTIC_SHM_DIR/elastic-<job>-; "" = off */
 	int completed;
 	int mode;	    /* enum elastic_commit_mode */
@@ -116,6 +137,23 @@ void elastic__snap_host_save(elastic_ctx_t *ctx, uint64_t step);
 /* Copy the host slot of step back into the registered buffers: 0 or -1
  * (no slot holds that step). */
 int elastic__snap_host_restore(elastic_ctx_t *ctx, uint64_t step);
+/* Node snapshot of committed step `step` into this launch's mapped slot
+ * (step & 1) on this host: the data from src (state_bytes; NULL: from the
+ * registered buffers; the slot's own data when fused), then the step in the
+ * header, so that a writer killed midway leaves that slot invalid and the
+ * other one whole. 0 or -1. */
+int elastic__snap_shm_publish(elastic_ctx_t *ctx, uint64_t step, const unsigned char *src,
+			      elastic_error_t *err);
+/* Unmap (and close) the node snapshot slots; the files stay. */
+void elastic__snap_shm_unmap(elastic_ctx_t *ctx);
+/* Publish step from the registered buffers in the background (a writer
+ * thread, started on first use): 0, or -1 if no thread (then the caller
+ * publishes itself). */
+int elastic__snap_async_start(elastic_ctx_t *ctx, uint64_t step);
+/* Wait for the background snapshot, if any: its result (0 or -1 with *err). */
+int elastic__snap_async_wait(elastic_ctx_t *ctx, elastic_error_t *err);
+/* Stop the writer thread (after a wait). */
+void elastic__snap_async_stop(elastic_ctx_t *ctx);
 /* Write the registered buffers, which hold committed step `step`, to
  * <prefix><launch>-<host>-<slot>.snap: 0 or -1. Each launch of a job writes
  * its own files, so that two launches never write into one file. */

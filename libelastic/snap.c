@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <sys/mman.h>
+#include <pthread.h>
 
 #include "internal.h"
 
@@ -29,8 +31,27 @@ struct snap_header {
 	double written; /* CLOCK_REALTIME */
 };
 
+static struct snap_header *_shm_map(elastic_ctx_t *ctx, int slot, elastic_error_t *err);
+
 int elastic__snap_host_alloc(elastic_ctx_t *ctx, elastic_error_t *err)
 {
+	/* The lowest rank of a host writes the node snapshot at every commit:
+	 * its copies are the mapped snapshot slots themselves, so that a commit
+	 * costs it one copy of the state, like every other rank. */
+	if (ctx->shm_prefix[0] && ctx->node_rank == 0 && ctx->env.snapshot_every == 1) {
+		elastic_error_t e;
+		struct snap_header *h0 = _shm_map(ctx, 0, &e),
+				   *h1 = h0 ? _shm_map(ctx, 1, &e) : NULL;
+		if (h1) {
+			ctx->host.buf[0] = (unsigned char *)(h0 + 1);
+			ctx->host.buf[1] = (unsigned char *)(h1 + 1);
+			ctx->host.step[0] = ctx->host.step[1] = UINT64_MAX;
+			ctx->host.fused = 1;
+			return 0;
+		}
+		elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s (copying instead)",
+			     e.text);
+	}
 	for (int i = 0; i < 2; i++) {
 		if (!(ctx->host.buf[i] = aligned_alloc(64, ctx->state_bytes))) {
 			elastic__snap_host_free(ctx);
@@ -46,10 +67,12 @@ int elastic__snap_host_alloc(elastic_ctx_t *ctx, elastic_error_t *err)
 void elastic__snap_host_free(elastic_ctx_t *ctx)
 {
 	for (int i = 0; i < 2; i++) {
-		free(ctx->host.buf[i]);
+		if (!ctx->host.fused)
+			free(ctx->host.buf[i]);
 		ctx->host.buf[i] = NULL;
 		ctx->host.step[i] = UINT64_MAX;
 	}
+	ctx->host.fused = 0;
 }
 
 void elastic__snap_host_save(elastic_ctx_t *ctx, uint64_t step)
@@ -57,6 +80,11 @@ void elastic__snap_host_save(elastic_ctx_t *ctx, uint64_t step)
 	int slot = (int)(step & 1);
 	unsigned char *b = ctx->host.buf[slot];
 
+	if (ctx->host.fused) {
+		/* invalid on the node until published (elastic__snap_shm_publish) */
+		((struct snap_header *)b - 1)->step = 0;
+		atomic_thread_fence(memory_order_release);
+	}
 	for (int i = 0; i < ctx->nregions; i++)
 		memcpy(b + ctx->regions[i].offset, ctx->regions[i].ptr,
 		       ctx->regions[i].bytes);
@@ -122,27 +150,38 @@ static int _pread_all(int fd, void *buf, size_t n, off_t off)
 	return 0;
 }
 
+/* launch and host in the name: two writers never share a file, even where
+ * several (test) nodes share one /dev/shm */
+static void _slot_path(const elastic_ctx_t *ctx, const char *prefix, int slot, char *path,
+		       size_t n)
+{
+	snprintf(path, n, "%s%016llx-%08x-%d.snap", prefix,
+		 (unsigned long long)ctx->launch_id,
+		 (unsigned)(ctx->host_id & 0xffffffffu), slot);
+}
+
+static void _fill_header(const elastic_ctx_t *ctx, struct snap_header *h)
+{
+	memcpy(h->magic, SNAP_MAGIC, 8);
+	h->state_bytes = ctx->state_bytes;
+	h->layout = elastic__snap_layout(ctx);
+	h->nregions = (uint64_t)ctx->nregions;
+}
+
 int elastic__snap_file_write(elastic_ctx_t *ctx, const char *prefix, uint64_t step,
 			     elastic_error_t *err)
 {
 	char path[600];
 	struct snap_header h;
-	int fd, slot = (int)(step & 1);
+	int fd;
 
-	/* launch and host in the name: two writers never share a file, even
-	 * where several (test) nodes share one /dev/shm */
-	snprintf(path, sizeof(path), "%s%016llx-%08x-%d.snap", prefix,
-		 (unsigned long long)ctx->launch_id,
-		 (unsigned)(ctx->host_id & 0xffffffffu), slot);
+	_slot_path(ctx, prefix, (int)(step & 1), path, sizeof(path));
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return _fail(err, errno, "cannot open %s: %s", path, strerror(errno));
 	memset(&h, 0, sizeof(h));
-	memcpy(h.magic, SNAP_MAGIC, 8);
+	_fill_header(ctx, &h);
 	h.step = 0;
-	h.state_bytes = ctx->state_bytes;
-	h.layout = elastic__snap_layout(ctx);
-	h.nregions = (uint64_t)ctx->nregions;
 	if (_pwrite_all(fd, &h, sizeof(h), 0) < 0 ||
 	    ftruncate(fd, (off_t)(sizeof(h) + ctx->state_bytes)) < 0)
 		goto ioerr;
@@ -161,6 +200,80 @@ ioerr: {
 	close(fd);
 	return _fail(err, e, "cannot write %s: %s", path, strerror(e));
 }
+}
+
+/* Map this launch's node snapshot file of slot on this host (once). */
+static struct snap_header *_shm_map(elastic_ctx_t *ctx, int slot, elastic_error_t *err)
+{
+	struct elastic__shmslot *m = &ctx->shm[slot];
+	size_t len = sizeof(struct snap_header) + ctx->state_bytes;
+	char path[600];
+	void *b;
+	int fd;
+
+	if (m->base)
+		return (struct snap_header *)m->base;
+	_slot_path(ctx, ctx->shm_prefix, slot, path, sizeof(path));
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int e = errno;
+		(void)_fail(err, e, "cannot open %s: %s", path, strerror(e));
+		return NULL;
+	}
+	if (ftruncate(fd, (off_t)len) < 0) {
+		int e = errno;
+		close(fd);
+		(void)_fail(err, e, "cannot size %s to %zu bytes: %s", path, len,
+			    strerror(e));
+		return NULL;
+	}
+	b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (b == MAP_FAILED) {
+		int e = errno;
+		(void)_fail(err, e, "cannot map %s: %s", path, strerror(e));
+		return NULL;
+	}
+	m->base = b;
+	m->len = len;
+	return (struct snap_header *)b;
+}
+
+int elastic__snap_shm_publish(elastic_ctx_t *ctx, uint64_t step, const unsigned char *src,
+			      elastic_error_t *err)
+{
+	struct snap_header *h = _shm_map(ctx, (int)(step & 1), err);
+	unsigned char *data;
+
+	if (!h)
+		return -1;
+	data = (unsigned char *)(h + 1);
+	if (src != data) {
+		h->step = 0;
+		atomic_thread_fence(memory_order_release);
+		if (src)
+			memcpy(data, src, ctx->state_bytes);
+		else
+			for (int i = 0; i < ctx->nregions; i++)
+				memcpy(data + ctx->regions[i].offset, ctx->regions[i].ptr,
+				       ctx->regions[i].bytes);
+	}
+	_fill_header(ctx, h);
+	h->written = elastic__now_real();
+	atomic_thread_fence(memory_order_release);
+	h->step = step;
+	return 0;
+}
+
+void elastic__snap_shm_unmap(elastic_ctx_t *ctx)
+{
+	if (ctx->host.fused)
+		elastic__snap_host_free(ctx);
+	for (int i = 0; i < 2; i++) {
+		if (ctx->shm[i].base)
+			munmap(ctx->shm[i].base, ctx->shm[i].len);
+		ctx->shm[i].base = NULL;
+	}
 }
 
 /* Calls fn(path, arg) for each snapshot file of prefix (any launch); stops
@@ -307,4 +420,89 @@ int elastic__snap_owner_is(const char *prefix, uint64_t launch)
 		return 1;
 	line[16] = '\0';
 	return strtoull(line, NULL, 16) == launch;
+}
+
+/* ---- background node snapshot ---- */
+
+static void *_writer(void *arg)
+{
+	elastic_ctx_t *ctx = arg;
+
+	pthread_mutex_lock(&ctx->sw_lock);
+	for (;;) {
+		while (!ctx->sw_pending && !ctx->sw_stop)
+			pthread_cond_wait(&ctx->sw_cond, &ctx->sw_lock);
+		if (!ctx->sw_pending)
+			break;
+		uint64_t step = ctx->sw_step;
+		elastic_error_t e = {""};
+		pthread_mutex_unlock(&ctx->sw_lock);
+		int rc = elastic__snap_shm_publish(ctx, step, NULL, &e);
+		pthread_mutex_lock(&ctx->sw_lock);
+		ctx->sw_rc = rc;
+		ctx->sw_err = e;
+		ctx->sw_pending = 0;
+		pthread_cond_broadcast(&ctx->sw_cond);
+	}
+	pthread_mutex_unlock(&ctx->sw_lock);
+	return NULL;
+}
+
+int elastic__snap_async_start(elastic_ctx_t *ctx, uint64_t step)
+{
+	if (!ctx->sw_running) {
+		if (pthread_mutex_init(&ctx->sw_lock, NULL) != 0)
+			return -1;
+		if (pthread_cond_init(&ctx->sw_cond, NULL) != 0) {
+			pthread_mutex_destroy(&ctx->sw_lock);
+			return -1;
+		}
+		ctx->sw_pending = ctx->sw_stop = 0;
+		if (pthread_create(&ctx->sw_thread, NULL, _writer, ctx) != 0) {
+			pthread_cond_destroy(&ctx->sw_cond);
+			pthread_mutex_destroy(&ctx->sw_lock);
+			return -1;
+		}
+		ctx->sw_running = 1;
+	}
+	pthread_mutex_lock(&ctx->sw_lock);
+	while (ctx->sw_pending) /* one at a time (callers wait first) */
+		pthread_cond_wait(&ctx->sw_cond, &ctx->sw_lock);
+	ctx->sw_step = step;
+	ctx->sw_rc = 0;
+	ctx->sw_pending = 1;
+	pthread_cond_broadcast(&ctx->sw_cond);
+	pthread_mutex_unlock(&ctx->sw_lock);
+	return 0;
+}
+
+int elastic__snap_async_wait(elastic_ctx_t *ctx, elastic_error_t *err)
+{
+	int rc;
+
+	if (!ctx->sw_running)
+		return 0;
+	pthread_mutex_lock(&ctx->sw_lock);
+	while (ctx->sw_pending)
+		pthread_cond_wait(&ctx->sw_cond, &ctx->sw_lock);
+	rc = ctx->sw_rc;
+	if (rc < 0 && err)
+		*err = ctx->sw_err;
+	ctx->sw_rc = 0;
+	pthread_mutex_unlock(&ctx->sw_lock);
+	return rc;
+}
+
+void elastic__snap_async_stop(elastic_ctx_t *ctx)
+{
+	if (!ctx->sw_running)
+		return;
+	pthread_mutex_lock(&ctx->sw_lock);
+	ctx->sw_stop = 1;
+	pthread_cond_broadcast(&ctx->sw_cond);
+	pthread_mutex_unlock(&ctx->sw_lock);
+	pthread_join(ctx->sw_thread, NULL);
+	pthread_cond_destroy(&ctx->sw_cond);
+	pthread_mutex_destroy(&ctx->sw_lock);
+	ctx->sw_running = 0;
 }

@@ -224,7 +224,27 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 	return 1;
 }
 
-static void _persist(elastic_ctx_t *ctx)
+/* Wait for a background node snapshot; after this launch's first one,
+ * older launches' files on this node can go. */
+static void _snap_wait(elastic_ctx_t *ctx)
+{
+	elastic_error_t e;
+
+	if (!ctx->sw_running)
+		return;
+	if (elastic__snap_async_wait(ctx, &e) < 0) {
+		elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s", e.text);
+	} else if (!ctx->cleaned && !ctx->fenced) {
+		elastic__snap_file_remove(ctx->shm_prefix, ctx->launch_id);
+		ctx->cleaned = 1;
+	}
+}
+
+/* The node snapshot (and checkpoint) of the last committed step, when due.
+ * sync = 0 in update-after-commit mode: the node snapshot is copied in the
+ * background while the step runs (the caller does not change its state
+ * until the commit returns, which waits for it). */
+static void _persist(elastic_ctx_t *ctx, int sync)
 {
 	elastic_error_t e;
 
@@ -244,8 +264,19 @@ static void _persist(elastic_ctx_t *ctx)
 				ctx->env.job_id);
 		}
 		if (ctx->node_rank == 0 && !ctx->fenced) {
-			if (elastic__snap_file_write(ctx, ctx->shm_prefix, ctx->committed,
-						     &e) < 0) {
+			/* copy at commit: from the copy just made (when fused, it is
+			 * the snapshot's data already); else from the state itself */
+			int slot = (int)(ctx->committed & 1);
+			const unsigned char *src =
+				ctx->host.buf[slot] &&
+						ctx->host.step[slot] == ctx->committed
+					? ctx->host.buf[slot]
+					: NULL;
+			if (!sync && !src && ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT &&
+			    elastic__snap_async_start(ctx, ctx->committed) == 0) {
+				/* joined in elastic_step_commit (_snap_wait) */
+			} else if (elastic__snap_shm_publish(ctx, ctx->committed, src,
+							     &e) < 0) {
 				elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s",
 					     e.text);
 			} else if (!ctx->cleaned) {
@@ -275,8 +306,9 @@ void elastic__persist_final(elastic_ctx_t *ctx)
 	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT && !ctx->in_step &&
 	    !ctx->completed) {
 		long every = ctx->env.snapshot_every;
+		_snap_wait(ctx);
 		ctx->env.snapshot_every = 1;
-		_persist(ctx);
+		_persist(ctx, 1);
 		ctx->env.snapshot_every = every;
 	}
 }
@@ -287,8 +319,9 @@ void elastic__persist_final(elastic_ctx_t *ctx)
 static void _stop_for_reform(elastic_ctx_t *ctx)
 {
 	long every = ctx->env.snapshot_every;
+	_snap_wait(ctx);
 	ctx->env.snapshot_every = 1;
-	_persist(ctx);
+	_persist(ctx, 1);
 	ctx->env.snapshot_every = every;
 	elastic__log(ctx, ELASTIC_LOG_INFO,
 		     "planned re-form: stopping after committed step %llu (exit %d)",
@@ -350,7 +383,7 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 		/* the caller has applied the last committed step's update */
 		if (ctx->stop_pending)
 			_stop_for_reform(ctx);
-		_persist(ctx);
+		_persist(ctx, 0);
 	}
 	ctx->in_step = 1;
 	ctx->step_ok = 1;
@@ -487,8 +520,11 @@ static int _commit(elastic_ctx_t *ctx, elastic_error_t *err);
 int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err)
 {
 	int r = _commit(ctx, err);
-	if (ctx)
+	if (ctx) {
+		/* the caller may change its state once this returns */
+		_snap_wait(ctx);
 		elastic__watchdog_arm(ctx, 0);
+	}
 	return r;
 }
 
@@ -523,7 +559,7 @@ static int _commit(elastic_ctx_t *ctx, elastic_error_t *err)
 		ctx->committed++;
 		if (ctx->mode == ELASTIC_COPY_AT_COMMIT) {
 			elastic__snap_host_save(ctx, ctx->committed);
-			_persist(ctx);
+			_persist(ctx, 1);
 		}
 		ctx->in_step = 0;
 		ctx->stats.commits++;
@@ -569,6 +605,7 @@ int elastic_complete(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (rc != MPI_SUCCESS)
 		return _fail(err, elastic__ft_is_fault(rc) ? EPIPE : EIO,
 			     "elastic_complete: barrier failed (MPI error %d)", rc);
+	_snap_wait(ctx);
 	if (ctx->shm_prefix[0] && ctx->node_rank == 0) {
 		/* only while this launch owns them: a newer launch of the job
 		 * that resumed from them goes on from its own */
