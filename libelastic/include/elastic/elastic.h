@@ -165,7 +165,8 @@ void elastic_set_change_callback(elastic_ctx_t *ctx, elastic_change_fn fn, void 
  *   before the next elastic_step_begin() (compute, reduce, commit, then
  *   apply the update and advance the sampler). A failed step then never
  *   touched the state: nothing is copied per step for path A. The node-local
- *   snapshot (path B) is written at the next begin instead.
+ *   snapshot (path B) is copied by a writer thread from the next begin on,
+ *   while that step runs, and elastic_step_commit() waits for it.
  */
 enum elastic_commit_mode {
 	ELASTIC_COPY_AT_COMMIT = 0,
