@@ -553,6 +553,7 @@ void elastic_destroy(elastic_ctx_t *ctx)
 		MPI_Comm_free(&ctx->comm);
 	elastic__snap_host_free(ctx);
 	elastic__snap_shm_unmap(ctx);
+	free(ctx->fp);
 	free(ctx->regions);
 	pthread_mutex_destroy(&ctx->wd_lock);
 	pthread_cond_destroy(&ctx->wd_cond);

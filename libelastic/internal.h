@@ -12,6 +12,7 @@
 #include "elastic/elastic.h"
 
 #define ELASTIC__NAME_MAX 64
+#define ELASTIC__FP_WORDS 16
 
 struct elastic__region {
 	char name[ELASTIC__NAME_MAX];
@@ -76,6 +77,9 @@ struct elastic_ctx {
 	int cleaned;	    /* older launches' files removed */
 	int stop_pending;   /* planned re-form agreed; update-after-commit mode
 			     * stops at the next begin */
+	uint64_t *fp;	    /* update after commit: samples of each region taken
+			     * at begin (ELASTIC__FP_WORDS a region), to catch a
+			     * caller that changes its state inside the step */
 
 	/* callbacks */
 	elastic_log_fn log_fn;

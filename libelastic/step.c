@@ -17,7 +17,37 @@
 #define AGREE_COMM_OK 2 /* no fault seen here: the communicator is usable */
 #define AGREE_NO_STOP 4 /* no planned re-form asked on this rank (SIGUSR1) */
 #define AGREE_OWNER   8 /* this launch still owns the node snapshots here */
-#define AGREE_ALL     (AGREE_STEP_OK | AGREE_COMM_OK | AGREE_NO_STOP | AGREE_OWNER)
+#define AGREE_STATE_OK                                                                   \
+	16 /* update after commit: the state did not change inside the step */
+#define AGREE_ALL                                                                        \
+	(AGREE_STEP_OK | AGREE_COMM_OK | AGREE_NO_STOP | AGREE_OWNER | AGREE_STATE_OK)
+
+/* Update after commit: ELASTIC__FP_WORDS words spread over each region, read
+ * at begin and compared at commit (a few loads, not a copy): a caller that
+ * applies its update before the commit would have it applied twice after a
+ * redo; a dense update (weights) changes every sampled word. Returns the
+ * index of the first region that differs from ctx->fp, or -1. */
+static int _fingerprint(elastic_ctx_t *ctx, int compare)
+{
+	for (int i = 0; i < ctx->nregions; i++) {
+		const unsigned char *p = ctx->regions[i].ptr;
+		size_t n = ctx->regions[i].bytes;
+		for (int j = 0; j < ELASTIC__FP_WORDS; j++) {
+			uint64_t w = 0;
+			size_t k = n < 8 ? n : 8,
+			       at = n <= 8 ? 0
+					   : (n - 8) * (size_t)j /
+						     (ELASTIC__FP_WORDS - 1);
+			memcpy(&w, p + at, k);
+			uint64_t *slot = &ctx->fp[i * ELASTIC__FP_WORDS + j];
+			if (!compare)
+				*slot = w;
+			else if (*slot != w)
+				return i;
+		}
+	}
+	return -1;
+}
 
 /* A failure of the world seen on this rank: revoke so that no rank stays
  * blocked in an operation on the broken communicator. */
@@ -385,6 +415,13 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 			_stop_for_reform(ctx);
 		_persist(ctx, 0);
 	}
+	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT) {
+		if (!ctx->fp &&
+		    !(ctx->fp = calloc((size_t)ctx->nregions * ELASTIC__FP_WORDS,
+				       sizeof(uint64_t))))
+			return _fail(err, ENOMEM, "elastic_step_begin: out of memory");
+		_fingerprint(ctx, 0);
+	}
 	ctx->in_step = 1;
 	ctx->step_ok = 1;
 	ctx->comm_ok = 1;
@@ -538,9 +575,12 @@ static int _commit(elastic_ctx_t *ctx, elastic_error_t *err)
 		return _fail(err, EPROTO,
 			     "elastic_step_commit: no open step (call "
 			     "elastic_step_begin first)");
+	int changed = ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT && ctx->fp
+			      ? _fingerprint(ctx, 1)
+			      : -1;
 	flag = (ctx->step_ok ? AGREE_STEP_OK : 0) | (ctx->comm_ok ? AGREE_COMM_OK : 0) |
 	       (elastic__stop_requested() ? 0 : AGREE_NO_STOP) |
-	       (ctx->fenced ? 0 : AGREE_OWNER);
+	       (ctx->fenced ? 0 : AGREE_OWNER) | (changed < 0 ? AGREE_STATE_OK : 0);
 	double ta = elastic__now_mono();
 	rc = elastic__ft_agree(ctx->comm, &flag);
 	if (rc != MPI_SUCCESS || flag != AGREE_ALL)
@@ -554,6 +594,25 @@ static int _commit(elastic_ctx_t *ctx, elastic_error_t *err)
 			"elastic_step_commit: a newer launch of job %s resumed from this "
 			"job's snapshots: this launch must stop",
 			ctx->env.job_id);
+	}
+	if (rc == MPI_SUCCESS && !(flag & AGREE_STATE_OK)) {
+		/* misuse, on every rank alike: a redo would apply it twice */
+		ctx->in_step = 0;
+		if (changed >= 0)
+			return _fail(err, EPROTO,
+				     "elastic_step_commit: registered state '%s' changed "
+				     "inside step %llu: with ELASTIC_UPDATE_AFTER_COMMIT "
+				     "apply the update only after elastic_step_commit "
+				     "returned ELASTIC_COMMITTED (or use "
+				     "ELASTIC_COPY_AT_COMMIT)",
+				     ctx->regions[changed].name,
+				     (unsigned long long)ctx->committed);
+		return _fail(
+			err, EPROTO,
+			"elastic_step_commit: another rank's registered state changed "
+			"inside step %llu (ELASTIC_UPDATE_AFTER_COMMIT: update only "
+			"after the commit)",
+			(unsigned long long)ctx->committed);
 	}
 	if (rc == MPI_SUCCESS && (flag & AGREE_STEP_OK) && (flag & AGREE_COMM_OK)) {
 		ctx->committed++;

@@ -135,6 +135,39 @@ static void bad_registration_and_order(void)
 	elastic_destroy(ctx);
 }
 
+/* Update after commit, misused: the state changed inside a step (on rank 0
+ * only) is refused on both ranks, naming the buffer where it changed, and
+ * nothing is committed; used as promised, the next step commits. */
+static void update_inside_step_is_refused(void)
+{
+	elastic_ctx_t *ctx;
+	elastic_error_t err;
+	double w[64] = {0};
+
+	CHECK(elastic_init(MPI_COMM_WORLD, &ctx, &err) == 0, &err);
+	CHECK(elastic_set_commit_mode(ctx, ELASTIC_UPDATE_AFTER_COMMIT, &err) == 0, &err);
+	CHECK(elastic_register(ctx, "weights", w, sizeof(w), &err) == 0, &err);
+	CHECK(elastic_step_begin(ctx, &err) == 0, &err);
+	CHECK(elastic_step_commit(ctx, &err) == ELASTIC_COMMITTED, &err);
+	for (int i = 0; i < 64; i++)
+		w[i] += 1; /* as promised: after the commit */
+	CHECK(elastic_step_begin(ctx, &err) == 0, &err);
+	if (rank == 0)
+		for (int i = 0; i < 64; i++)
+			w[i] -= 0.5; /* the update before the commit */
+	if (rank == 0)
+		FAILS_WITH(elastic_step_commit(ctx, &err), EPROTO, "'weights' changed",
+			   &err);
+	else
+		FAILS_WITH(elastic_step_commit(ctx, &err), EPROTO, "another rank", &err);
+	CHECK(elastic_step(ctx) == 1, NULL);
+	CHECK(elastic_step_begin(ctx, &err) == 0, &err);
+	CHECK(elastic_step_commit(ctx, &err) == ELASTIC_COMMITTED, &err);
+	CHECK(elastic_step(ctx) == 2, NULL);
+	CHECK(elastic_complete(ctx, &err) == 0, &err);
+	elastic_destroy(ctx);
+}
+
 /* Train 3 steps with a job id, leave without completing, then: a program
  * with another registration is refused the snapshot (and does not overwrite
  * it); the same program resumes at step 3 with the state of step 3. */
@@ -275,6 +308,7 @@ int main(int argc, char **argv)
 	bad_environment();
 	bad_registration_and_order();
 	mismatched_registration();
+	update_inside_step_is_refused();
 	resume_from_node_snapshot(argv[1], ELASTIC_COPY_AT_COMMIT);
 	resume_from_node_snapshot(argv[1], ELASTIC_UPDATE_AFTER_COMMIT);
 	old_launch_is_fenced(argv[1]);
