@@ -328,7 +328,7 @@ _kill_leftovers() {
 # FirstJobId on) that no epilog removed: jobs killed with the cluster.
 _remove_snapshots() {
 	local first f id
-	first=$(sed -n 's/^FirstJobId=//p' "$SLURM_CONF" 2>/dev/null)
+	first=$(sed -n 's/^FirstJobId=//p' "$SLURM_CONF" 2>/dev/null || true)
 	[ -n "$first" ] || return 0
 	for f in /dev/shm/elastic-[0-9]*; do
 		[ -e "$f" ] || continue
