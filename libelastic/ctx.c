@@ -300,6 +300,14 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 			return -1;
 		e.snapshot_every = x;
 	}
+	if ((v = getenv_fn("ELASTIC_SNAPSHOT_THREAD")) && *v) {
+		if (!strcmp(v, "1") || !strcmp(v, "yes"))
+			e.snapshot_thread = 1;
+		else if (strcmp(v, "0") && strcmp(v, "no"))
+			return _fail(err, EINVAL,
+				     "ELASTIC_SNAPSHOT_THREAD='%s': expected yes or no",
+				     v);
+	}
 	if (e.checkpoint_every && !e.checkpoint_dir[0])
 		return _fail(err, EINVAL,
 			     "ELASTIC_CHECKPOINT_EVERY is set but ELASTIC_CHECKPOINT_DIR "

@@ -271,9 +271,10 @@ static void _snap_wait(elastic_ctx_t *ctx)
 }
 
 /* The node snapshot (and checkpoint) of the last committed step, when due.
- * sync = 0 in update-after-commit mode: the node snapshot is copied in the
- * background while the step runs (the caller does not change its state
- * until the commit returns, which waits for it). */
+ * sync = 0 at a begin in update-after-commit mode: with
+ * ELASTIC_SNAPSHOT_THREAD the node snapshot is copied in the background while
+ * the step runs (the caller does not change its state until the commit
+ * returns, which waits for it). */
 static void _persist(elastic_ctx_t *ctx, int sync)
 {
 	elastic_error_t e;
@@ -302,7 +303,8 @@ static void _persist(elastic_ctx_t *ctx, int sync)
 						ctx->host.step[slot] == ctx->committed
 					? ctx->host.buf[slot]
 					: NULL;
-			if (!sync && !src && ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT &&
+			if (!sync && !src && ctx->env.snapshot_thread &&
+			    ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT &&
 			    elastic__snap_async_start(ctx, ctx->committed) == 0) {
 				/* joined in elastic_step_commit (_snap_wait) */
 			} else if (elastic__snap_shm_publish(ctx, ctx->committed, src,

@@ -33,6 +33,9 @@ for i in $(seq 1 "$runs"); do
 	delay_ms=$((300 + RANDOM % 800))
 	mode=""
 	[ $((RANDOM % 2)) = 1 ] && mode=--update-after-commit
+	# (with it, half the time the node snapshot is written by a thread)
+	unset ELASTIC_SNAPSHOT_THREAD
+	[ -n "$mode" ] && [ $((RANDOM % 2)) = 1 ] && export ELASTIC_SNAPSHOT_THREAD=yes
 	out1=$T_DIR/run$i.first
 	out2=$T_DIR/run$i.second
 	why=""

@@ -124,6 +124,10 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  *   ELASTIC_SNAPSHOT_EVERY  write the node-local snapshot every N committed
  *                        steps, 1..2^31 (default 1): a re-form redoes at
  *                        most N steps
+ *   ELASTIC_SNAPSHOT_THREAD yes: with ELASTIC_UPDATE_AFTER_COMMIT, a thread
+ *                        copies the node snapshot while the step runs (for
+ *                        ranks with an idle core beside them; default no:
+ *                        the copy is made at the next begin)
  *   ELASTIC_CHECKPOINT_DIR, ELASTIC_CHECKPOINT_EVERY (steps, 1..2^31):
  *                        also write a snapshot there every N committed steps
  * A value out of range fails with EINVAL and text naming the variable.
@@ -165,8 +169,9 @@ void elastic_set_change_callback(elastic_ctx_t *ctx, elastic_change_fn fn, void 
  *   before the next elastic_step_begin() (compute, reduce, commit, then
  *   apply the update and advance the sampler). A failed step then never
  *   touched the state: nothing is copied per step for path A. The node-local
- *   snapshot (path B) is copied by a writer thread from the next begin on,
- *   while that step runs, and elastic_step_commit() waits for it.
+ *   snapshot (path B) is copied at the next begin (or, with
+ *   ELASTIC_SNAPSHOT_THREAD=yes, by a thread while that step runs, and
+ *   elastic_step_commit() waits for it).
  */
 enum elastic_commit_mode {
 	ELASTIC_COPY_AT_COMMIT = 0,
@@ -272,6 +277,7 @@ struct elastic_env {
 	long checkpoint_every;
 	long snapshot_every;
 	char job_stamp[33];
+	int snapshot_thread;
 };
 const struct elastic_env *elastic_get_env(const elastic_ctx_t *ctx);
 
