@@ -92,6 +92,24 @@ static int _env_long(const char *var, const char *v, long min, long max, long *o
 	return 0;
 }
 
+/* A name part of snapshot file names: [A-Za-z0-9_.-], shorter than size. */
+static int _env_name(const char *var, const char *v, char *out, size_t size,
+		     elastic_error_t *err)
+{
+	size_t n = strlen(v);
+	if (n >= size)
+		return _fail(err, EINVAL, "%s is %zu characters long (at most %zu)", var,
+			     n, size - 1);
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)v[i]) && !strchr("_.-", v[i]))
+			return _fail(err, EINVAL,
+				     "%s='%s': character '%c' not allowed (letters, "
+				     "digits, '_', '.', '-')",
+				     var, v, v[i]);
+	memcpy(out, v, n + 1);
+	return 0;
+}
+
 int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const char *),
 		      elastic_error_t *err)
 {
@@ -107,37 +125,12 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 	e.watchdog_s = 60;
 	snprintf(e.shm_dir, sizeof(e.shm_dir), "/dev/shm");
 
-	if ((v = getenv_fn("ELASTIC_JOB_ID")) && *v) {
-		size_t n = strlen(v);
-		if (n >= sizeof(e.job_id))
-			return _fail(
-				err, EINVAL,
-				"ELASTIC_JOB_ID is %zu characters long (at most %zu)", n,
-				sizeof(e.job_id) - 1);
-		for (size_t i = 0; i < n; i++)
-			if (!isalnum((unsigned char)v[i]) && !strchr("_.-", v[i]))
-				return _fail(
-					err, EINVAL,
-					"ELASTIC_JOB_ID='%s': character '%c' not allowed "
-					"(letters, digits, '_', '.', '-')",
-					v, v[i]);
-		memcpy(e.job_id, v, n + 1);
-	}
-	if ((v = getenv_fn("ELASTIC_JOB_STAMP")) && *v) {
-		size_t n = strlen(v);
-		if (n >= sizeof(e.job_stamp))
-			return _fail(
-				err, EINVAL,
-				"ELASTIC_JOB_STAMP is %zu characters long (at most %zu)",
-				n, sizeof(e.job_stamp) - 1);
-		for (size_t i = 0; i < n; i++)
-			if (!isalnum((unsigned char)v[i]) && !strchr("_.-", v[i]))
-				return _fail(err, EINVAL,
-					     "ELASTIC_JOB_STAMP='%s': character '%c' not "
-					     "allowed (letters, digits, '_', '.', '-')",
-					     v, v[i]);
-		memcpy(e.job_stamp, v, n + 1);
-	}
+	if ((v = getenv_fn("ELASTIC_JOB_ID")) && *v &&
+	    _env_name("ELASTIC_JOB_ID", v, e.job_id, sizeof(e.job_id), err))
+		return -1;
+	if ((v = getenv_fn("ELASTIC_JOB_STAMP")) && *v &&
+	    _env_name("ELASTIC_JOB_STAMP", v, e.job_stamp, sizeof(e.job_stamp), err))
+		return -1;
 	/* Inside the job itself (plain mpirun in the batch script): its start
 	 * time, as elastic-run would set it. */
 	const char *jid = getenv_fn("SLURM_JOB_ID"),
