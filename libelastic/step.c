@@ -254,20 +254,27 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 	return 1;
 }
 
-/* Wait for a background node snapshot; after this launch's first one,
- * older launches' files on this node can go. */
+/* This launch's node snapshot is written: older launches' files on this
+ * node can go (once). */
+static void _snap_written(elastic_ctx_t *ctx)
+{
+	if (!ctx->cleaned && !ctx->fenced) {
+		elastic__snap_file_remove(ctx->shm_prefix, ctx->launch_id);
+		ctx->cleaned = 1;
+	}
+}
+
+/* Wait for a background node snapshot, if one was started. */
 static void _snap_wait(elastic_ctx_t *ctx)
 {
 	elastic_error_t e;
 
 	if (!ctx->sw_running)
 		return;
-	if (elastic__snap_async_wait(ctx, &e) < 0) {
+	if (elastic__snap_async_wait(ctx, &e) < 0)
 		elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s", e.text);
-	} else if (!ctx->cleaned && !ctx->fenced) {
-		elastic__snap_file_remove(ctx->shm_prefix, ctx->launch_id);
-		ctx->cleaned = 1;
-	}
+	else
+		_snap_written(ctx);
 }
 
 /* The node snapshot (and checkpoint) of the last committed step, when due.
@@ -311,11 +318,8 @@ static void _persist(elastic_ctx_t *ctx, int sync)
 							     &e) < 0) {
 				elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s",
 					     e.text);
-			} else if (!ctx->cleaned) {
-				/* ours is written: older launches' files can go */
-				elastic__snap_file_remove(ctx->shm_prefix,
-							  ctx->launch_id);
-				ctx->cleaned = 1;
+			} else {
+				_snap_written(ctx);
 			}
 		}
 		ctx->persisted = ctx->committed;
