@@ -54,6 +54,19 @@ t_sbatch() { # user sbatch-args...
 
 t_job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
 
+# Stand in for elasticd: a grant job "elastic:LEAD" holding GPUS GPUs on NODE
+# (default node2); once it runs, release LEAD (submitted held, -H). Sets grant.
+t_grant_release() { # lead gpus [node]
+	local end
+	grant=$(t_sbatch root -N1 -w "${3:-node2}" --gres=gpu:"$2" -J "elastic:$1" -o /dev/null --wrap "sleep 600")
+	end=$((SECONDS + 120))
+	until [ "$(t_job_state "$grant")" = RUNNING ]; do
+		[ $SECONDS -lt $end ] || t_fail "grant job $grant did not start"
+		sleep 0.2
+	done
+	scontrol release "$1"
+}
+
 # Wait until job ends (or the timeout); fail on timeout or a state other
 # than the one expected (default COMPLETED).
 t_wait_job() { # id timeout [expected-state]

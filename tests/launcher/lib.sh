@@ -6,7 +6,7 @@
 # lr_start ARGS GRANT_GPUS: submits both jobs, starts the run; sets lead,
 # grant, train. The job's output is $T_DIR/lead.out.
 lr_start() {
-	local args=$1 ggpus=$2 end
+	local args=$1 ggpus=$2
 	t_need_cluster
 	t_scratch
 	train=${top_builddir:?}/examples/elastic_train
@@ -20,13 +20,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ELASTIC_JOB_ID=ref\$SLURM_JOB_ID mpirun --bind-to none -np 2 $train $args --quiet --out ref.model > ref.out 2>&1 || echo 'reference failed'
 echo reference-done
 exec ./elastic-run -v -- $train $args --compare ref.model")
-	grant=$(t_sbatch root -N1 -w node2 --gres=gpu:"$ggpus" -J "elastic:$lead" -o /dev/null --wrap "sleep 600")
-	end=$((SECONDS + 120))
-	until [ "$(t_job_state "$grant")" = RUNNING ]; do
-		[ $SECONDS -lt $end ] || t_fail "grant job $grant did not start"
-		sleep 0.3
-	done
-	scontrol release "$lead"
+	t_grant_release "$lead" "$ggpus"
 }
 
 # lr_wait_step N: until the elastic run printed step N.

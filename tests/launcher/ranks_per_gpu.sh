@@ -13,13 +13,7 @@ cp "${top_builddir:?}/launcher/elastic-run" "$top_builddir/tests/foundation/ulfm
 lead=$(t_sbatch root -N1 -w node1 --gres=gpu:1 -H -o "$T_DIR/lead.out" -D "$T_DIR" --wrap "
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
 ./elastic-run -v -- ./ulfm_smoke 100 1 40")
-grant=$(t_sbatch root -N1 -w node2 --gres=gpu:2 -J "elastic:$lead" -o /dev/null --wrap "sleep 600")
-end=$((SECONDS + 120))
-until [ "$(t_job_state "$grant")" = RUNNING ]; do
-	[ $SECONDS -lt $end ] || t_fail "grant job $grant did not start"
-	sleep 0.3
-done
-scontrol release "$lead"
+t_grant_release "$lead" 2
 t_wait_job "$lead" 120
 cat "$T_DIR/lead.out"
 t_grep "elastic-run .*job $lead: 3 ranks on node1:1 GPU \(job $lead\), node2:2 GPUs \(job $grant\)" \

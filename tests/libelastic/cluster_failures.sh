@@ -66,13 +66,7 @@ _run_b() {
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 exec timeout 150 ./elastic-run -v -- $TRAIN $targs --step-sleep 20000 --progress $prog --compare ref.model")
-	grant=$(t_sbatch root -N1 -w node2 --gres=gpu:"$per" -J "elastic:$lead" -o /dev/null --wrap "sleep 600")
-	end=$((SECONDS + 120))
-	until [ "$(t_job_state "$grant")" = RUNNING ]; do
-		[ $SECONDS -lt $end ] || t_fail "grant job $grant did not start"
-		sleep 0.2
-	done
-	scontrol release "$lead"
+	t_grant_release "$lead" "$per"
 	# (steps of 20 ms: the kill lands well before the end)
 	end=$((SECONDS + 120)) n=0
 	until [ "$(sed 's/^0*//' "$prog" 2>/dev/null)" -ge "$target" ] 2>/dev/null; do
