@@ -224,7 +224,22 @@ _start_db() {
 		--innodb-buffer-pool-size=128M --innodb-log-file-size=64M --innodb-lock-wait-timeout=900 \
 		--innodb-flush-log-at-trx-commit=0 --skip-log-bin </dev/null >/dev/null 2>&1 &
 	_wait_for 60 "MariaDB to accept connections" _sql -e 'select 1'
-	_sql -e "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'elastic-testbed';
+	# The accounting database is created here, before slurmdbd starts, not by
+	# slurmdbd. Measured 2026-11-23 on Debian 13's point release (libmariadb3
+	# 1:11.8.9+ds-0+deb13u1 = Connector/C 3.4.10, slurmdbd 24.11.5-4+deb13u1):
+	# a MYSQL handle that is reused after a failed mysql_real_connect()
+	# ("1049 Unknown database") rejects every later result set with "5027
+	# Number of columns in result (=1) set execeeds maxmimum allowed number of
+	# columns (=0)". slurmdbd's first start does exactly that (connect to
+	# StorageLoc, create it on ER_BAD_DB_ERROR, reconnect the same handle), so
+	# its first query failed and it died in _check_mysql_concat_is_sane. A
+	# 30-line client doing the same calls fails the same way; with the
+	# database already there its first connect succeeds and every query
+	# works. Creating the database (and granting on it) up front is what
+	# Slurm's accounting guide allows anyway, keeps Debian's packages as they
+	# are and keeps real accounting.
+	_sql -e "CREATE DATABASE IF NOT EXISTS slurm_acct_$INST;
+		CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'elastic-testbed';
 		GRANT ALL ON *.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
 }
 
