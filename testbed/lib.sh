@@ -8,6 +8,8 @@ TB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TB_SRC=$(cd "$TB_DIR/.." && pwd)
 # Inside the root the source tree is always seen here.
 TB_SRC_IN_ROOT=/src
+# The Debian suite the root is made from.
+TB_SUITE=trixie
 
 tb_log() { printf '[testbed %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 tb_die() {
@@ -15,15 +17,76 @@ tb_die() {
 	exit 1
 }
 
-# The recipe hash: what decides whether a cached root is still good.
+# The Debian mirror this machine already uses (ELASTIC_TESTBED_MIRROR wins).
+tb_mirror() {
+	local m=${ELASTIC_TESTBED_MIRROR:-}
+	[ -n "$m" ] || m=$(grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}' |
+		grep -v security | grep -i debian | head -n1 || true)
+	[ -n "$m" ] || m=$(grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list |
+		awk '{print $2}' | grep -v security | grep -i debian | head -n1 || true)
+	echo "${m:-http://deb.debian.org/debian}"
+}
+
+# The recipe hash: the files that say how the root is made.
 tb_recipe_hash() {
 	cat "$TB_DIR/mkroot" "$TB_DIR/packages.list" "$TB_DIR/root-setup.sh" |
 		sha256sum | cut -c1-12
 }
 
-tb_root() { echo "$TB_CACHE/root-$(tb_recipe_hash)"; }
+# What Debian serves now for the suite: "13.8 of <date>", the Version and
+# Date of the suite's InRelease. Debian rewrites a stable suite's Release file only
+# when it publishes a point release, so a change here means the packages a
+# fresh machine gets have changed (2026-11-23: trixie 13.8 of Sat, 21 Nov
+# 2026 brought the libmariadb3 that broke slurmdbd's first start).
+# Looked up at most every ELASTIC_TESTBED_DIST_TTL seconds (default 600) and
+# remembered in $TB_CACHE/dist-$TB_SUITE; ELASTIC_TESTBED_DIST overrides it
+# (the scripts export it after the first look, so one run asks once). When
+# the mirror does not answer, the last state seen is used, with a warning.
+tb_dist() {
+	if [ -n "${ELASTIC_TESTBED_DIST:-}" ]; then
+		echo "$ELASTIC_TESTBED_DIST"
+		return 0
+	fi
+	local memo=$TB_CACHE/dist-$TB_SUITE ttl=${ELASTIC_TESTBED_DIST_TTL:-600} now rel
+	now=$(date +%s)
+	if [ -s "$memo" ] && [ $((now - $(stat -c %Y "$memo"))) -lt "$ttl" ]; then
+		cat "$memo"
+		return 0
+	fi
+	if rel=$(curl -fsS --max-time 15 "$(tb_mirror)/dists/$TB_SUITE/InRelease" 2>/dev/null |
+		awk '!v && /^Version:/ { v = $2 } !d && /^Date:/ { sub(/^Date: */, ""); d = $0 }
+			END { if (d != "") print (v != "" ? v : "?") " of " d }') && [ -n "$rel" ]; then
+		mkdir -p "$TB_CACHE"
+		echo "$rel" >"$memo.tmp" && mv -f "$memo.tmp" "$memo"
+		echo "$rel"
+	elif [ -s "$memo" ]; then
+		tb_log "warning: $(tb_mirror)/dists/$TB_SUITE/InRelease did not answer: using the last state seen ($(cat "$memo"))"
+		cat "$memo"
+	else
+		tb_log "warning: $(tb_mirror)/dists/$TB_SUITE/InRelease did not answer and no state was ever seen"
+		echo "unknown"
+	fi
+}
+
+# The cache key: the recipe plus what Debian serves. A developer's machine
+# thus rebuilds its root exactly when a fresh machine would get other
+# packages.
+tb_root_key() {
+	printf 'recipe %s\ndist %s\n' "$(tb_recipe_hash)" "$(tb_dist)" | sha256sum | cut -c1-12
+}
+
+tb_root() { echo "$TB_CACHE/root-$(tb_root_key)"; }
 
 tb_root_ready() { [ -f "$(tb_root)/.elastic-testbed-ready" ]; }
+
+# Look Debian's state up once for this run and everything it starts.
+tb_pin_dist() {
+	ELASTIC_TESTBED_DIST=$(tb_dist)
+	export ELASTIC_TESTBED_DIST
+}
+
+# The lock file of a root: every package and its exact version.
+TB_LOCK=/etc/elastic-testbed-packages.lock
 
 # The CUDA tree to show inside the root (a link to /usr/local/cuda-13.0 here).
 tb_cuda_dir() {
