@@ -57,6 +57,15 @@ _log_tails() {
 	done
 }
 
+# Extra lines from the environment (';'-separated) appended to a config
+# file: settings to try without editing this script.
+_conf_extra() { # variable file
+	local v=${!1:-}
+	[ -n "$v" ] || return 0
+	printf '# from %s\n' "$1" >>"$2"
+	tr ';' '\n' <<<"$v" >>"$2"
+}
+
 _write_config() {
 	local pdir spank js n i
 	mkdir -p "$I"/{etc,run,log,state,db,spool,dev,jobs}
@@ -157,6 +166,7 @@ EOF
 		i=$((i + 1))
 	done
 	echo "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP" >>"$I/etc/slurm.conf"
+	_conf_extra ELASTIC_TESTBED_SLURM_CONF_EXTRA "$I/etc/slurm.conf"
 
 	: >"$I/etc/gres.conf"
 	for n in $NODES; do
@@ -181,7 +191,50 @@ StorageUser=slurm
 StoragePass=elastic-testbed
 StorageLoc=slurm_acct_$INST
 EOF
+	_conf_extra ELASTIC_TESTBED_SLURMDBD_CONF_EXTRA "$I/etc/slurmdbd.conf"
 	chmod 600 "$I/etc/slurmdbd.conf"
+}
+
+# The log of a daemon named as in _daemons.
+_daemon_log() { echo "$I/log/$1.log"; }
+
+# The line of a daemon's log that says why it stopped, or nothing while it
+# has not given up. Slurm's daemons write "fatal: ..." and exit; munged
+# "Error: ..." and exits; mariadbd "[ERROR] ..." lines and then "[ERROR]
+# Aborting" (its first [ERROR] line is the cause). Logs are new at each up,
+# so every line is from this start.
+_daemon_fatal() { # name
+	local log
+	log=$(_daemon_log "$1")
+	[ -s "$log" ] || return 0
+	case "$1" in
+	mariadbd) grep -q '\[ERROR\] Aborting' "$log" && grep -m1 '\[ERROR\]' "$log" ;;
+	munged) grep -m1 -E 'Error:' "$log" ;;
+	*) grep -m1 -E 'fatal:' "$log" ;;
+	esac
+	return 0
+}
+
+# Fail at once, naming the daemon and quoting its own fatal line, when a
+# daemon started so far has given up or died: a broken package must not
+# cost the whole start-up timeout in silence.
+_check_daemons() {
+	local name pf prog line
+	while read -r name pf prog; do
+		[ -e "$(_daemon_log "$name")" ] || continue # not started yet
+		line=$(_daemon_fatal "$name")
+		if [ -z "$line" ] && [ -s "$pf" ] && ! _live_pid "$pf" "$prog" >/dev/null; then
+			# It may have written its last words since the first look.
+			line=$(_daemon_fatal "$name")
+			[ -n "$line" ] || line="(exited; last log line: $(tail -n 1 "$(_daemon_log "$name")"))"
+		fi
+		[ -n "$line" ] || continue
+		say "$name died while the cluster was starting; its log says:"
+		printf '    %s\n' "$line" >&2
+		echo "---- last lines of $(_daemon_log "$name")" >&2
+		tail -n 8 "$(_daemon_log "$name")" >&2
+		die "cluster did not come up: $name failed at start: $line"
+	done < <(_daemons)
 }
 
 _wait_for() { # seconds what command...
@@ -189,6 +242,7 @@ _wait_for() { # seconds what command...
 	shift 2
 	local end=$((SECONDS + t))
 	until "$@" >/dev/null 2>&1; do
+		_check_daemons
 		if [ $SECONDS -ge $end ]; then
 			say "timed out after ${t}s waiting for $what"
 			_log_tails
@@ -198,12 +252,19 @@ _wait_for() { # seconds what command...
 	done
 }
 
+# A daemon's start command failed: name it with its own fatal line.
+_start_failed() { # name
+	_check_daemons
+	_log_tails
+	die "$1 did not start (logs in $I/log)"
+}
+
 _start_munge() {
 	say "munged (socket $MUNGE_SOCK)"
 	munged --socket="$MUNGE_SOCK" --key-file="$I/etc/munge/munge.key" \
 		--pid-file="$I/run/munged.pid" --log-file="$I/log/munged.log" \
 		--seed-file="$I/run/munged.seed" --force 2>>"$I/log/munged.log" ||
-		{ _log_tails; die "munged did not start"; }
+		_start_failed munged
 	_wait_for 10 "munge credential round trip" bash -c "munge -S '$MUNGE_SOCK' -n | unmunge -S '$MUNGE_SOCK'"
 }
 
@@ -246,8 +307,7 @@ _start_db() {
 _start_slurmdbd() {
 	say "slurmdbd (port $P_DBD)"
 	# slurmdbd reads slurmdbd.conf from the directory of SLURM_CONF.
-	slurmdbd 2>>"$I/log/slurmdbd.log" ||
-		{ _log_tails; die "slurmdbd did not start"; }
+	slurmdbd 2>>"$I/log/slurmdbd.log" || _start_failed slurmdbd
 	_wait_for 60 "slurmdbd to answer" sacctmgr -n show cluster
 }
 
@@ -266,14 +326,14 @@ _accounts() {
 
 _start_slurm() {
 	say "slurmctld (port $P_CTLD)"
-	slurmctld -i 2>>"$I/log/slurmctld.log" || { _log_tails; die "slurmctld did not start"; }
+	slurmctld -i 2>>"$I/log/slurmctld.log" || _start_failed slurmctld
 	_wait_for 30 "slurmctld to answer" scontrol ping
 	for n in $NODES; do
 		# Each node in its own UTS namespace named after it: what runs there
 		# (job steps, Open MPI's daemons) sees the node's name as its host
 		# name, as on real nodes; Open MPI's runtime tells nodes apart by it.
 		unshare --uts sh -c "hostname $n && exec slurmd -N $n" 2>>"$I/log/slurmd-$n.log" ||
-			{ _log_tails; die "slurmd -N $n did not start"; }
+			_start_failed "slurmd-$n"
 	done
 	say "slurmd x$NNODES started; waiting for $NNODES idle nodes"
 	_wait_for 60 "$NNODES idle nodes" bash -c "[ \"\$(sinfo -h -N -t idle -o %N | sort -u | wc -l)\" = $NNODES ]"
