@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# testbed/tests/cluster_args.sh: testbed/cluster takes its options on either
+# side of the action, and refuses what it does not know with a clear line
+# instead of acting on the default instance.
+. "$(dirname "$0")/lib.sh"
+C=$TT_TB/cluster
+unset ELASTIC_TESTBED_INSTANCE
+
+# An instance that was never set up: status names it, wherever --instance stands.
+tt_run "$C" status --instance nosuchinst
+[ "$TT_RC" != 0 ] && grep -q '^\[cluster nosuchinst' <<<"$TT_OUT" ||
+	tt_fail "'cluster status --instance nosuchinst' did not act on nosuchinst (rc $TT_RC): $TT_OUT"
+tt_ok "option after the action: 'cluster status --instance nosuchinst' acts on nosuchinst"
+tt_run "$C" --instance=nosuchinst status
+grep -q '^\[cluster nosuchinst' <<<"$TT_OUT" || tt_fail "'cluster --instance=nosuchinst status': $TT_OUT"
+tt_ok "option before the action still works"
+
+tt_run "$C" env --instance nosuchinst
+tt_expect_out "env after the action" '^export ELASTIC_TESTBED_INSTANCE=nosuchinst$'
+tt_ok "'cluster env --instance nosuchinst' prints that instance's environment"
+
+tt_expect_fail "unknown option" "$C" up --frobnicate
+tt_expect_out "unknown option" "unknown option '--frobnicate'"
+tt_ok "an unknown option after the action is refused by name"
+tt_expect_fail "stray argument" "$C" up nosuchinst
+tt_expect_out "stray argument" "unexpected argument 'nosuchinst' after 'up'"
+tt_ok "a stray word after the action is refused, not ignored"
+tt_expect_fail "unknown action" "$C" frob
+tt_expect_out "unknown action" "unknown action 'frob'"
+tt_ok "an unknown action is refused by name"
+tt_expect_fail "--user outside exec" "$C" up --user alice
+tt_expect_out "--user outside exec" "--user is an option of exec only"
+tt_ok "--user is refused outside exec"
+tt_expect_fail "missing instance name" "$C" up --instance
+tt_expect_out "missing instance name" "--instance needs a name"
+tt_ok "--instance without a name is refused"
+
+# exec: options after exec, and the command's own options left alone.
+tt_run "$C" exec --instance nosuchinst -- printenv ELASTIC_TESTBED_INSTANCE
+[ "$TT_RC" = 0 ] && [ "$TT_OUT" = nosuchinst ] || tt_fail "exec --instance X -- printenv: rc $TT_RC: $TT_OUT"
+tt_ok "'cluster exec --instance X -- CMD' runs CMD for instance X"
+tt_run "$C" exec --instance nosuchinst sh -c 'echo "$0 $1"' --instance x
+[ "$TT_OUT" = "--instance x" ] || tt_fail "exec CMD --instance x: the command's own arguments were taken: $TT_OUT"
+tt_ok "arguments of the command after exec are passed to it untouched"
