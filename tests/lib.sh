@@ -4,8 +4,16 @@
 
 T_NAME=$(basename "$0" .sh)
 t_log() { printf '[%s %s] %s\n' "$T_NAME" "$(date +%H:%M:%S.%3N)" "$*"; }
+# t_fail ends the whole test, also when it is called inside $(...) or a
+# pipeline (a subshell): the subshell tells the test's own shell, which
+# exits 1 as soon as the command that ran the subshell returns. Without
+# this, `id=$(t_sbatch ...)` that failed left only the subshell and the test
+# went on (and could pass).
+T_MAIN=$$
+trap 'exit 1' USR2
 t_fail() {
 	printf '[%s] FAIL: %s\n' "$T_NAME" "$*" >&2
+	[ "${BASHPID:-$$}" = "$T_MAIN" ] || kill -USR2 "$T_MAIN" 2>/dev/null || true
 	exit 1
 }
 t_skip() {

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/lib_selftest.sh: the test helpers fail for real: t_fail inside a
+# command substitution or a pipeline ends the whole test with status 1
+# (before, it left only the subshell and the test went on to pass).
+lib="${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+fail=0
+_case() { # what script
+	local out rc=0
+	out=$(bash -c ". '$lib'; $2" 2>&1) || rc=$?
+	if [ "$rc" = 1 ] && ! grep -q REACHED <<<"$out" && grep -q 'FAIL: inner' <<<"$out"; then
+		echo "ok: $1 ends the test (status 1)"
+	else
+		echo "FAIL: $1: status $rc, output: $out"
+		fail=1
+	fi
+}
+_case 't_fail in $(...)' 'x=$(t_fail inner); echo REACHED; exit 0'
+_case 't_fail in a helper called in $(...)' 'f() { t_fail inner; echo nope; }; id=$(f); echo REACHED $id; exit 0'
+_case 't_fail in a pipeline' 'echo a | { read -r v; t_fail inner; }; echo REACHED; exit 0'
+_case 't_fail in the main shell' 't_fail inner; echo REACHED'
+out=$(bash -c ". '$lib'; x=\$(echo fine); echo \"got \$x\"; exit 0" 2>&1) && [ "$out" = "got fine" ] ||
+	{ echo "FAIL: a test that does not fail is disturbed: $out"; fail=1; }
+echo "ok: a subshell that does not fail changes nothing"
+exit $fail
