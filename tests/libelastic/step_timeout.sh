@@ -28,6 +28,12 @@ timeout -s KILL 60 $MPIRUN -np 4 "$TRAIN" $args --compare "$T_DIR/ref.model" >"$
 	{ tail "$T_DIR/second.out"; t_fail "the relaunch failed"; }
 t_grep '^done: 96 steps, 3 epochs, .* 0 bad, 0 violations' "$T_DIR/second.out" "finished"
 t_grep '^model matches reference' "$T_DIR/second.out" "same model"
+# It resumed from the node snapshot: its first commit is the step that hung
+# (the last committed one is in the snapshot), not step 0 of a restart.
+first=$(sed -n 's/^step \([0-9]*\) .*(first commit after a change).*/\1/p' "$T_DIR/second.out" | head -n1)
+[ -n "$first" ] || { tail "$T_DIR/second.out"; t_fail "the relaunch did not resume from the node snapshot (no first commit after a resume)"; }
+[ "$first" = "$step" ] ||
+	t_fail "the relaunch resumed at step $first; the hang was in step $step, so the snapshot held step $((step - 1))"
 rm -f /dev/shm/elastic-"$ELASTIC_JOB_ID"-*
-t_log "rank $rank hung at step $step: every rank left with 75 after ${took} s; the relaunch finished with the same model"
+t_log "rank $rank hung at step $step: every rank left with 75 after ${took} s; the relaunch resumed at step $first from the node snapshot and finished with the same model"
 exit 0
