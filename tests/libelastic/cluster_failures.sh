@@ -21,6 +21,14 @@ t_scratch
 runs=${ELASTIC_CLUSTER_RUNS:-1}
 paths=${ELASTIC_CLUSTER_PATHS:-AB}
 np=${ELASTIC_CLUSTER_NP:-4}
+[[ $paths =~ ^(A|B|AB|BA)$ ]] || t_fail "ELASTIC_CLUSTER_PATHS='$paths': give A, B or AB (a run of no path proves nothing)"
+[[ $runs =~ ^[1-9][0-9]*$ ]] || t_fail "ELASTIC_CLUSTER_RUNS='$runs': give a count of at least 1"
+[[ $np =~ ^(4|6|8)$ ]] || t_fail "ELASTIC_CLUSTER_NP='$np': give 4, 6 or 8 ranks (half on each of 2 nodes)"
+# Path A passes only when ULFM healed the job in place (no relaunch), as the
+# README claims; a run that Open MPI could not heal and elastic-run re-formed
+# is counted apart, and fails the test unless ELASTIC_CLUSTER_ALLOW_REFORM=1
+# (campaigns that measure how often that happens).
+allow_reform=${ELASTIC_CLUSTER_ALLOW_REFORM:-0}
 per=$((np / 2))
 RANDOM=${ELASTIC_CLUSTER_SEED:-$$}
 targs="--quiet --step-sleep 4000 --epochs 3 --samples 4096 --global-batch 128"
@@ -110,7 +118,7 @@ exec timeout 150 ./elastic-run -v -- $TRAIN $targs --step-sleep 20000 --progress
 	return 1
 }
 
-pass=0 total=0 pass_a=0 pass_b=0 escalated=0
+pass=0 total=0 pass_a=0 pass_b=0 escalated=0 in_place=0
 : >"$T_DIR/rec_a"
 : >"$T_DIR/rec_b"
 for i in $(seq 1 "$runs"); do
@@ -126,18 +134,18 @@ for i in $(seq 1 "$runs"); do
 	out=$T_DIR/a$i.out
 	size=$(sed -n 's/^done: 96 steps, 3 epochs, size \([0-9]*\) .* 0 bad, 0 violations.*/\1/p' "$out")
 	reforms=$(grep -c 're-form [0-9]*:' "$out")
+	rec=$(t_recovery_ms "$out")
 	if [ -n "$size" ] && grep -q '^model matches reference' "$out" && grep -q "job $id: finished" "$out" &&
-		{ [ "$size" -lt "$np" ] || [ "$reforms" -gt 0 ]; }; then
-		pass=$((pass + 1)) pass_a=$((pass_a + 1))
-		rec=$(t_recovery_ms "$out")
-		[ -n "$rec" ] && echo "$rec" >>"$T_DIR/rec_a"
-		if [ "$reforms" = 0 ]; then
-			t_log "path A run $i (job $id, $np ranks on 2 nodes): kill rank $rank at step $step: ok, healed in place at size $size, kill to next commit ${rec:-?} ms"
-		else
-			escalated=$((escalated + 1))
-			t_log "path A run $i (job $id, $np ranks on 2 nodes): kill rank $rank at step $step: ok after $reforms re-form(s) by elastic-run (Open MPI's recovery failed), size $size, kill to next commit ${rec:-?} ms"
-			grep -aE 'Caught signal|watchdog|step timeout|mpirun ended' "$out" | head -5 | sed 's/^/    | /'
-		fi
+		[ "$reforms" = 0 ] && [ "$size" -lt "$np" ] && grep -q '^KILL ' "$out" && [ -n "$rec" ]; then
+		pass=$((pass + 1)) pass_a=$((pass_a + 1)) in_place=$((in_place + 1))
+		echo "$rec" >>"$T_DIR/rec_a"
+		t_log "path A run $i (job $id, $np ranks on 2 nodes): kill rank $rank at step $step: ok, healed in place at size $size, kill to next commit $rec ms"
+	elif [ -n "$size" ] && grep -q '^model matches reference' "$out" && grep -q "job $id: finished" "$out" &&
+		[ "$reforms" -gt 0 ]; then
+		escalated=$((escalated + 1))
+		[ "$allow_reform" = 1 ] && pass=$((pass + 1))
+		t_log "path A run $i (job $id, $np ranks on 2 nodes): kill rank $rank at step $step: NOT healed in place: $reforms re-form(s) by elastic-run (Open MPI's recovery failed), size $size, kill to next commit ${rec:-?} ms$([ "$allow_reform" = 1 ] && echo " (allowed: ELASTIC_CLUSTER_ALLOW_REFORM=1)")"
+		grep -aE 'Caught signal|watchdog|step timeout|mpirun ended' "$out" | head -5 | sed 's/^/    | /'
 	else
 		t_log "path A run $i (job $id): kill rank $rank at step $step: FAILED"
 		tail -25 "$T_DIR/a$i.out" | sed 's/^/    | /'
@@ -151,8 +159,9 @@ for i in $(seq 1 "$runs"); do
 done
 read -r med_a max_a n_a < <(t_stats <"$T_DIR/rec_a")
 read -r med_b max_b n_b < <(t_stats <"$T_DIR/rec_b")
-t_log "path A ($np ranks over 2 nodes, elastic-run, SIGKILL one rank; $escalated of them re-formed after Open MPI's recovery failed): $pass_a/$([[ $paths == *A* ]] && echo "$runs" || echo 0) passed; kill to first commit after: median $med_a ms, max $max_a ms ($n_a runs)"
+t_log "path A ($np ranks over 2 nodes, elastic-run, SIGKILL one rank): $in_place/$([[ $paths == *A* ]] && echo "$runs" || echo 0) healed in place, $escalated re-formed after Open MPI's recovery failed; kill to first commit after (in place): median $med_a ms, max $max_a ms ($n_a runs)"
 t_log "path B ($np ranks over 2 nodes, elastic-run, node 2's daemon and ranks killed and its grant cancelled): $pass_b/$([[ $paths == *B* ]] && echo "$runs" || echo 0) passed; kill to first commit after: median $med_b ms, max $max_b ms ($n_b runs)"
 t_log "cluster: $pass/$total runs passed ($np ranks over 2 nodes)"
+[ "$total" -gt 0 ] || t_fail "no run was made"
 [ "$pass" = "$total" ] || t_fail "$((total - pass)) of $total runs failed"
 exit 0
