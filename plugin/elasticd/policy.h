@@ -74,12 +74,16 @@
  *     (idle GPUs still go out by largest remainder: no GPU stays idle);
  *   - when some job is short, it gets its floor at once (a pending job
  *     starts at its share in one step), the jobs within a step keep what
- *     they hold as far as the GPUs left allow (ties by remainder, then
- *     rank), and a job above its step shrinks to that step, not past it.
+ *     they hold as far as the GPUs left allow, and a job above its step
+ *     shrinks to that step, not past it. Who gets a step when not all fit:
+ *     jobs holding exactly it (no re-form) before jobs above it (they
+ *     re-form anyway), before the rest; within each, larger remainder,
+ *     then rank.
  * Largest remainder alone would move a GPU whenever two remainders swap
  * order: two jobs on 7 GPUs at 5001 vs 5000 that swap priorities at each
  * decision would move a GPU at every decision; here they move none. The
- * bound stays: every job gets within one allowed step of its share. Input
+ * bound is the same as before: a job's count is a rounding of its share
+ * (within one allowed step, unless others' MAX leave more to hand out). Input
  * fresh_split = 1 rounds as if no job held GPUs (the rule before; benches
  * use it to compare churn). fifo mode splits without rounding: unchanged.
  *
