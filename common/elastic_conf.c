@@ -33,6 +33,8 @@ const struct elastic_conf_key elastic_site_conf_keys[] = {
 	{"GrantNamePrefix", ELASTIC_CONF_STRING, OFF(grant_name_prefix), "elastic:"},
 	{"Hysteresis", ELASTIC_CONF_INT, OFF(hysteresis), "1", 0, ELASTIC_GPUS_LIMIT},
 	{"CoolDown", ELASTIC_CONF_INT, OFF(cool_down), "10", 0, ELASTIC_GRACE_LIMIT},
+	{"ChannelIdleTimeout", ELASTIC_CONF_INT, OFF(channel_idle_timeout), "10", 1,
+	 3600},
 	{"MungeSocket", ELASTIC_CONF_STRING, OFF(munge_socket), ""},
 	{"LogFile", ELASTIC_CONF_STRING, OFF(log_file), ""},
 	{"Debug", ELASTIC_CONF_BOOL, OFF(debug), "no"},

@@ -50,9 +50,11 @@ struct elastic_site_conf {
 	char *grant_name_prefix;  /* GrantNamePrefix ("elastic:") */
 	long hysteresis;	  /* Hysteresis (1 GPU): smallest change worth a resize */
 	long cool_down;		  /* CoolDown (10 s) between resizes of one job */
-	char *munge_socket;	  /* MungeSocket ("": libmunge's default) */
-	char *log_file;		  /* LogFile ("": stderr/syslog of the daemon) */
-	int debug;		  /* Debug (no) */
+	long channel_idle_timeout; /* ChannelIdleTimeout (10 s): a channel
+				      connection bound to no job may be quiet */
+	char *munge_socket;	   /* MungeSocket ("": libmunge's default) */
+	char *log_file;		   /* LogFile ("": stderr/syslog of the daemon) */
+	int debug;		   /* Debug (no) */
 };
 
 /* The key table of elastic.conf (ends with a NULL name). */

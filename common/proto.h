@@ -47,7 +47,8 @@
  *   job -> status                progress, at will (step, rate, GPUs)
  *   ctl -> error                 why a message was refused; then it closes
  * Anyone (any authenticated uid) may send query on a fresh connection and
- * gets one jobinfo per elastic job and an end.
+ * gets one jobinfo per elastic job and an end; elasticd then closes the
+ * connection unless a hello bound it to a job.
  */
 
 #include <stddef.h>

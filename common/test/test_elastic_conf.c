@@ -44,6 +44,7 @@ static void defaults_are_documented_values(void **state)
 	assert_string_equal(c.grant_name_prefix, "elastic:");
 	assert_int_equal(c.hysteresis, 1);
 	assert_int_equal(c.cool_down, 10);
+	assert_int_equal(c.channel_idle_timeout, 10);
 	assert_int_equal(c.debug, 0);
 	assert_int_equal(elastic_site_conf_check(&c, NULL, NULL), 0);
 	elastic_site_conf_free(&c);

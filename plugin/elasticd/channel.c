@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* plugin/elasticd/channel.c: elasticd's TCP job channel server (non-blocking, one poll
- * loop). */
+ * loop).
+ *
+ * No user can jam it: a connection that is not bound to a job (no hello) is
+ * closed once a query is answered, and after ChannelIdleTimeout without a byte
+ * from its peer; one uid holds at most UID_CONNS connections; a full table makes
+ * room for a new connection by closing the quietest one not bound to a job.
+ * A job's own connection (one per job) is never timed out or evicted. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* accept4 */
 #endif
@@ -22,33 +28,35 @@
 #include "elasticd.h"
 
 #define MAX_CONNS     1024
-#define MAX_OUT	      (256 * 1024) /* a peer that reads nothing is dropped */
-#define FRAME_TIMEOUT 10000	   /* ms to finish a frame once started */
-#define HELLO_TIMEOUT 30000	   /* ms for a new connection to say something */
+#define UID_CONNS     (MAX_CONNS / 4) /* connections one uid may hold */
+#define MAX_OUT	      (256 * 1024)    /* a peer that reads nothing is dropped */
+#define FRAME_TIMEOUT 10000	      /* ms to finish a frame once started */
 
 struct _conn {
 	int fd;
 	char peer[64];
 	uint8_t in[ELASTIC_PROTO_HDR_LEN + ELASTIC_PROTO_MAX_BODY];
 	size_t inlen;
-	uint64_t frame_start_ms, opened_ms;
+	uint64_t frame_start_ms, active_ms; /* active: opened or last byte in */
 	uint8_t *out;
 	size_t outlen, outcap;
 	uint32_t job; /* registered for this job (hello), 0 none */
-	int said;     /* a valid message was received */
-	int closing;  /* close once out is flushed */
+	uid_t uid;    /* of its first valid message, when uid_known */
+	int uid_known;
+	int closing; /* close once out is flushed */
 	int dead;
 };
 
 struct ed_channel {
 	int lfd, port;
+	uint64_t idle_ms; /* a connection bound to no job may be quiet */
 	elastic_auth_t *auth;
 	struct _conn *conns;
 	int nconns;
 };
 
-ed_channel_t *ed_channel_create(const char *host, int port, elastic_auth_t *auth,
-				elastic_error_t *err)
+ed_channel_t *ed_channel_create(const char *host, int port, int idle_s,
+				elastic_auth_t *auth, elastic_error_t *err)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE},
 			*res = NULL;
@@ -94,6 +102,7 @@ ed_channel_t *ed_channel_create(const char *host, int port, elastic_auth_t *auth
 					       : ((struct sockaddr_in *)&sa)->sin_port);
 	freeaddrinfo(res);
 	ch->auth = auth;
+	ch->idle_ms = idle_s > 0 ? (uint64_t)idle_s * 1000 : 10000;
 	return ch;
 fail:
 	if (res)
@@ -210,6 +219,28 @@ static void _reject(ed_channel_t *ch, struct _conn *c, uid_t uid, int known_uid,
 	c->inlen = 0;
 }
 
+/* The first valid message of c names its uid: refuse it when that uid holds
+ * UID_CONNS connections already, so one user cannot fill the table. */
+static int _uid_cap(ed_channel_t *ch, struct _conn *c, uid_t uid)
+{
+	int n = 0;
+	for (int i = 0; i < ch->nconns; i++) {
+		const struct _conn *o = &ch->conns[i];
+		n += !o->dead && o->uid_known && o->uid == uid;
+	}
+	if (n >= UID_CONNS) {
+		char why[96];
+		snprintf(why, sizeof(why),
+			 "uid %u holds %d connections already (limit %d per uid)",
+			 (unsigned)uid, n, UID_CONNS);
+		_reject(ch, c, uid, 1, 0, why);
+		return -1;
+	}
+	c->uid = uid;
+	c->uid_known = 1;
+	return 0;
+}
+
 static void _frame(ed_channel_t *ch, struct ed_ctl *ctl, struct _conn *c,
 		   const struct elastic_proto_header *h)
 {
@@ -223,7 +254,8 @@ static void _frame(ed_channel_t *ch, struct ed_ctl *ctl, struct _conn *c,
 		_reject(ch, c, 0, 0, 0, err.text);
 		return;
 	}
-	c->said = 1;
+	if (!c->uid_known && _uid_cap(ch, c, uid) < 0)
+		return;
 	if (m.type == ELASTIC_MSG_QUERY) {
 		struct elastic_msg *info = NULL;
 		int n = ed_ctl_query(ctl, m.present & ELASTIC_K_JOB ? m.job : 0, &info);
@@ -234,6 +266,11 @@ static void _frame(ed_channel_t *ch, struct ed_ctl *ctl, struct _conn *c,
 					  .present = ELASTIC_K_COUNT,
 					  .count = (uint32_t)n};
 		_queue(ch, c, &end);
+		/* Answered: only a job keeps its connection. */
+		if (!c->job && c->outlen == 0 && !c->dead)
+			_close(c);
+		else if (!c->job)
+			c->closing = 1;
 		return;
 	}
 	uint32_t before = c->job;
@@ -287,8 +324,9 @@ static void _read(ed_channel_t *ch, struct ed_ctl *ctl, struct _conn *c)
 				_close(c);
 				return;
 			}
+			c->active_ms = ed_now_ms();
 			if (c->inlen == 0)
-				c->frame_start_ms = ed_now_ms();
+				c->frame_start_ms = c->active_ms;
 			c->inlen += (size_t)r;
 			continue;
 		}
@@ -299,11 +337,43 @@ static void _read(ed_channel_t *ch, struct ed_ctl *ctl, struct _conn *c)
 	}
 }
 
+static const char *_who(const struct _conn *c, char *buf, size_t len)
+{
+	if (!c->uid_known)
+		return "unauthenticated";
+	snprintf(buf, len, "uid %u", (unsigned)c->uid);
+	return buf;
+}
+
+/* The table is full: close the connection bound to no job that has been
+ * quiet longest, for a new one; its slot, or -1 when every one is a job's. */
+static int _evict(ed_channel_t *ch)
+{
+	int v = -1;
+	char who[32];
+
+	for (int i = 0; i < ch->nconns; i++) {
+		const struct _conn *c = &ch->conns[i];
+		if (!c->dead && !c->job &&
+		    (v < 0 || c->active_ms < ch->conns[v].active_ms))
+			v = i;
+	}
+	if (v < 0) {
+		ed_error("too many connections (%d), all jobs': refusing one", MAX_CONNS);
+		return -1;
+	}
+	ed_error("too many connections (%d): closing %s (%s), the quietest without a job",
+		 MAX_CONNS, ch->conns[v].peer, _who(&ch->conns[v], who, sizeof(who)));
+	_close(&ch->conns[v]);
+	return v;
+}
+
 void ed_channel_poll(ed_channel_t *ch, struct ed_ctl *ctl, int timeout_ms)
 {
 	struct pollfd pf[MAX_CONNS + 1];
 	int map[MAX_CONNS + 1], n = 0;
 	uint64_t now = ed_now_ms();
+	char who[32];
 
 	pf[n].fd = ch->lfd;
 	pf[n].events = POLLIN;
@@ -316,11 +386,14 @@ void ed_channel_poll(ed_channel_t *ch, struct ed_ctl *ctl, int timeout_ms)
 			_close(c);
 			continue;
 		}
-		if ((c->inlen > 0 && now - c->frame_start_ms > FRAME_TIMEOUT) ||
-		    (!c->said && now - c->opened_ms > HELLO_TIMEOUT)) {
-			ed_error("%s: %s: closing", c->peer,
-				 c->inlen ? "frame not finished in time"
-					  : "silent connection");
+		if (c->inlen > 0 && now - c->frame_start_ms > FRAME_TIMEOUT) {
+			ed_error("%s: frame not finished in time: closing", c->peer);
+			_close(c);
+			continue;
+		}
+		if (!c->job && now - c->active_ms > ch->idle_ms) {
+			ed_info("%s (%s): idle connection not bound to a job: closing",
+				c->peer, _who(c, who, sizeof(who)));
 			_close(c);
 			continue;
 		}
@@ -360,16 +433,14 @@ void ed_channel_poll(ed_channel_t *ch, struct ed_ctl *ctl, int timeout_ms)
 				}
 			if (slot < 0 && ch->nconns < MAX_CONNS)
 				slot = ch->nconns++;
-			if (slot < 0) {
-				ed_error("too many connections (%d): refusing one",
-					 MAX_CONNS);
+			if (slot < 0 && (slot = _evict(ch)) < 0) {
 				close(fd);
 				continue;
 			}
 			struct _conn *c = &ch->conns[slot];
 			memset(c, 0, sizeof(*c));
 			c->fd = fd;
-			c->opened_ms = ed_now_ms();
+			c->active_ms = ed_now_ms();
 			int one = 1;
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 			char addr[INET6_ADDRSTRLEN] = "?";

@@ -187,7 +187,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	ch = ed_channel_create(conf.controller_host,
-			       port >= 0 ? port : (int)conf.controller_port, auth, &err);
+			       port >= 0 ? port : (int)conf.controller_port,
+			       (int)conf.channel_idle_timeout, auth, &err);
 	if (!ch) {
 		ed_error("%s", err.text);
 		goto out;

@@ -147,8 +147,9 @@ void ed_plan_free(struct ed_plan *p);
 typedef struct ed_channel ed_channel_t;
 struct ed_ctl;
 
-ed_channel_t *ed_channel_create(const char *host, int port, elastic_auth_t *auth,
-				elastic_error_t *err);
+/* idle_s: seconds a connection bound to no job may stay quiet (> 0). */
+ed_channel_t *ed_channel_create(const char *host, int port, int idle_s,
+				elastic_auth_t *auth, elastic_error_t *err);
 void ed_channel_destroy(ed_channel_t *ch);
 int ed_channel_port(const ed_channel_t *ch);
 /* Wait for and handle I/O up to timeout_ms; messages go to ctl. */

@@ -70,6 +70,10 @@ int ed_plan_compute(const struct ed_snapshot *s, const struct ed_place *const *h
 	in.min_change = p->min_change;
 	in.min_change_pct = 0;
 	in.cooldown = p->cooldown;
+	/* Stable allocations (policy.h): held[] is what each job holds now
+	 * (its allocation, grants running or pending, not those being
+	 * released), so a job within one step of its share keeps it. */
+	in.fresh_split = 0;
 	in.nnodes = s->nnodes;
 	in.node_gpus = gpus;
 	in.node_busy = busy;

@@ -29,6 +29,7 @@ struct _job {
 	int frozen;   /* held at cur by hysteresis */
 	int holdable; /* cur is a size it may keep */
 	int cooling;  /* within the cool-down since its last resize */
+	int sticky;   /* claim on its next allowed step: 2, 1, 0 (_sticky) */
 	enum elastic_policy_reason hold;
 	int target, want;
 	int state;     /* water-filling: 0 at lo, 1 linear, 2 at hi */
@@ -50,6 +51,7 @@ struct _event {
 
 struct _cand {
 	_u128 deficit;
+	int sticky; /* claim to keep what it holds (_sticky): served first */
 	int rank;
 	int job;
 };
@@ -542,9 +544,12 @@ static void _compact(struct _ws *ws)
 	ws->nev = n;
 }
 
-/* Rounding order: larger deficit first, then lower rank. */
+/* Rounding order: the stronger claim to keep what it holds first (stable
+ * allocations), then larger deficit, then lower rank. */
 static int _cand_before(const struct _cand *a, const struct _cand *b)
 {
+	if (a->sticky != b->sticky)
+		return a->sticky > b->sticky;
 	if (a->deficit != b->deficit)
 		return a->deficit > b->deficit;
 	return a->rank < b->rank;
@@ -594,7 +599,8 @@ static void _round_up(struct _ws *ws, int left)
 	for (int a = 0; a < ws->nact; a++) {
 		struct _job *t = &ws->j[ws->act[a]];
 		if (t->target < t->hi)
-			h[nc++] = (struct _cand){t->deficit, t->rank, ws->act[a]};
+			h[nc++] = (struct _cand){t->deficit, t->sticky, t->rank,
+						 ws->act[a]};
 	}
 	for (int i = nc / 2 - 1; i >= 0; i--)
 		_cand_sift(h, nc, i);
@@ -631,6 +637,24 @@ static void _round_up(struct _ws *ws, int left)
 			break;
 		nc = kept;
 	}
+}
+
+/* Stable allocations: job t, rounded down to target, whose share lies above
+ * target and which holds the next allowed size above it (2: exactly; it is
+ * within one allowed step of its share, a rounding the split could have
+ * chosen, and keeps it without a re-form) or more (1: it shrinks anyway, to
+ * that step, not past it, so no other job need re-form for the step); 0: no
+ * claim. Claims are served before any job by largest remainder. */
+static int _sticky(const struct _ws *ws, const struct _job *t)
+{
+	int next;
+
+	if (ws->in->fresh_split || t->deficit == 0 || t->cur <= t->target)
+		return 0;
+	next = _size_ceil(t->in, t->target + 1);
+	if (next < 0 || next > t->hi || t->cur < next)
+		return 0;
+	return t->cur == next ? 2 : 1;
 }
 
 /* Weighted water-filling of K GPUs over the active jobs. */
@@ -708,6 +732,7 @@ static void _split_weighted(struct _ws *ws, int K)
 				    ? (int)q
 				    : _size_floor(t->in, (int)q);
 		t->deficit = (_u128)(q - (uint64_t)t->target) * den + r;
+		t->sticky = _sticky(ws, t);
 		left -= t->target;
 	}
 	_round_up(ws, left);

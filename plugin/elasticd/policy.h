@@ -61,6 +61,32 @@
  * Example: 8 GPUs, priorities 10000 and 5000: ideals 5.33 and 2.67, floors
  * 5 and 2, the one GPU left goes to the larger remainder (0.67): 5 / 3.
  *
+ * Stable allocations. A running job keeps its GPUs while its current
+ * allocation is as good as the new split: it is within one allowed size step
+ * of its ideal share (it holds the largest allowed size <= its share, or the
+ * next allowed size above that, and the share is not exactly the former), and
+ * no job is below its MIN or above its MAX. GPUs move only when some job is
+ * really short: below the largest allowed size <= its share (a job just
+ * admitted, a job that lost a node, a priority change worth more than a
+ * step). Rounding does it: a job that holds at least the next allowed step
+ * above its floor gets that step before any job by largest remainder, so
+ *   - when every job is within a step, the split is the current allocation
+ *     (idle GPUs still go out by largest remainder: no GPU stays idle);
+ *   - when some job is short, it gets its floor at once (a pending job
+ *     starts at its share in one step), the jobs within a step keep what
+ *     they hold as far as the GPUs left allow, and a job above its step
+ *     shrinks to that step, not past it. Who gets a step when not all fit:
+ *     jobs holding exactly it (no re-form) before jobs above it (they
+ *     re-form anyway), before the rest; within each, larger remainder,
+ *     then rank.
+ * Largest remainder alone would move a GPU whenever two remainders swap
+ * order: two jobs on 7 GPUs at 5001 vs 5000 that swap priorities at each
+ * decision would move a GPU at every decision; here they move none. The
+ * bound is the same as before: a job's count is a rounding of its share
+ * (within one allowed step, unless others' MAX leave more to hand out). Input
+ * fresh_split = 1 rounds as if no job held GPUs (the rule before; benches
+ * use it to compare churn). fifo mode splits without rounding: unchanged.
+ *
  * Hysteresis. A job's change is held (target = current, reason HOLD_*) when
  *   - now - last resize < Cooldown seconds (reason HOLD_COOLDOWN), or
  *   - |change| < MinChange GPUs, or |change| * 100 < MinChangePct * current
@@ -146,6 +172,8 @@ struct elastic_policy_input {
 	int min_change;	      /* hold changes of fewer GPUs (0/1: none held) */
 	int min_change_pct;   /* hold changes under this % of the current size */
 	int64_t cooldown;     /* hold changes this many seconds after a resize */
+	int fresh_split;      /* 1: round as if no job held GPUs (no stable
+				 allocations; for comparisons); 0: stable */
 	int nnodes;	      /* > 0 */
 	const int *node_gpus; /* [nnodes] GPUs per node, 0 for a node down */
 	const int *node_busy; /* [nnodes] GPUs held by non-elastic jobs; NULL: 0 */

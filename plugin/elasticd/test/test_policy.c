@@ -766,14 +766,15 @@ static void busy_gpus_of_other_jobs(void **state)
 
 /* ---- hysteresis --------------------------------------------------------- */
 
-/* Two jobs at 4 / 4 on 2 x 4, job 2's priority then rises to 7000:
- * the split wants 5 / 3 (8 * 7000/12000 = 4.67). */
+/* Two jobs at 4 / 4 on 2 x 4, job 2's priority then rises to 9000: the
+ * split wants 5 / 3 (8 * 9000/14000 = 5.14: job 2 is short of its floor 5;
+ * at 7000, 4.67, 4 / 4 would be within a step and kept). */
 static void two_at_four(struct world *w)
 {
 	world_init(w, ELASTIC_POLICY_PRIORITY, 2, 4);
 	add_job(w, 1, 1, 8, 5000, 100);
 	hold(w, 1, 0, 4, 1);
-	add_job(w, 2, 1, 8, 7000, 200);
+	add_job(w, 2, 1, 8, 9000, 200);
 	hold(w, 2, 1, 4, 1);
 }
 
@@ -914,6 +915,273 @@ static void hysteresis_cooldown(void **state)
 	assert_true(has(&w, 1, ELASTIC_POLICY_GROW));
 	elastic_policy_explain(w.res, 0, line, sizeof(line));
 	assert_string_equal(line, "job 1: grow 2 -> 4 GPUs (below its min 4)");
+	world_fini(&w);
+}
+
+/* ---- stable allocations ------------------------------------------------- */
+
+/* Deterministic pseudo-random numbers (LCG), shared with the random worlds. */
+static uint64_t rng;
+
+static unsigned rnd(unsigned n)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (unsigned)(rng >> 33) % n;
+}
+
+/* GPUs taken from running jobs by the last decision (each moved GPU once). */
+static int moved(const struct world *w)
+{
+	int n = 0;
+	for (int i = 0; i < w->res->njobs; i++) {
+		const struct elastic_policy_target *t = &w->res->targets[i];
+		if (t->cur > t->gpus)
+			n += t->cur - t->gpus;
+	}
+	return n;
+}
+
+/* Decide, check every running job is within one GPU of its share (all
+ * sizes "any" here), enact, let 11 s pass (past the 10 s cool-down).
+ * Returns the GPUs moved. */
+static int drift_step(struct world *w)
+{
+	int m;
+
+	decide(w);
+	for (int i = 0; i < w->res->njobs; i++) {
+		const struct elastic_policy_target *t = &w->res->targets[i];
+		if (t->gpus && w->jobs[i].sizes == ELASTIC_SIZES_ANY)
+			assert_true(t->gpus - t->share > -1.0 &&
+				    t->gpus - t->share < 1.0);
+	}
+	m = moved(w);
+	apply(w);
+	w->in.now += 11;
+	return m;
+}
+
+/* The issue's case: 4 / 3 on 7 GPUs (nodes of 4 and 3), priorities 5001 and
+ * 5000 swapping at every decision, cool-down 10 s, decisions 11 s apart:
+ * shares 3.5005 / 3.4995 and back; 4 / 3 is a rounding of both. */
+static void two_jobs_on_seven(struct world *w, int fresh)
+{
+	world_init(w, ELASTIC_POLICY_PRIORITY, 2, 4);
+	w->gpus[1] = 3;
+	w->in.cooldown = 10;
+	w->in.min_change = 1;
+	w->in.fresh_split = fresh;
+	add_job(w, 1, 1, 7, 5000, 100)->last_resize = 900;
+	hold(w, 1, 0, 4, 1);
+	add_job(w, 2, 1, 7, 5001, 200)->last_resize = 900;
+	hold(w, 2, 1, 3, 1);
+}
+
+static void swap_priorities(struct world *w, uint32_t a, uint32_t b)
+{
+	uint32_t p = job(w, a)->priority;
+	job(w, a)->priority = job(w, b)->priority;
+	job(w, b)->priority = p;
+}
+
+static void drifting_priorities_move_nothing(void **state)
+{
+	struct world w;
+	int total = 0;
+
+	two_jobs_on_seven(&w, 0);
+	for (int d = 0; d < 6; d++) {
+		total += drift_step(&w);
+		swap_priorities(&w, 1, 2);
+	}
+	assert_int_equal(total, 0);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_int_equal(gpus(&w, 2), 3);
+	assert_true(has(&w, 1, ELASTIC_POLICY_STEADY));
+	world_fini(&w);
+
+	/* The rule before (largest remainder alone) moves a GPU at each
+	 * decision: 6 in 6; this is the churn the rule removes. */
+	two_jobs_on_seven(&w, 1);
+	total = 0;
+	for (int d = 0; d < 6; d++) {
+		total += drift_step(&w);
+		swap_priorities(&w, 1, 2);
+	}
+	assert_int_equal(total, 6);
+	world_fini(&w);
+}
+
+/* Odd counts, three and more jobs: 5 jobs on 13 GPUs (nodes of 4, 4, 3, 2),
+ * priorities drifting by up to 0.5 % a decision around 5000: no GPU moves
+ * in 40 decisions, and every job stays within one GPU of its share. */
+static void drifting_three_or_more_jobs(void **state)
+{
+	struct world w;
+	int total = 0, fresh = 0;
+
+	for (int f = 0; f < 2; f++) {
+		world_init(&w, ELASTIC_POLICY_PRIORITY, 4, 4);
+		w.gpus[2] = 3;
+		w.gpus[3] = 2;
+		w.in.fresh_split = f;
+		for (uint32_t id = 1; id <= 5; id++)
+			add_job(&w, id, 1, 13, 5000, 100 * id);
+		rng = 7;
+		drift_step(&w); /* all start: 3, 3, 3, 2, 2 */
+		assert_int_equal(w.res->idle, 0);
+		int sum = 0;
+		for (int d = 0; d < 40; d++) {
+			for (int i = 0; i < w.in.njobs; i++)
+				w.jobs[i].priority = 4975 + rnd(51);
+			sum += drift_step(&w);
+		}
+		if (f)
+			fresh = sum;
+		else
+			total = sum;
+		world_fini(&w);
+	}
+	assert_int_equal(total, 0);
+	assert_true(fresh > 10); /* largest remainder alone: churn */
+}
+
+/* pow2 sizes: two pow2 jobs on 12 GPUs hold 8 / 4 (shares 6 / 6, floors
+ * 4 / 4, the 4 left is one step). Swapping priorities keeps 8 / 4; the rule
+ * before flips 8 / 4 <-> 4 / 8, four GPUs each decision. */
+static void pow2_drift_keeps_the_step(void **state)
+{
+	struct world w;
+
+	for (int f = 0; f < 2; f++) {
+		int total = 0;
+		world_init(&w, ELASTIC_POLICY_PRIORITY, 3, 4);
+		w.in.fresh_split = f;
+		add_job(&w, 1, 1, 16, 5001, 100)->sizes = ELASTIC_SIZES_POW2;
+		add_job(&w, 2, 1, 16, 5000, 200)->sizes = ELASTIC_SIZES_POW2;
+		decide(&w);
+		assert_int_equal(gpus(&w, 1), 8);
+		assert_int_equal(gpus(&w, 2), 4);
+		apply(&w);
+		for (int d = 0; d < 4; d++) {
+			swap_priorities(&w, 1, 2);
+			total += drift_step(&w);
+		}
+		assert_int_equal(total, f ? 16 : 0);
+		world_fini(&w);
+	}
+
+	/* A pow2 job keeps its step only where it fits: it holds 8 of 14
+	 * with a share of 4.67 (floor 4, step 8); floors 4 + 4 + 4 leave 2,
+	 * less than its step: 4. */
+	world_init(&w, ELASTIC_POLICY_FAIRSHARE, 4, 4);
+	w.gpus[3] = 2;
+	add_job(&w, 1, 1, 16, 1, 100)->sizes = ELASTIC_SIZES_POW2;
+	hold(&w, 1, 0, 4, 1);
+	hold(&w, 1, 1, 4, 0);
+	add_job(&w, 2, 1, 16, 1, 200);
+	hold(&w, 2, 2, 4, 1);
+	add_job(&w, 3, 1, 16, 1, 300);
+	hold(&w, 3, 3, 2, 1);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_int_equal(gpus(&w, 2) + gpus(&w, 3), 10);
+	assert_int_equal(gpus(&w, 2), 5); /* the 2 left by remainder: 5 / 5 */
+	world_fini(&w);
+}
+
+/* A job above its step gives back only what it must: 10 GPUs, three equal
+ * jobs (3.33 each) holding 6 / 2 / 2: job 1 goes to 4, not 3 (2 GPUs move,
+ * not 3), though job 2 ranks first for the remainder. */
+static void shrink_stops_at_the_step(void **state)
+{
+	struct world w;
+
+	for (int f = 0; f < 2; f++) {
+		world_init(&w, ELASTIC_POLICY_FAIRSHARE, 3, 4);
+		w.gpus[2] = 2;
+		w.in.fresh_split = f;
+		add_job(&w, 1, 1, 10, 1, 300);
+		hold(&w, 1, 0, 4, 1);
+		hold(&w, 1, 1, 2, 0);
+		add_job(&w, 2, 1, 10, 1, 100);
+		hold(&w, 2, 1, 2, 1);
+		add_job(&w, 3, 1, 10, 1, 200);
+		hold(&w, 3, 2, 2, 1);
+		decide(&w);
+		assert_int_equal(gpus(&w, 1), f ? 3 : 4);
+		assert_int_equal(gpus(&w, 2), f ? 4 : 3);
+		assert_int_equal(gpus(&w, 3), 3);
+		assert_int_equal(moved(&w), f ? 3 : 2);
+		world_fini(&w);
+	}
+}
+
+/* A job that just arrived starts at once at its share, in one step, even
+ * with the others in their cool-down, and nothing moves afterwards. */
+static void arriving_job_starts_at_its_share(void **state)
+{
+	struct world w;
+
+	two_jobs_on_seven(&w, 0);
+	w.in.cooldown = 60;
+	job(&w, 1)->last_resize = 990;
+	job(&w, 2)->last_resize = 990;
+	add_job(&w, 3, 1, 7, 5000, 300);
+	/* 2.33 each: floors 2, 2, 2, one GPU left: job 2 holds exactly its
+	 * step (3) and keeps it; job 1 (4) shrinks to 2: one re-form. */
+	decide(&w);
+	assert_true(has(&w, 3, ELASTIC_POLICY_START));
+	assert_int_equal(gpus(&w, 3), 2);
+	assert_int_equal(gpus(&w, 2), 3);
+	assert_true(has(&w, 2, ELASTIC_POLICY_STEADY));
+	assert_int_equal(gpus(&w, 1), 2);
+	apply(&w);
+	w.in.now += 61;
+	for (int d = 0; d < 4; d++) {
+		assert_int_equal(drift_step(&w), 0);
+		assert_int_equal(gpus(&w, 3), 2);
+		swap_priorities(&w, 1, 2);
+	}
+	world_fini(&w);
+
+	/* Alone on 8 then a second job: 4 / 4 at once, not MIN 1 then more. */
+	world_init(&w, ELASTIC_POLICY_PRIORITY, 2, 4);
+	w.in.cooldown = 60;
+	add_job(&w, 1, 1, 8, 5000, 100)->last_resize = 995;
+	hold(&w, 1, 0, 4, 1);
+	hold(&w, 1, 1, 4, 0);
+	add_job(&w, 2, 1, 8, 5001, 200);
+	decide(&w);
+	assert_true(has(&w, 2, ELASTIC_POLICY_START));
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_int_equal(gpus(&w, 1), 4);
+	apply(&w);
+	w.in.now += 61;
+	assert_int_equal(drift_step(&w), 0);
+	world_fini(&w);
+}
+
+/* Really short: a priority change worth more than a step still moves GPUs,
+ * as few as the rule allows. 4 / 3 on 7, job 2 to 10000: shares 2.33 /
+ * 4.67, job 2 below its floor 4: 3 / 4 (job 1 shrinks to its step); then
+ * job 2 to 20000: shares 1.4 / 5.6: 2 / 5. */
+static void really_short_still_moves(void **state)
+{
+	struct world w;
+
+	two_jobs_on_seven(&w, 0);
+	job(&w, 2)->priority = 10000;
+	decide(&w);
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_int_equal(gpus(&w, 1), 3);
+	apply(&w);
+	w.in.now += 11;
+	job(&w, 2)->priority = 20000;
+	decide(&w);
+	assert_int_equal(gpus(&w, 2), 5);
+	assert_int_equal(gpus(&w, 1), 2);
 	world_fini(&w);
 }
 
@@ -1169,14 +1437,6 @@ static void bad_input_is_refused(void **state)
 
 /* ---- determinism and invariants over random worlds ---------------------- */
 
-static uint64_t rng;
-
-static unsigned rnd(unsigned n)
-{
-	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-	return (unsigned)(rng >> 33) % n;
-}
-
 static void random_world(struct world *w)
 {
 	static const int sizes[] = {1, 3, 6, 12};
@@ -1385,6 +1645,12 @@ int main(void)
 		cmocka_unit_test(busy_gpus_of_other_jobs),
 		cmocka_unit_test(hysteresis_threshold),
 		cmocka_unit_test(hysteresis_cooldown),
+		cmocka_unit_test(drifting_priorities_move_nothing),
+		cmocka_unit_test(drifting_three_or_more_jobs),
+		cmocka_unit_test(pow2_drift_keeps_the_step),
+		cmocka_unit_test(shrink_stops_at_the_step),
+		cmocka_unit_test(arriving_job_starts_at_its_share),
+		cmocka_unit_test(really_short_still_moves),
 		cmocka_unit_test(bad_input_is_refused),
 		cmocka_unit_test(policy_weight),
 		cmocka_unit_test(random_worlds_keep_invariants),
