@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/sanitize.sh: AddressSanitizer + UndefinedBehaviorSanitizer (leak check
+# at exit included) over what runs on one host: an instrumented build of the
+# whole tree (${ELASTIC_ASAN_BUILD:-build-asan}/), then
+#  1. the unit tests (cmocka: config and protocol, policy, grants, GPU sets,
+#     batch plan, environment parser);
+#  2. libelastic's single-host tests under mpirun with instrumented ranks
+#     (api_misuse, kill_one_rank, resume_shm);
+#  3. the controller's cluster tests against instrumented elasticd and
+#     elastic-ctl (tests/controller/run-sanitized.sh).
+# Run on the host, as root, with a testbed cluster up (testbed/check runs it
+# on its cluster 'check'). Exits non-zero on any failed test and on any
+# sanitizer report. Leaks inside Open MPI, PMIx, PRRTE, hwloc and libevent
+# (not ours, reported at every MPI exit) are suppressed by library name.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+b=${ELASTIC_ASAN_BUILD:-build-asan}
+cd "$top"
+san_cflags='-g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined'
+echo "sanitize: building $b (ASan + UBSan)"
+testbed/run bash -c "set -e; mkdir -p $b && cd $b
+	[ -f Makefile ] || ../configure -q CFLAGS='$san_cflags' LDFLAGS='-fsanitize=address,undefined' >/dev/null
+	{ make -s -j${ELASTIC_BUILD_JOBS:-2} && make -s -j${ELASTIC_BUILD_JOBS:-2} -C tests check TESTS=; } \
+		>/tmp/asan-make.log 2>&1 || { tail -n 40 /tmp/asan-make.log; exit 1; }"
+rc=0
+testbed/cluster exec -- bash -c '
+	b=/src/'"$b"'
+	supp=$(mktemp /tmp/lsan-supp.XXXXXX)
+	printf "leak:%s\n" libmpi.so libopen-pal.so libopen-rte.so libpmix.so libprrte.so libhwloc.so libevent >"$supp"
+	chmod 644 "$supp"
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		LSAN_OPTIONS=suppressions=$supp:print_suppressions=0
+	bad=0
+	for d in common launcher libelastic plugin/elasticd; do
+		if make -s -C "$b/$d" check >"$b/$d.sanitize.log" 2>&1; then
+			echo "PASS: $d unit tests (sanitized)"
+		else
+			echo "FAIL: $d unit tests (sanitized)"; grep -h -A30 -E "ERROR: (Address|Leak)Sanitizer|runtime error" "$b/$d"/test/*.log 2>/dev/null | head -n 60
+			tail -n 20 "$b/$d.sanitize.log"; bad=1
+		fi
+	done
+	# Open MPI and PMIx are built without frame pointers: the fast unwinder
+	# loses the stack of their allocations, and only full stacks let the
+	# suppressions above name the library.
+	export ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=0
+	for t in api_misuse kill_one_rank resume_shm; do
+		if ELASTIC_KILL_RUNS=2 ELASTIC_RESUME_RUNS=2 top_srcdir=/src top_builddir=$b \
+			bash /src/tests/libelastic/$t.sh >"$b/$t.sanitize.log" 2>&1; then
+			if grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$b/$t.sanitize.log"; then
+				echo "FAIL: libelastic/$t (sanitized): a sanitizer report"; grep -A30 -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$b/$t.sanitize.log" | head -n 60; bad=1
+			else
+				echo "PASS: libelastic/$t (sanitized)"
+			fi
+		else
+			echo "FAIL: libelastic/$t (sanitized)"; grep -A30 -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$b/$t.sanitize.log" | head -n 60
+			tail -n 20 "$b/$t.sanitize.log"; bad=1
+		fi
+	done
+	rm -f "$supp"
+	exit $bad' || rc=1
+ELASTIC_ASAN_BUILD=$b tests/controller/run-sanitized.sh || rc=1
+exit $rc
