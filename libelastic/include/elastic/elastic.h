@@ -11,9 +11,10 @@
  *   elastic_register(ctx, "weights", w, sizeof(w), &err);   (all state)
  *   while (elastic_step(ctx) < total_steps) {
  *           elastic_step_begin(ctx, &err);
- *           ... compute on the samples of elastic_sampler_next(), reduce with
- *           elastic_allreduce() (or MPI on elastic_comm() + elastic_check()),
- *           update the registered state ...
+ *           ... compute on this rank's samples (elastic_sampler_indices()
+ *           under elastic_batch_plan()), reduce with elastic_allreduce() (or
+ *           MPI on elastic_comm() + elastic_check()), update the registered
+ *           state and elastic_sampler_advance() ...
  *           if (elastic_step_commit(ctx, &err) == ELASTIC_REDO)
  *                   continue;   (state is back at the last committed step)
  *   }
@@ -167,7 +168,9 @@ void elastic_set_change_callback(elastic_ctx_t *ctx, elastic_change_fn fn, void 
  * ELASTIC_UPDATE_AFTER_COMMIT: the caller promises to change registered
  *   state only after elastic_step_commit() returned ELASTIC_COMMITTED and
  *   before the next elastic_step_begin() (compute, reduce, commit, then
- *   apply the update and advance the sampler). A failed step then never
+ *   apply the update and elastic_sampler_advance(): in this mode the
+ *   sampler is advanced after the commit too, never inside the step). A
+ *   failed step then never
  *   touched the state: nothing is copied per step for path A. The node-local
  *   snapshot (path B) is copied at the next begin (or, with
  *   ELASTIC_SNAPSHOT_THREAD=yes, by a thread while that step runs, and
@@ -314,7 +317,8 @@ int elastic_batch_plan(int global, int max_micro, int size, int rank, const int 
  * back and resumes with the rest. Each step takes the next `global` samples
  * of the epoch's order (fewer at the end of an epoch), split over the ranks
  * of the current world by the batch plan, so each sample is used exactly
- * once per epoch whatever the sizes.
+ * once per epoch whatever the sizes. The caller owns *s and frees it with
+ * elastic_sampler_destroy() (after elastic_destroy() when registered).
  */
 int elastic_sampler_create(uint64_t nsamples, uint64_t seed, int shuffle,
 			   elastic_sampler_t **s, elastic_error_t *err);
@@ -329,8 +333,11 @@ uint64_t elastic_sampler_step_samples(const elastic_sampler_t *s, int global);
  * indices into idx (ERANGE if cap is smaller), count in *n. */
 int elastic_sampler_indices(elastic_sampler_t *s, const struct elastic_batch_plan *plan,
 			    uint64_t *idx, size_t cap, size_t *n, elastic_error_t *err);
-/* Move past the current step's global batch (call before commit, as a state
- * change); returns 1 if this completed an epoch, else 0. */
+/* Move past the current step's global batch; returns 1 if this completed an
+ * epoch, else 0. It is a change of registered state: call it inside the step
+ * (before elastic_step_commit) in ELASTIC_COPY_AT_COMMIT mode, and after
+ * ELASTIC_COMMITTED (before the next begin) in ELASTIC_UPDATE_AFTER_COMMIT
+ * mode, like every other state change of that mode. */
 int elastic_sampler_advance(elastic_sampler_t *s, int global);
 uint64_t elastic_sampler_epoch(const elastic_sampler_t *s);
 /* Set the position (EINVAL if consumed >= the number of samples). */
@@ -342,7 +349,10 @@ uint64_t elastic_sampler_consumed(const elastic_sampler_t *s);
  * GPU data plane (built when NCCL was found): a NCCL communicator over the
  * current world, created on first use and rebuilt (ncclCommShrink where NCCL
  * has it, else abort + init) after every change. *out receives a ncclComm_t.
- * ENODEV when this build has no NCCL or no GPU is visible.
+ * ENODEV when this build has no NCCL or no GPU is visible. The library owns
+ * the communicator: do not destroy it, and do not keep it across a step
+ * boundary (call again after every elastic_step_begin; a change replaces
+ * it); elastic_destroy() frees it.
  */
 int elastic_nccl_comm(elastic_ctx_t *ctx, void *out, elastic_error_t *err);
 
