@@ -5,7 +5,10 @@
 # each job elastic-run running elastic_train on libelastic. 2 nodes x 4 GPUs:
 # job 1 (alice) alone grows to 8 ranks; job 2 (bob) arrives -> 4/4; job 2's
 # priority 10000 vs 5000 -> 5/3; job 1 finishes -> job 2 grows to 8. Both
-# jobs complete, every epoch uses every sample once, and the loss falls.
+# jobs complete at the sizes of the scenario in that order, every epoch uses
+# every sample once (the trainer's own check: 0 bad, 0 violations), the loss
+# falls, and each final model equals a static 2-rank run of the same
+# training bit for bit (the trainer's reduction is exact whatever the size).
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
@@ -15,6 +18,17 @@ train=${top_builddir:?}/examples/elastic_train
 run=$top_builddir/launcher/elastic-run
 [ -x "$train" ] && [ -x "$run" ] || t_skip "elastic_train or elastic-run not built"
 ctl_block_nodes node3 node4
+
+# Static references: the same trainings at 2 ranks, once each, no resize.
+targs="--samples 4096 --global-batch 128"
+for e in 20 26; do
+	OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han \
+		OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		timeout 120 mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 "$train" --quiet \
+		--epochs $e $targs --out "$T_DIR/ref-$e.model" >"$T_DIR/ref-$e.out" 2>&1 ||
+		{ tail "$T_DIR/ref-$e.out"; t_fail "the static reference run of $e epochs failed"; }
+	chmod 644 "$T_DIR/ref-$e.model"
+done
 ctl_start
 
 # One training job of USER: prints its id.
@@ -23,7 +37,7 @@ train_job() { # user account epochs
 	cat >"$T_DIR/job-$1.sh" <<EOF
 #!/bin/bash
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
-exec $run -v -- $train --epochs $3 --samples 4096 --global-batch 128 --step-sleep 25000
+exec $run -v -- $train --epochs $3 $targs --step-sleep 25000 --compare $T_DIR/ref-$3.model
 EOF
 	chmod 755 "$T_DIR/job-$1.sh"
 	id=$(t_sbatch "$1" -A "$2" -J "train-$1" --elastic-gpus=1-8 --elastic-grace=30 -N1 -n1 \
@@ -73,15 +87,27 @@ t_log "job 2 alone: 8 GPUs, 8 ranks"
 t_wait_job "$j2" 400
 t_log "job 2 completed"
 
+# The sizes a job trained at, in order, must hold WANT as a subsequence and
+# end with its last element.
+sizes_follow() { # "sizes seen" "sizes wanted"
+	awk -v seen="$1" -v want="$2" 'BEGIN { ns = split(seen, s, " "); nw = split(want, w, " ")
+		j = 1; for (i = 1; i <= ns && j <= nw; i++) if (s[i] == w[j]) j++
+		exit !(j > nw && s[ns] == w[nw]) }'
+}
 for u in alice bob; do
 	f=$T_DIR/train-$u.out
-	grep -aq "^done: " "$f" || t_fail "$u's training did not finish: $(tail -n 5 "$f")"
-	! grep -aq "every sample used exactly once: NO" "$f" || t_fail "$u's job skipped or repeated samples"
+	e=$([ $u = alice ] && echo 20 || echo 26)
+	grep -aEq "^done: [0-9]+ steps, $e epochs, .*usage: $e epochs checked, 0 bad, 0 violations" "$f" ||
+		t_fail "$u's training did not finish with every sample used once ($e epochs checked, 0 bad, 0 violations): $(grep -a '^done: ' "$f" || tail -n 5 "$f")"
+	grep -aq "^model matches reference" "$f" ||
+		t_fail "$u's final model is not the static run's: $(grep -a '^model ' "$f" || echo 'no comparison line')"
 	sizes=$(grep -aEo '^step [0-9]+ epoch [0-9]+ size [0-9]+' "$f" | awk '{print $6}' | uniq | tr '\n' ' ')
+	want=$([ $u = alice ] && echo "8 4 3" || echo "4 5 8")
+	sizes_follow "$sizes" "$want" || t_fail "$u's job trained at sizes '$sizes', not through '$want' in that order"
 	first=$(grep -aEo '^step [0-9]+ .* loss [0-9.]+' "$f" | head -n1 | awk '{print $NF}')
 	last=$(grep -aEo '^step [0-9]+ .* loss [0-9.]+' "$f" | tail -n1 | awk '{print $NF}')
 	awk "BEGIN{exit !($last < $first)}" || t_fail "$u's loss did not fall ($first -> $last)"
-	t_log "$u: sizes $sizes; loss $first -> $last; $(grep -a '^done: ' "$f")"
+	t_log "$u: sizes $sizes(through $want); loss $first -> $last; $(grep -a '^done: ' "$f"); $(grep -a '^model matches' "$f")"
 done
 ctl_alive || t_fail "elasticd died"
 t_log "PASS"
