@@ -301,6 +301,16 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 				     "ELASTIC_SNAPSHOT_THREAD='%s': expected yes or no",
 				     v);
 	}
+	if ((v = getenv_fn("ELASTIC_BIND")) && *v) {
+		if (!strcmp(v, "gpu") || !strcmp(v, "yes") || !strcmp(v, "1"))
+			e.bind = 1;
+		else if (strcmp(v, "no") && strcmp(v, "0") && strcmp(v, "none"))
+			return _fail(
+				err, EINVAL,
+				"ELASTIC_BIND='%s': expected gpu (bind near the GPU) "
+				"or no (leave binding alone)",
+				v);
+	}
 	if (e.checkpoint_every && !e.checkpoint_dir[0])
 		return _fail(err, EINVAL,
 			     "ELASTIC_CHECKPOINT_EVERY is set but ELASTIC_CHECKPOINT_DIR "

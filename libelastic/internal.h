@@ -35,7 +35,7 @@ struct elastic__shmslot {
 	size_t len;
 };
 
-struct elastic__nccl; /* nccl.c */
+struct elastic__nccl; /* gpu.c */
 
 struct elastic_ctx {
 	MPI_Comm comm; /* current world (ours, ERRORS_RETURN) */
@@ -176,10 +176,15 @@ void elastic__snap_file_remove(const char *prefix, uint64_t keep_launch);
 int elastic__snap_owner_claim(const char *prefix, uint64_t launch);
 int elastic__snap_owner_is(const char *prefix, uint64_t launch);
 
-/* bind.c: bind to the cores nearest this rank's GPU (at init). */
+/* bind.c: bind to the cores nearest this rank's GPU (at init, ELASTIC_BIND=gpu). */
 void elastic__bind_near_gpu(elastic_ctx_t *ctx);
 
-/* nccl.c (only with HAVE_NCCL; stubs report ENODEV otherwise). */
+/* gpu.c (CUDA and NCCL, loaded with dlopen on first use; gpu_none.c in a build
+ * without CUDA): this rank's GPU (node rank modulo the visible GPUs) and its
+ * PCI bus id: 0, or -1 with the reason in why. */
+int elastic__gpu_busid(elastic_ctx_t *ctx, int *dev, char *busid, size_t len, char *why,
+		       size_t wlen);
+/* NCCL communicator upkeep (stubs when there is no NCCL). */
 void elastic__nccl_on_change(elastic_ctx_t *ctx, const int *failed, int nfailed);
 void elastic__nccl_free(elastic_ctx_t *ctx);
 

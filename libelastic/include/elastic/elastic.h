@@ -118,8 +118,11 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  *                        hang the job
  *   ELASTIC_FINALIZE_TIMEOUT  seconds, 0..86400 (default 10): see
  *                        elastic_finalize
- *   ELASTIC_BIND         no: leave CPU binding alone (default: bind the rank
- *                        to the cores nearest its GPU where hwloc shows them)
+ *   ELASTIC_BIND         gpu (or yes): bind the whole process to the cores
+ *                        nearest its GPU where hwloc shows them; no (the
+ *                        default): leave CPU binding alone, so that a
+ *                        process's own threads (PyTorch, OpenMP) keep the
+ *                        cores the launcher gave it
  *   ELASTIC_SHM_DIR      directory of node-local snapshots (default /dev/shm)
  *   ELASTIC_SNAPSHOT_EVERY  write the node-local snapshot every N committed
  *                        steps, 1..2^31 (default 1): a re-form redoes at
@@ -278,6 +281,7 @@ struct elastic_env {
 	long snapshot_every;
 	char job_stamp[33];
 	int snapshot_thread;
+	int bind; /* ELASTIC_BIND=gpu: 1 */
 };
 const struct elastic_env *elastic_get_env(const elastic_ctx_t *ctx);
 
