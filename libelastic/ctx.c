@@ -67,6 +67,58 @@ double elastic__now_real(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+struct _hook {
+	elastic_exit_fn fn;
+	void *arg;
+	int status;
+	const char *why;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done;
+};
+
+static void *_hook_thread(void *p)
+{
+	struct _hook *h = p;
+	h->fn(h->arg, h->status, h->why);
+	pthread_mutex_lock(&h->lock);
+	h->done = 1;
+	pthread_cond_signal(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+void elastic__exit_hook(elastic_exit_fn fn, void *arg, int status, const char *why)
+{
+	static atomic_int ran;
+	/* static: a hook still running at the deadline may read it after we left */
+	static struct _hook h = {.lock = PTHREAD_MUTEX_INITIALIZER,
+				 .cond = PTHREAD_COND_INITIALIZER};
+	pthread_t t;
+	pthread_attr_t a;
+
+	if (fn && !atomic_exchange(&ran, 1)) {
+		h.fn = fn;
+		h.arg = arg;
+		h.status = status;
+		h.why = why;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &a, _hook_thread, &h) == 0) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += ELASTIC_EXIT_HOOK_TIMEOUT;
+			pthread_mutex_lock(&h.lock);
+			while (!h.done &&
+			       pthread_cond_timedwait(&h.cond, &h.lock, &ts) == 0) {
+			}
+			pthread_mutex_unlock(&h.lock);
+		}
+		pthread_attr_destroy(&a);
+	}
+	fflush(NULL);
+}
+
 /* ---- environment ---- */
 
 static const char *_getenv(const char *name)
@@ -350,6 +402,10 @@ static void *_watchdog(void *arg)
 				 * went unnoticed, can hang. */
 				if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
 				}
+				pthread_mutex_unlock(&ctx->wd_lock);
+				elastic__exit_hook(
+					ctx->exit_fn, ctx->exit_arg, ELASTIC_EXIT_REFORM,
+					kind == 2 ? "step timeout" : "recovery watchdog");
 				_exit(ELASTIC_EXIT_REFORM);
 			}
 			if (left < wait)
@@ -588,6 +644,14 @@ void elastic_set_change_callback(elastic_ctx_t *ctx, elastic_change_fn fn, void 
 	ctx->change_arg = arg;
 }
 
+void elastic_set_exit_hook(elastic_ctx_t *ctx, elastic_exit_fn fn, void *arg)
+{
+	if (!ctx)
+		return;
+	ctx->exit_fn = fn;
+	ctx->exit_arg = arg;
+}
+
 int elastic_register(elastic_ctx_t *ctx, const char *name, void *ptr, size_t bytes,
 		     elastic_error_t *err)
 {
@@ -671,6 +735,8 @@ const struct elastic_env *elastic_get_env(const elastic_ctx_t *ctx)
 struct _guard {
 	double seconds;
 	int status;
+	elastic_exit_fn fn;
+	void *arg;
 };
 
 static void *_finalize_guard(void *arg)
@@ -687,9 +753,9 @@ static void *_finalize_guard(void *arg)
 	n = snprintf(msg, sizeof(msg),
 		     "libelastic: MPI_Finalize did not return in %.1f s: exiting %d\n",
 		     g.seconds, g.status);
-	fflush(NULL);
 	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
 	}
+	elastic__exit_hook(g.fn, g.arg, g.status, "finalize guard");
 	_exit(g.status);
 	return NULL;
 }
@@ -708,6 +774,8 @@ int elastic_finalize(elastic_ctx_t *ctx, int status)
 	if (g && env.finalize_timeout_s > 0) {
 		g->seconds = env.finalize_timeout_s;
 		g->status = ctx && ctx->completed ? status : ELASTIC_EXIT_REFORM;
+		g->fn = ctx ? ctx->exit_fn : NULL;
+		g->arg = ctx ? ctx->exit_arg : NULL;
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 		if (pthread_create(&t, &a, _finalize_guard, g) != 0)

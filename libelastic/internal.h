@@ -87,6 +87,8 @@ struct elastic_ctx {
 	int log_level;
 	elastic_change_fn change_fn;
 	void *change_arg;
+	elastic_exit_fn exit_fn;
+	void *exit_arg;
 
 	/* watchdog */
 	pthread_t wd_thread;
@@ -108,6 +110,10 @@ int elastic__errorf(elastic_error_t *err, const char *fmt, ...)
 void elastic__log(elastic_ctx_t *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 double elastic__now_mono(void);
+/* Before the library's own _exit: run the exit hook fn (may be NULL) on a
+ * thread of its own for at most ELASTIC_EXIT_HOOK_TIMEOUT s, then flush
+ * stdio. Runs at most once per process. */
+void elastic__exit_hook(elastic_exit_fn fn, void *arg, int status, const char *why);
 double elastic__now_real(void);
 /* Arm the watchdog for a recovery (kind 1: ELASTIC_WATCHDOG) or a step
  * (kind 2: ELASTIC_STEP_TIMEOUT), or disarm it (kind 0). */

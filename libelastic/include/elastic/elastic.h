@@ -163,6 +163,19 @@ void elastic_set_log(elastic_ctx_t *ctx, elastic_log_fn fn, void *arg, int level
 void elastic_set_change_callback(elastic_ctx_t *ctx, elastic_change_fn fn, void *arg);
 
 /*
+ * Exit hook (NULL: none): called once just before the library ends the
+ * process with _exit (planned re-form, recovery watchdog, step timeout,
+ * finalize guard), with the exit status and a short reason, so that a
+ * runtime above it (Python) can flush its buffered output and run its own
+ * cleanup; C stdio is flushed after it. It runs on a thread of its own and
+ * is given ELASTIC_EXIT_HOOK_TIMEOUT seconds (5): a hook that blocks (for
+ * example on a lock the stuck thread holds) does not keep the process alive.
+ */
+typedef void (*elastic_exit_fn)(void *arg, int status, const char *why);
+void elastic_set_exit_hook(elastic_ctx_t *ctx, elastic_exit_fn fn, void *arg);
+#define ELASTIC_EXIT_HOOK_TIMEOUT 5
+
+/*
  * How the registered state is kept for a REDO (before the first step):
  * ELASTIC_COPY_AT_COMMIT (default): the caller may change its state anywhere
  *   in the step; the library copies all of it at each commit (a memcpy of
