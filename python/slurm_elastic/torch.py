@@ -101,7 +101,8 @@ class ElasticSampler(_TorchSampler):
     def __init__(self, ctx, nsamples, global_batch, max_micro, seed=0, shuffle=True):
         self.es = _se.ElasticSampler(ctx, nsamples, global_batch, max_micro, seed, shuffle)
 
-    epoch = property(lambda self: self.es.epoch)
+    epoch = property(lambda self: self.es.epoch, doc="current epoch")
+    consumed = property(lambda self: self.es.consumed, doc="samples used in this epoch")
 
     def plan(self):
         """This step's batch plan."""
