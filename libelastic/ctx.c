@@ -739,6 +739,9 @@ struct _guard {
 	void *arg;
 };
 
+/* Set once MPI_Finalize returned: the guard then leaves the process alone. */
+static atomic_int _finalize_returned;
+
 static void *_finalize_guard(void *arg)
 {
 	struct _guard g = *(struct _guard *)arg;
@@ -750,6 +753,8 @@ static void *_finalize_guard(void *arg)
 	free(arg);
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
 	}
+	if (atomic_load(&_finalize_returned))
+		return NULL; /* the process lives on after MPI_Finalize (Python) */
 	n = snprintf(msg, sizeof(msg),
 		     "libelastic: MPI_Finalize did not return in %.1f s: exiting %d\n",
 		     g.seconds, g.status);
@@ -785,7 +790,9 @@ int elastic_finalize(elastic_ctx_t *ctx, int status)
 		free(g);
 	}
 	elastic_destroy(ctx);
-	return MPI_Finalize();
+	int rc = MPI_Finalize();
+	atomic_store(&_finalize_returned, 1);
+	return rc;
 }
 
 /* Planned re-form (grow, planned shrink): elastic-run sends SIGUSR1 to every

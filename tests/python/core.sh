@@ -3,7 +3,8 @@
 # tests/python/core.sh: slurm_elastic under mpirun --with-ft ulfm: errors as exceptions
 # with the library's text, the GIL released in blocking calls, callback exceptions reaching
 # the caller, bad use refused on every rank, a SIGKILLed rank healed in place with each step
-# applied once, and the exit hook + flushed output when the library ends the process.
+# applied once, the exit hook + flushed output when the library ends the process, and a
+# program that runs on after the context ended is not killed by the finalize guard.
 set -u
 . "$(dirname "$0")/common.sh"
 t_scratch
@@ -20,6 +21,8 @@ t_py core_checks.py inside 2 || true
 t_py_ok inside 2
 t_py core_checks.py sigusr1 1 || true
 t_py_ok sigusr1 1
+ELASTIC_FINALIZE_TIMEOUT=1 t_py core_checks.py after_close 2 || true
+t_py_ok after_close 2
 t_py core_checks.py kill 3 || true
 t_py_ok kill 2
 t_grep '^KILL rank 2 at step 4' "$T_DIR/kill" "the victim was killed"

@@ -222,6 +222,16 @@ elif scenario == "sigusr1":
             check("SIGUSR1" in str(e), "text: %s" % e)
         ctx._done = True
         finish(ctx)
+elif scenario == "after_close":
+    # the program runs on after the context ended: the finalize guard
+    # (ELASTIC_FINALIZE_TIMEOUT=1 here) must not end it once MPI_Finalize returned
+    with se.Context() as ctx:
+        ctx.register("w", np.zeros(1))
+        for step in ctx.steps(2):
+            ctx.allreduce(np.ones(1))
+        rank = ctx.rank
+    time.sleep(2.5)
+    print("OK after_close rank %d: alive 2.5 s after finalize" % rank, flush=True)
 else:
     sys.exit("unknown scenario " + scenario)
 sys.exit(1 if failed else 0)

@@ -152,6 +152,8 @@ int elastic_complete(elastic_ctx_t *ctx, elastic_error_t *err);
  * ELASTIC_FINALIZE_TIMEOUT seconds (default 10, 0 = wait forever), the
  * process exits with status (what main would return) if elastic_complete()
  * succeeded (the result is complete), else with ELASTIC_EXIT_REFORM.
+ * Once MPI_Finalize returned the guard does nothing: a program may run on
+ * after it (an interpreter's own shutdown, results written afterwards).
  * Returns MPI_Finalize's result.
  */
 int elastic_finalize(elastic_ctx_t *ctx, int status);
