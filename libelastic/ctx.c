@@ -810,21 +810,37 @@ int elastic__stop_requested(void)
 	return stop_requested != 0;
 }
 
+/* elastic-run starts ranks with SIGUSR1 blocked, so that a re-form asked
+ * for before elastic_init stays pending instead of killing the process:
+ * unblock it here, once the handler (or the decision not to have one) is
+ * in place; a pending request is then taken at the next commit. */
+static void _stop_signal_unblock(void)
+{
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+}
+
 void elastic__stop_signal_install(elastic_ctx_t *ctx)
 {
 	struct sigaction old, sa = {.sa_handler = _on_stop_signal};
 	const char *v = getenv("ELASTIC_STOP_SIGNAL");
 
-	if (v && strcmp(v, "none") == 0)
+	if (v && strcmp(v, "none") == 0) {
+		_stop_signal_unblock();
 		return;
+	}
 	if (sigaction(SIGUSR1, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
 	    old.sa_handler != _on_stop_signal) {
 		elastic__log(ctx, ELASTIC_LOG_WARN,
 			     "SIGUSR1 has a handler of the program's: planned re-forms "
 			     "(grow, shrink at a step boundary) are off");
+		_stop_signal_unblock();
 		return;
 	}
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGUSR1, &sa, NULL);
+	_stop_signal_unblock();
 }

@@ -21,6 +21,7 @@ MPIRUN="mpirun --with-ft ulfm --oversubscribe --bind-to none -x PYTHONPATH -x OM
 
 t_mpi_scratch() {
 	mkdir -p "$T_DIR/tmp" "$T_DIR/sm"
+	chmod 1777 "$T_DIR/tmp" "$T_DIR/sm" # jobs of test users inherit them (--export=ALL)
 	export TMPDIR=$T_DIR/tmp OMPI_MCA_btl_sm_backing_directory=$T_DIR/sm
 }
 

@@ -41,4 +41,16 @@ for r in 0 1; do
 	grep -q 'NOT REACHED' "$f" && t_fail "rank $r: the loop ran on after the re-form"
 done
 t_log "exit hook ran and output was flushed on both ranks"
+
+# SIGUSR1 pending from before elastic_init (blocked, as elastic-run starts
+# ranks): the rank lives, and the re-form happens after the first commit
+t_py core_checks.py early_usr1 2 "$T_DIR/early" || true
+for r in 0 1; do
+	f=$T_DIR/early.$r
+	[ -f "$f" ] || { cat "$T_DIR/early_usr1"; t_fail "rank $r wrote no output file"; }
+	t_grep '^exit hook: status 75 \(planned re-form\)' "$f" "rank $r: the early request became a planned re-form"
+	grep -q '^step 1 begun' "$f" && { cat "$f"; t_fail "rank $r: step 1 began: the request was not taken at the first commit"; }
+	grep -q 'NOT REACHED' "$f" && t_fail "rank $r: the loop ran on"
+done
+t_log "a SIGUSR1 pending from before elastic_init is taken at the first commit"
 exit 0

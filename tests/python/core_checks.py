@@ -182,6 +182,28 @@ elif scenario == "kill":
         check(any(i == 4 and r for i, r, s in seen), "step 4 was redone: %r" % seen)
         finish(ctx)
 
+elif scenario == "early_usr1":
+    # a re-form asked for while the rank was still starting (elastic-run starts
+    # ranks with SIGUSR1 blocked): pending until elastic_init unblocks it, then
+    # taken at the first commit; without the block it would have killed the rank
+    import signal
+    out = sys.argv[2]
+    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+    sys.stdout = open("%s.%d" % (out, rank), "w")
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+    if rank == 0:
+        os.kill(os.getpid(), signal.SIGUSR1)  # pending: we are "still importing"
+    with se.Context() as ctx:
+        w = np.zeros(1)
+        ctx.register("w", w)
+        ctx.on_exit(lambda status, why: print("exit hook: status %d (%s)" % (status, why)))
+        for step in ctx.steps(50):
+            print("step %d begun" % step.index)
+            g = np.ones(1)
+            ctx.allreduce(g)
+            step.on_commit(lambda g=g: w.__iadd__(g))
+        print("NOT REACHED: the loop ended without a re-form")
+
 elif scenario == "exit_hook":
     # a planned re-form (SIGUSR1 on rank 0 at step 3): the library ends every
     # process with status 75; before that the exit hook runs and Python's
