@@ -90,6 +90,15 @@ if scenario == "api":
         except ValueError as e:
             check("failed on some rank" in str(e), "log callback exception text: %s" % e)
         ctx._c.set_log(None)
+        # the GPU data plane: a NCCL communicator where a GPU is visible, else
+        # ENODEV with the reason (here: no GPU, or a build without NCCL)
+        try:
+            comm = ctx._c.nccl_comm()
+            print("rank %d: NCCL communicator 0x%x" % (ctx.rank, comm), flush=True)
+        except se.Error as e:
+            check(e.errno == errno.ENODEV and "elastic_nccl_comm" in str(e),
+                  "nccl_comm without a GPU: %s" % e)
+            print("rank %d: no NCCL data plane: %s" % (ctx.rank, e), flush=True)
         finish(ctx)
 
 elif scenario == "gil":
