@@ -11,18 +11,35 @@ Rank 0 prints one line per committed step (``step N epoch E size S loss L``),
 the test accuracy at the end of each epoch, and at the end a check that every
 committed step was applied exactly once and every sample used once per epoch.
 """
-import argparse
-import os
-import sys
 import time
 
-import numpy as np
-import torch
-import torch.nn.functional as F
-from sklearn.datasets import load_digits
+_marks = [("script", time.time())]  # --timings: where a (re)launch spends its time
 
-import slurm_elastic as se  # elastic
-from slurm_elastic.torch import ElasticDataParallel  # elastic
+import argparse  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+_marks.append(("import torch", time.time()))
+from sklearn.datasets import load_digits  # noqa: E402
+
+_marks.append(("import sklearn", time.time()))
+import slurm_elastic as se  # noqa: E402  # elastic
+from slurm_elastic.torch import ElasticDataParallel  # noqa: E402  # elastic
+
+_marks.append(("import slurm_elastic", time.time()))
+
+
+def _process_start():
+    """When the kernel started this process (exec of python3)."""
+    with open("/proc/self/stat") as f:
+        start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/uptime") as f:
+        up = float(f.read().split()[0])
+    return time.time() - up + start_ticks / os.sysconf("SC_CLK_TCK")
 
 
 def parse():
@@ -37,6 +54,8 @@ def parse():
                    help="seconds of simulated extra compute a step (tests)")
     p.add_argument("--out", help="write the final parameters here (.npy)")
     p.add_argument("--quiet", action="store_true", help="print only epoch lines")
+    p.add_argument("--timings", action="store_true",
+                   help="rank 0 prints where this launch spent its time up to its first commit")
     return p.parse_args()
 
 
@@ -49,16 +68,20 @@ def main():
     perm = np.random.RandomState(0).permutation(len(X))
     train, test = perm[:1500], perm[1500:]
     Xtr, ytr, Xte, yte = X[train], y[train], X[test], y[test]
+    _marks.append(("load data", time.time()))
 
     torch.manual_seed(a.seed)
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
                                 torch.nn.Linear(128, 10))
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    _marks.append(("model + optimizer", time.time()))
 
     with se.Context() as ctx:  # elastic
+        _marks.append(("MPI init + elastic_init", time.time()))
         edp = ElasticDataParallel(ctx, model, opt, nsamples=len(Xtr),  # elastic
                                   global_batch=a.global_batch, max_micro=a.max_micro,
                                   seed=a.seed)
+        _marks.append(("wrap (optimizer state made)", time.time()))
         # bookkeeping for the checks (registered: it rolls back and resumes too)
         steps_per_epoch = -(-len(Xtr) // a.global_batch)
         applied = np.zeros(a.epochs * steps_per_epoch, dtype=np.int32)
@@ -77,6 +100,14 @@ def main():
             applied[index] += 1
             uses[gathered] += 1
             changed = step.redo or (first[0] and ctx.resumed)
+            if first[0] and a.timings and ctx.rank == 0:
+                _marks.append(("first step committed", time.time()))
+                t0 = _process_start()
+                parts = ["process start -> %s %.3f s" % (_marks[0][0], _marks[0][1] - t0)]
+                parts += ["%s %.3f s" % (m[0], m[1] - p[1]) for p, m in zip(_marks, _marks[1:])]
+                print("timings (%s, step %d): %s; total %.3f s" % (
+                    "resumed" if ctx.resumed else "fresh", index, ", ".join(parts),
+                    _marks[-1][1] - t0), flush=True)
             first[0] = False
             if ctx.rank == 0 and (not a.quiet or changed):
                 print("step %d epoch %d size %d micro %d x %d loss %.6f t=%.6f%s"

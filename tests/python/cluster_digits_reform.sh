@@ -27,7 +27,7 @@ t_grep '^done: 72 steps' "$T_DIR/ref.out" "reference run"
 # (an --elastic-gpus job takes its grants from elasticd, which this test does not run)
 grep -v '^#SBATCH --elastic' "$ex/train.sbatch" >"$T_DIR/train.sbatch"
 lead=$(t_sbatch root -N1 -n1 -w node1 --gres=gpu:2 -H -o "$T_DIR/job.out" \
-	--export="ALL,PYTHONPATH=$PYTHONPATH,ELASTIC_BIN=$top_builddir/launcher,TRAIN=$ex/train_digits.py,EPOCHS=$epochs,STEP_SLEEP=0.1,MODEL_OUT=$T_DIR/elastic.npy" \
+	--export="ALL,PYTHONPATH=$PYTHONPATH,ELASTIC_BIN=$top_builddir/launcher,TRAIN=$ex/train_digits.py,EPOCHS=$epochs,STEP_SLEEP=0.1,MODEL_OUT=$T_DIR/elastic.npy,TRAIN_ARGS=--timings" \
 	"$T_DIR/train.sbatch")
 t_grant_release "$lead" 2
 t_log "job $lead (node1, 2 GPUs) + grant $grant (node2, 2 GPUs)"
@@ -63,6 +63,7 @@ read -r first c < <(awk '/re-form 1:/ { f = 1 } f && /^step [0-9]+ .*first commi
 [ -n "${first:-}" ] || t_fail "no step committed by the relaunch"
 [ "$first" -gt "$last" ] || t_fail "the relaunch's first step $first is not after step $last"
 t_log "resumed at step $first (last committed before the loss: $last, a step in flight is redone); kill -> next commit: $(awk -v k="$t_kill" -v c="$c" 'BEGIN { printf "%.0f ms", (c - k) * 1000 }')"
+t_log "relaunch breakdown: $(grep -a '^timings (resumed' "$T_DIR/job.out" | head -1)"
 first_loss=$(sed -n 's/^step 0 .* loss \([0-9.]*\) .*/\1/p' "$T_DIR/job.out")
 final=$(sed -n "s/^epoch $((epochs - 1)) done .* loss \([0-9.]*\), test accuracy \([0-9.]*\).*/\1 \2/p" "$T_DIR/job.out")
 [ -n "$first_loss" ] && [ -n "$final" ] || t_fail "no loss lines"
