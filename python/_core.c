@@ -592,26 +592,48 @@ static PyGetSetDef Ctx_getset[] = {
 };
 
 static PyMethodDef Ctx_methods[] = {
-	{"register", (PyCFunction)Ctx_register, METH_VARARGS, "register(name, buffer)"},
-	{"set_commit_mode", (PyCFunction)Ctx_set_commit_mode, METH_VARARGS, NULL},
-	{"set_watchdog", (PyCFunction)Ctx_set_watchdog, METH_VARARGS, NULL},
+	{"register", (PyCFunction)Ctx_register, METH_VARARGS,
+	 "register(name, buffer): elastic_register of a writable C-contiguous buffer, "
+	 "held until close"},
+	{"set_commit_mode", (PyCFunction)Ctx_set_commit_mode, METH_VARARGS,
+	 "set_commit_mode(COPY_AT_COMMIT or UPDATE_AFTER_COMMIT), before the first step"},
+	{"set_watchdog", (PyCFunction)Ctx_set_watchdog, METH_VARARGS,
+	 "set_watchdog(seconds): recovery watchdog, 0 = off"},
 	{"set_log", (PyCFunction)Ctx_set_log, METH_VARARGS,
-	 "set_log(fn(level, msg), level)"},
-	{"set_change_callback", (PyCFunction)Ctx_set_change_callback, METH_VARARGS, NULL},
-	{"set_exit_hook", (PyCFunction)Ctx_set_exit_hook, METH_VARARGS, NULL},
-	{"step_begin", (PyCFunction)Ctx_step_begin, METH_NOARGS, NULL},
-	{"step_commit", (PyCFunction)Ctx_step_commit, METH_NOARGS, NULL},
-	{"step_fail", (PyCFunction)Ctx_step_fail, METH_NOARGS, NULL},
+	 "set_log(fn(level, msg) or None, level=LOG_INFO); what fn raises reaches the "
+	 "caller of the call that logged"},
+	{"set_change_callback", (PyCFunction)Ctx_set_change_callback, METH_VARARGS,
+	 "set_change_callback(fn() or None): after the world changed; what fn raises "
+	 "reaches the caller"},
+	{"set_exit_hook", (PyCFunction)Ctx_set_exit_hook, METH_VARARGS,
+	 "set_exit_hook(fn(status, why) or None): before the library's own _exit; "
+	 "sys.stdout/stderr are flushed after it"},
+	{"step_begin", (PyCFunction)Ctx_step_begin, METH_NOARGS,
+	 "elastic_step_begin (GIL released)"},
+	{"step_commit", (PyCFunction)Ctx_step_commit, METH_NOARGS,
+	 "elastic_step_commit (GIL released): COMMITTED or REDO"},
+	{"step_fail", (PyCFunction)Ctx_step_fail, METH_NOARGS,
+	 "elastic_step_fail: the step is redone"},
 	{"allreduce", (PyCFunction)Ctx_allreduce, METH_VARARGS,
-	 "allreduce(buffer, op='sum')"},
-	{"allgather", (PyCFunction)Ctx_allgather, METH_VARARGS, "allgather(ints, cap)"},
-	{"complete", (PyCFunction)Ctx_complete, METH_NOARGS, NULL},
-	{"finalize", (PyCFunction)Ctx_finalize, METH_VARARGS, NULL},
-	{"close", (PyCFunction)Ctx_close, METH_NOARGS, NULL},
-	{"stop_signal_intact", (PyCFunction)Ctx_stop_signal_intact, METH_NOARGS, NULL},
-	{"stats", (PyCFunction)Ctx_stats, METH_NOARGS, NULL},
-	{"env", (PyCFunction)Ctx_env, METH_NOARGS, NULL},
-	{"nccl_comm", (PyCFunction)Ctx_nccl_comm, METH_NOARGS, NULL},
+	 "allreduce(buffer, op='sum'): in place (MPI_IN_PLACE), GIL released; False when "
+	 "the world failed in this step"},
+	{"allgather", (PyCFunction)Ctx_allgather, METH_VARARGS,
+	 "allgather(ints, cap) -> list in rank order, or None when the world failed in "
+	 "this step"},
+	{"complete", (PyCFunction)Ctx_complete, METH_NOARGS,
+	 "elastic_complete (collective): removes this job's node snapshots"},
+	{"finalize", (PyCFunction)Ctx_finalize, METH_VARARGS,
+	 "finalize(status=0): elastic_finalize (destroy + guarded MPI_Finalize)"},
+	{"close", (PyCFunction)Ctx_close, METH_NOARGS,
+	 "elastic_destroy without MPI_Finalize (keeps the node snapshot)"},
+	{"stop_signal_intact", (PyCFunction)Ctx_stop_signal_intact, METH_NOARGS,
+	 "False once SIGUSR1 lost the handler elastic_init installed"},
+	{"stats", (PyCFunction)Ctx_stats, METH_NOARGS, "elastic_get_stats as a dict"},
+	{"env", (PyCFunction)Ctx_env, METH_NOARGS,
+	 "the parsed ELASTIC_* environment as a dict"},
+	{"nccl_comm", (PyCFunction)Ctx_nccl_comm, METH_NOARGS,
+	 "elastic_nccl_comm: the ncclComm_t as an int (collective); ENODEV without a "
+	 "GPU"},
 	{NULL},
 };
 
@@ -752,11 +774,15 @@ static PyGetSetDef Sampler_getset[] = {
 };
 
 static PyMethodDef Sampler_methods[] = {
-	{"register", (PyCFunction)Sampler_register, METH_VARARGS, NULL},
-	{"step_samples", (PyCFunction)Sampler_step_samples, METH_VARARGS, NULL},
-	{"indices", (PyCFunction)Sampler_indices, METH_VARARGS, NULL},
-	{"advance", (PyCFunction)Sampler_advance, METH_VARARGS, NULL},
-	{"seek", (PyCFunction)Sampler_seek, METH_VARARGS, NULL},
+	{"register", (PyCFunction)Sampler_register, METH_VARARGS,
+	 "register(context): the position becomes registered state"},
+	{"step_samples", (PyCFunction)Sampler_step_samples, METH_VARARGS,
+	 "step_samples(global) -> samples in this step's global batch"},
+	{"indices", (PyCFunction)Sampler_indices, METH_VARARGS,
+	 "indices(plan tuple) -> this rank's sample indices of the step"},
+	{"advance", (PyCFunction)Sampler_advance, METH_VARARGS,
+	 "advance(global) -> True when an epoch completed"},
+	{"seek", (PyCFunction)Sampler_seek, METH_VARARGS, "seek(epoch, consumed)"},
 	{NULL},
 };
 
@@ -809,7 +835,8 @@ static PyObject *py_batch_plan(PyObject *self, PyObject *args)
 static PyMethodDef module_methods[] = {
 	{"mpi_init", py_mpi_init, METH_NOARGS,
 	 "Initialize MPI (MPI_THREAD_SERIALIZED) unless it is; True if it did."},
-	{"mpi_initialized", py_mpi_initialized, METH_NOARGS, NULL},
+	{"mpi_initialized", py_mpi_initialized, METH_NOARGS,
+	 "True between MPI_Init and MPI_Finalize"},
 	{"batch_plan", py_batch_plan, METH_VARARGS,
 	 "batch_plan(global, max_micro, size, rank, sizes=()) -> (active, share, offset, "
 	 "micro, accum)"},

@@ -37,6 +37,7 @@ Python's ``sys.stdout``/``sys.stderr`` are flushed; ``finally`` blocks,
 interpreter do **not** run then.
 """
 
+import atexit as _atexit
 import signal as _signal
 
 from . import _core
@@ -176,6 +177,8 @@ class Context:
         self._change = []
         self._c.set_change_callback(self._on_change)
         self._done = False
+        # a Context never closed (no with-block) still finalizes MPI at exit
+        _atexit.register(self.close)
 
     # -- properties --
     rank = property(lambda self: self._c.rank, doc="rank in the current world")
