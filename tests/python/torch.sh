@@ -3,8 +3,9 @@
 # tests/python/torch.sh: slurm_elastic.torch under mpirun --with-ft ulfm: an MLP with Adam
 # trains at 1 and 2 ranks to the same model (float32 sums in another order: within 1e-4),
 # zero_grad(set_to_none=True) gives the same model bit for bit, a rank SIGKILLed mid-step
-# is healed in place (3 -> 2) with each committed step applied once, and the habits that
-# break registration are refused.
+# is healed in place (3 -> 2) with each committed step applied once, the habits that
+# break registration are refused, and a DataLoader over the torch Sampler yields each
+# rank's share (every sample once an epoch).
 set -u
 . "$(dirname "$0")/common.sh"
 python3 -c 'import torch' 2>/dev/null || t_skip "no torch in this Python (Debian: python3-torch)"
@@ -44,4 +45,6 @@ sys.exit(0 if ok else 1)
 PY
 t_py torch_checks.py habits 2 || true
 t_py_ok habits 2
+t_py torch_checks.py sampler 2 || true
+t_py_ok sampler 2
 exit 0

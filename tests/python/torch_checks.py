@@ -145,6 +145,32 @@ elif scenario == "habits":
         check(float(opt.state[edp.params[0]]["step"]) == 2,
               "after edp.load_state_dict the registered state trains on")
         finish(ctx)
+elif scenario == "sampler":
+    # the torch Sampler: a DataLoader over it yields this rank's share of each
+    # step in micro-batches; over an epoch the ranks see every sample once
+    from torch.utils.data import DataLoader, TensorDataset
+    X, y = data()
+    ds = TensorDataset(torch.arange(len(X)), X, y)
+    with se.Context() as ctx:
+        model, opt = make()
+        edp = ElasticDataParallel(ctx, model, opt, nsamples=len(X), global_batch=40,
+                                  max_micro=8, seed=5)
+        seen = []
+        for step in edp.steps(epochs=1):
+            check(list(edp.sampler) == step.indices and len(edp.sampler) == len(step.indices),
+                  "Sampler yields the step's indices")
+            loader = DataLoader(ds, batch_size=step.plan.micro, sampler=edp.sampler)
+            got = []
+            for ids, xb, yb in loader:
+                F.cross_entropy(model(xb), yb, reduction="sum").backward()
+                got += ids.tolist()
+            check(got == step.indices, "DataLoader batches cover the step's share")
+            if edp.reduce(step):
+                everyone = ctx.allgather(got, 40)
+                step.on_commit(lambda e=everyone: seen.extend(e))
+        check(sorted(seen) == list(range(len(X))), "every sample once in the epoch (%d seen)"
+              % len(seen))
+        finish(ctx)
 else:
     sys.exit("unknown scenario " + scenario)
 sys.exit(1 if failed else 0)
