@@ -38,6 +38,7 @@ interpreter do **not** run then.
 """
 
 import atexit as _atexit
+import os as _os
 import signal as _signal
 
 from . import _core
@@ -160,7 +161,9 @@ class Context:
 
     def __init__(self, commit_mode=UPDATE_AFTER_COMMIT, log=None, log_level=_core.LOG_INFO):
         mpi_init()
-        if callable(_signal.getsignal(_signal.SIGUSR1)):
+        # ELASTIC_STOP_SIGNAL=none: planned re-forms off, SIGUSR1 is the program's
+        self._usr1 = _os.environ.get("ELASTIC_STOP_SIGNAL") != "none"
+        if self._usr1 and callable(_signal.getsignal(_signal.SIGUSR1)):
             raise RuntimeError(
                 "SIGUSR1 has a Python handler: libelastic uses SIGUSR1 for planned "
                 "re-forms (grow, shrink at a step boundary); remove the handler "
@@ -242,7 +245,7 @@ class Context:
         """
         redo = False
         while (total is None or self._c.step < total) and (more is None or more()):
-            if not self._c.stop_signal_intact():
+            if self._usr1 and not self._c.stop_signal_intact():
                 raise RuntimeError(
                     "SIGUSR1 was given another handler after the Context was created "
                     "(signal.signal or a library): planned re-forms would be lost; "

@@ -21,6 +21,8 @@ t_py core_checks.py inside 2 || true
 t_py_ok inside 2
 t_py core_checks.py sigusr1 1 || true
 t_py_ok sigusr1 1
+t_py core_checks.py usr1_none 1 || true
+t_py_ok usr1_none 1
 ELASTIC_FINALIZE_TIMEOUT=1 t_py core_checks.py after_close 2 || true
 t_py_ok after_close 2
 t_py core_checks.py kill 3 || true

@@ -263,6 +263,18 @@ elif scenario == "after_close":
         rank = ctx.rank
     time.sleep(2.5)
     print("OK after_close rank %d: alive 2.5 s after finalize" % rank, flush=True)
+elif scenario == "usr1_none":
+    # with planned re-forms turned off, SIGUSR1 is the program's to use
+    import signal
+    os.environ["ELASTIC_STOP_SIGNAL"] = "none"
+    signal.signal(signal.SIGUSR1, lambda s, f: None)
+    with se.Context() as ctx:
+        ctx.register("w", np.zeros(1))
+        signal.signal(signal.SIGUSR1, lambda s, f: None)
+        for step in ctx.steps(2):
+            pass
+        check(ctx.step == 2, "ELASTIC_STOP_SIGNAL=none: Python SIGUSR1 handlers are fine")
+        finish(ctx)
 else:
     sys.exit("unknown scenario " + scenario)
 sys.exit(1 if failed else 0)
