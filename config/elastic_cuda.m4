@@ -26,7 +26,15 @@ AC_DEFUN([ELASTIC_CHECK_CUDA], [
     CPPFLAGS="$save_CPPFLAGS"; LIBS="$save_LIBS"
     AS_IF([test "x$with_cuda" != xcheck -a $have_cuda = no],
       [AC_MSG_ERROR([--with-cuda given but the CUDA runtime was not found there])])])
-  AS_IF([test $have_cuda = yes], [AC_DEFINE([HAVE_CUDA], [1], [CUDA runtime available])])
+  AS_IF([test $have_cuda = yes], [AC_DEFINE([HAVE_CUDA], [1], [CUDA runtime available])
+    # libelastic loads the runtime with dlopen (gpu.c): its soname's major
+    # (CUDART_VERSION / 1000) and the directory it was found in
+    save_CPPFLAGS="$CPPFLAGS"; CPPFLAGS="$CPPFLAGS $CUDA_CFLAGS"
+    AC_COMPUTE_INT([cudart_major], [CUDART_VERSION / 1000], [[#include <cuda_runtime_api.h>]], [cudart_major=0])
+    CPPFLAGS="$save_CPPFLAGS"
+    cuda_libdir=$(echo "$CUDA_LIBS" | tr " " "\n" | sed -n "s/^-L//p" | head -n 1)
+    AC_DEFINE_UNQUOTED([ELASTIC_CUDART_MAJOR], [$cudart_major], [soname major of libcudart])
+    AC_DEFINE_UNQUOTED([ELASTIC_CUDA_LIBDIR], ["$cuda_libdir"], [where configure found libcudart])])
   AM_CONDITIONAL([HAVE_CUDA], [test $have_cuda = yes])
   AC_SUBST([CUDA_CFLAGS]) AC_SUBST([CUDA_LIBS])
 ])

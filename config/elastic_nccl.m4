@@ -32,7 +32,10 @@ AC_DEFUN([ELASTIC_CHECK_NCCL], [
     CPPFLAGS="$save_CPPFLAGS"; LIBS="$save_LIBS"
     AS_IF([test "x$with_nccl" != xcheck -a $have_nccl = no],
       [AC_MSG_ERROR([--with-nccl given but NCCL was not found there])])])
-  AS_IF([test $have_nccl = yes], [AC_DEFINE([HAVE_NCCL], [1], [NCCL available])])
+  AS_IF([test $have_nccl = yes], [AC_DEFINE([HAVE_NCCL], [1], [NCCL available])
+    # libelastic loads NCCL with dlopen (gpu.c) from its soname, then here
+    nccl_libdir=$(echo "$NCCL_LIBS" | tr " " "\n" | sed -n "s/^-L//p" | head -n 1)
+    AC_DEFINE_UNQUOTED([ELASTIC_NCCL_LIBDIR], ["$nccl_libdir"], [where configure found libnccl])])
   AS_IF([test $have_nccl_shrink = yes], [AC_DEFINE([HAVE_NCCL_COMM_SHRINK], [1], [ncclCommShrink available])])
   AM_CONDITIONAL([HAVE_NCCL], [test $have_nccl = yes])
   AC_SUBST([NCCL_CFLAGS]) AC_SUBST([NCCL_LIBS])

@@ -354,6 +354,14 @@ static int _rank(int argc, char **argv)
 		signal(SIGCONT, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		signal(SIGALRM, SIG_DFL);
+		/* A re-form asked for before the program is ready (a Python rank
+		 * spends seconds importing torch before elastic_init) must wait,
+		 * not kill it: SIGUSR1 stays blocked, hence pending, across exec
+		 * until libelastic has its handler and unblocks it. */
+		sigset_t usr1;
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &usr1, NULL);
 		execvp(argv[0], argv);
 		fprintf(stderr, "elastic-run: cannot run %s: %s\n", argv[0],
 			strerror(errno));

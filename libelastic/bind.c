@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* libelastic/bind.c: bind the rank to the cores nearest its GPU (hwloc), when the
- * topology shows the GPU; otherwise leave the binding alone and say why at debug level.
- */
+/* libelastic/bind.c: bind the rank to the cores nearest its GPU (hwloc), only when asked
+ * (ELASTIC_BIND=gpu) and the topology shows the GPU; otherwise leave the binding alone
+ * and say why at debug level. Off by default: a process with threads of its own
+ * (PyTorch's intra-op pool, OpenMP) must not be confined behind its back. */
 #include "config.h"
 
 #include <stdio.h>
@@ -9,40 +10,23 @@
 #include <string.h>
 
 #include <hwloc.h>
-#ifdef HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 #include "internal.h"
 
 void elastic__bind_near_gpu(elastic_ctx_t *ctx)
 {
-	const char *v = getenv("ELASTIC_BIND");
-
-	if (v && (!strcmp(v, "no") || !strcmp(v, "0") || !strcmp(v, "none"))) {
-		elastic__log(ctx, ELASTIC_LOG_DEBUG, "binding: off (ELASTIC_BIND=%s)", v);
-		return;
-	}
-#ifndef HAVE_CUDA
-	elastic__log(ctx, ELASTIC_LOG_DEBUG,
-		     "binding left alone: this libelastic was built without CUDA");
-#else
-	int ndev = 0, dev;
-	char busid[32];
-	cudaError_t ce = cudaGetDeviceCount(&ndev);
+	int dev;
+	char busid[32], why[256];
 	hwloc_topology_t topo;
 	hwloc_obj_t pci, near;
 
-	if (ce != cudaSuccess || ndev < 1) {
+	if (!ctx->env.bind) {
 		elastic__log(ctx, ELASTIC_LOG_DEBUG,
-			     "binding left alone: no GPU visible (%s)",
-			     ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
+			     "binding left alone (ELASTIC_BIND=gpu binds near the GPU)");
 		return;
 	}
-	dev = ctx->node_rank % ndev;
-	if (cudaDeviceGetPCIBusId(busid, sizeof(busid), dev) != cudaSuccess) {
-		elastic__log(ctx, ELASTIC_LOG_DEBUG,
-			     "binding left alone: no PCI address for GPU %d", dev);
+	if (elastic__gpu_busid(ctx, &dev, busid, sizeof(busid), why, sizeof(why)) < 0) {
+		elastic__log(ctx, ELASTIC_LOG_DEBUG, "binding left alone: %s", why);
 		return;
 	}
 	if (hwloc_topology_init(&topo) < 0)
@@ -78,5 +62,4 @@ void elastic__bind_near_gpu(elastic_ctx_t *ctx)
 		free(cpus);
 	}
 	hwloc_topology_destroy(topo);
-#endif
 }

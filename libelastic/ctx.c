@@ -67,6 +67,58 @@ double elastic__now_real(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+struct _hook {
+	elastic_exit_fn fn;
+	void *arg;
+	int status;
+	const char *why;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done;
+};
+
+static void *_hook_thread(void *p)
+{
+	struct _hook *h = p;
+	h->fn(h->arg, h->status, h->why);
+	pthread_mutex_lock(&h->lock);
+	h->done = 1;
+	pthread_cond_signal(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+void elastic__exit_hook(elastic_exit_fn fn, void *arg, int status, const char *why)
+{
+	static atomic_int ran;
+	/* static: a hook still running at the deadline may read it after we left */
+	static struct _hook h = {.lock = PTHREAD_MUTEX_INITIALIZER,
+				 .cond = PTHREAD_COND_INITIALIZER};
+	pthread_t t;
+	pthread_attr_t a;
+
+	if (fn && !atomic_exchange(&ran, 1)) {
+		h.fn = fn;
+		h.arg = arg;
+		h.status = status;
+		h.why = why;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &a, _hook_thread, &h) == 0) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += ELASTIC_EXIT_HOOK_TIMEOUT;
+			pthread_mutex_lock(&h.lock);
+			while (!h.done &&
+			       pthread_cond_timedwait(&h.cond, &h.lock, &ts) == 0) {
+			}
+			pthread_mutex_unlock(&h.lock);
+		}
+		pthread_attr_destroy(&a);
+	}
+	fflush(NULL);
+}
+
 /* ---- environment ---- */
 
 static const char *_getenv(const char *name)
@@ -301,6 +353,16 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 				     "ELASTIC_SNAPSHOT_THREAD='%s': expected yes or no",
 				     v);
 	}
+	if ((v = getenv_fn("ELASTIC_BIND")) && *v) {
+		if (!strcmp(v, "gpu") || !strcmp(v, "yes") || !strcmp(v, "1"))
+			e.bind = 1;
+		else if (strcmp(v, "no") && strcmp(v, "0") && strcmp(v, "none"))
+			return _fail(
+				err, EINVAL,
+				"ELASTIC_BIND='%s': expected gpu (bind near the GPU) "
+				"or no (leave binding alone)",
+				v);
+	}
 	if (e.checkpoint_every && !e.checkpoint_dir[0])
 		return _fail(err, EINVAL,
 			     "ELASTIC_CHECKPOINT_EVERY is set but ELASTIC_CHECKPOINT_DIR "
@@ -340,6 +402,10 @@ static void *_watchdog(void *arg)
 				 * went unnoticed, can hang. */
 				if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
 				}
+				pthread_mutex_unlock(&ctx->wd_lock);
+				elastic__exit_hook(
+					ctx->exit_fn, ctx->exit_arg, ELASTIC_EXIT_REFORM,
+					kind == 2 ? "step timeout" : "recovery watchdog");
 				_exit(ELASTIC_EXIT_REFORM);
 			}
 			if (left < wait)
@@ -578,6 +644,14 @@ void elastic_set_change_callback(elastic_ctx_t *ctx, elastic_change_fn fn, void 
 	ctx->change_arg = arg;
 }
 
+void elastic_set_exit_hook(elastic_ctx_t *ctx, elastic_exit_fn fn, void *arg)
+{
+	if (!ctx)
+		return;
+	ctx->exit_fn = fn;
+	ctx->exit_arg = arg;
+}
+
 int elastic_register(elastic_ctx_t *ctx, const char *name, void *ptr, size_t bytes,
 		     elastic_error_t *err)
 {
@@ -661,7 +735,12 @@ const struct elastic_env *elastic_get_env(const elastic_ctx_t *ctx)
 struct _guard {
 	double seconds;
 	int status;
+	elastic_exit_fn fn;
+	void *arg;
 };
+
+/* Set once MPI_Finalize returned: the guard then leaves the process alone. */
+static atomic_int _finalize_returned;
 
 static void *_finalize_guard(void *arg)
 {
@@ -674,12 +753,14 @@ static void *_finalize_guard(void *arg)
 	free(arg);
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
 	}
+	if (atomic_load(&_finalize_returned))
+		return NULL; /* the process lives on after MPI_Finalize (Python) */
 	n = snprintf(msg, sizeof(msg),
 		     "libelastic: MPI_Finalize did not return in %.1f s: exiting %d\n",
 		     g.seconds, g.status);
-	fflush(NULL);
 	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
 	}
+	elastic__exit_hook(g.fn, g.arg, g.status, "finalize guard");
 	_exit(g.status);
 	return NULL;
 }
@@ -698,6 +779,8 @@ int elastic_finalize(elastic_ctx_t *ctx, int status)
 	if (g && env.finalize_timeout_s > 0) {
 		g->seconds = env.finalize_timeout_s;
 		g->status = ctx && ctx->completed ? status : ELASTIC_EXIT_REFORM;
+		g->fn = ctx ? ctx->exit_fn : NULL;
+		g->arg = ctx ? ctx->exit_arg : NULL;
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 		if (pthread_create(&t, &a, _finalize_guard, g) != 0)
@@ -707,7 +790,9 @@ int elastic_finalize(elastic_ctx_t *ctx, int status)
 		free(g);
 	}
 	elastic_destroy(ctx);
-	return MPI_Finalize();
+	int rc = MPI_Finalize();
+	atomic_store(&_finalize_returned, 1);
+	return rc;
 }
 
 /* Planned re-form (grow, planned shrink): elastic-run sends SIGUSR1 to every
@@ -725,21 +810,37 @@ int elastic__stop_requested(void)
 	return stop_requested != 0;
 }
 
+/* elastic-run starts ranks with SIGUSR1 blocked, so that a re-form asked
+ * for before elastic_init stays pending instead of killing the process:
+ * unblock it here, once the handler (or the decision not to have one) is
+ * in place; a pending request is then taken at the next commit. */
+static void _stop_signal_unblock(void)
+{
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+}
+
 void elastic__stop_signal_install(elastic_ctx_t *ctx)
 {
 	struct sigaction old, sa = {.sa_handler = _on_stop_signal};
 	const char *v = getenv("ELASTIC_STOP_SIGNAL");
 
-	if (v && strcmp(v, "none") == 0)
+	if (v && strcmp(v, "none") == 0) {
+		_stop_signal_unblock();
 		return;
+	}
 	if (sigaction(SIGUSR1, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
 	    old.sa_handler != _on_stop_signal) {
 		elastic__log(ctx, ELASTIC_LOG_WARN,
 			     "SIGUSR1 has a handler of the program's: planned re-forms "
 			     "(grow, shrink at a step boundary) are off");
+		_stop_signal_unblock();
 		return;
 	}
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGUSR1, &sa, NULL);
+	_stop_signal_unblock();
 }

@@ -35,7 +35,7 @@ struct elastic__shmslot {
 	size_t len;
 };
 
-struct elastic__nccl; /* nccl.c */
+struct elastic__nccl; /* gpu.c */
 
 struct elastic_ctx {
 	MPI_Comm comm; /* current world (ours, ERRORS_RETURN) */
@@ -87,6 +87,8 @@ struct elastic_ctx {
 	int log_level;
 	elastic_change_fn change_fn;
 	void *change_arg;
+	elastic_exit_fn exit_fn;
+	void *exit_arg;
 
 	/* watchdog */
 	pthread_t wd_thread;
@@ -108,6 +110,10 @@ int elastic__errorf(elastic_error_t *err, const char *fmt, ...)
 void elastic__log(elastic_ctx_t *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 double elastic__now_mono(void);
+/* Before the library's own _exit: run the exit hook fn (may be NULL) on a
+ * thread of its own for at most ELASTIC_EXIT_HOOK_TIMEOUT s, then flush
+ * stdio. Runs at most once per process. */
+void elastic__exit_hook(elastic_exit_fn fn, void *arg, int status, const char *why);
 double elastic__now_real(void);
 /* Arm the watchdog for a recovery (kind 1: ELASTIC_WATCHDOG) or a step
  * (kind 2: ELASTIC_STEP_TIMEOUT), or disarm it (kind 0). */
@@ -176,10 +182,15 @@ void elastic__snap_file_remove(const char *prefix, uint64_t keep_launch);
 int elastic__snap_owner_claim(const char *prefix, uint64_t launch);
 int elastic__snap_owner_is(const char *prefix, uint64_t launch);
 
-/* bind.c: bind to the cores nearest this rank's GPU (at init). */
+/* bind.c: bind to the cores nearest this rank's GPU (at init, ELASTIC_BIND=gpu). */
 void elastic__bind_near_gpu(elastic_ctx_t *ctx);
 
-/* nccl.c (only with HAVE_NCCL; stubs report ENODEV otherwise). */
+/* gpu.c (CUDA and NCCL, loaded with dlopen on first use; gpu_none.c in a build
+ * without CUDA): this rank's GPU (node rank modulo the visible GPUs) and its
+ * PCI bus id: 0, or -1 with the reason in why. */
+int elastic__gpu_busid(elastic_ctx_t *ctx, int *dev, char *busid, size_t len, char *why,
+		       size_t wlen);
+/* NCCL communicator upkeep (stubs when there is no NCCL). */
 void elastic__nccl_on_change(elastic_ctx_t *ctx, const int *failed, int nfailed);
 void elastic__nccl_free(elastic_ctx_t *ctx);
 

@@ -362,6 +362,8 @@ static void _stop_for_reform(elastic_ctx_t *ctx)
 	elastic__log(ctx, ELASTIC_LOG_INFO,
 		     "planned re-form: stopping after committed step %llu (exit %d)",
 		     (unsigned long long)ctx->committed, ELASTIC_EXIT_REFORM);
+	elastic__exit_hook(ctx->exit_fn, ctx->exit_arg, ELASTIC_EXIT_REFORM,
+			   "planned re-form");
 	elastic_finalize(ctx, ELASTIC_EXIT_REFORM);
 	_exit(ELASTIC_EXIT_REFORM);
 }

@@ -38,6 +38,7 @@ static void empty_environment_gives_defaults(void **state)
 	struct elastic_env e;
 	const char *vars[] = {NULL};
 	assert_int_equal(parse(&e, NULL, vars), 0);
+	assert_int_equal(e.bind, 0); /* no binding unless asked */
 	assert_string_equal(e.job_id, "");
 	assert_int_equal(e.min_gpus, 0);
 	assert_int_equal(e.nsizes, 0);
@@ -50,16 +51,25 @@ static void full_environment(void **state)
 {
 	struct elastic_env e;
 	elastic_error_t err;
-	const char *vars[] = {
-		"ELASTIC_JOB_ID=1234",	       "ELASTIC_MIN_GPUS=2",
-		"ELASTIC_MAX_GPUS=8",	       "ELASTIC_GRACE=30",
-		"ELASTIC_SIZES=2,4,8",	       "ELASTIC_CONTROLLER=elastic-ctl:6820",
-		"ELASTIC_DEBUG=yes",	       "ELASTIC_WATCHDOG=2.5",
-		"ELASTIC_SHM_DIR=/tmp/x",      "ELASTIC_CHECKPOINT_DIR=/ckpt",
-		"ELASTIC_CHECKPOINT_EVERY=10", "ELASTIC_STEP_TIMEOUT=30",
-		"ELASTIC_SNAPSHOT_EVERY=5",    "ELASTIC_JOB_STAMP=1795319255",
-		"ELASTIC_SNAPSHOT_THREAD=yes", NULL};
+	const char *vars[] = {"ELASTIC_JOB_ID=1234",
+			      "ELASTIC_MIN_GPUS=2",
+			      "ELASTIC_MAX_GPUS=8",
+			      "ELASTIC_GRACE=30",
+			      "ELASTIC_SIZES=2,4,8",
+			      "ELASTIC_CONTROLLER=elastic-ctl:6820",
+			      "ELASTIC_DEBUG=yes",
+			      "ELASTIC_WATCHDOG=2.5",
+			      "ELASTIC_SHM_DIR=/tmp/x",
+			      "ELASTIC_CHECKPOINT_DIR=/ckpt",
+			      "ELASTIC_CHECKPOINT_EVERY=10",
+			      "ELASTIC_STEP_TIMEOUT=30",
+			      "ELASTIC_SNAPSHOT_EVERY=5",
+			      "ELASTIC_JOB_STAMP=1795319255",
+			      "ELASTIC_SNAPSHOT_THREAD=yes",
+			      "ELASTIC_BIND=gpu",
+			      NULL};
 	assert_int_equal(parse(&e, &err, vars), 0);
+	assert_int_equal(e.bind, 1);
 	assert_string_equal(e.job_id, "1234");
 	assert_string_equal(e.job_stamp, "1795319255");
 	assert_int_equal(e.snapshot_thread, 1);
@@ -131,6 +141,7 @@ static void bad_values_are_refused(void **state)
 		{"ELASTIC_FINALIZE_TIMEOUT=x", "ELASTIC_FINALIZE_TIMEOUT"},
 		{"ELASTIC_SNAPSHOT_EVERY=0", "ELASTIC_SNAPSHOT_EVERY"},
 		{"ELASTIC_SNAPSHOT_THREAD=maybe", "ELASTIC_SNAPSHOT_THREAD"},
+		{"ELASTIC_BIND=cores", "ELASTIC_BIND"},
 		{"ELASTIC_SHM_DIR=relative", "absolute"},
 		{"ELASTIC_CHECKPOINT_EVERY=5", "ELASTIC_CHECKPOINT_DIR"},
 		{"ELASTIC_CHECKPOINT_EVERY=0", "ELASTIC_CHECKPOINT_EVERY"},

@@ -119,8 +119,11 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  *                        hang the job
  *   ELASTIC_FINALIZE_TIMEOUT  seconds, 0..86400 (default 10): see
  *                        elastic_finalize
- *   ELASTIC_BIND         no: leave CPU binding alone (default: bind the rank
- *                        to the cores nearest its GPU where hwloc shows them)
+ *   ELASTIC_BIND         gpu (or yes): bind the whole process to the cores
+ *                        nearest its GPU where hwloc shows them; no (the
+ *                        default): leave CPU binding alone, so that a
+ *                        process's own threads (PyTorch, OpenMP) keep the
+ *                        cores the launcher gave it
  *   ELASTIC_SHM_DIR      directory of node-local snapshots (default /dev/shm)
  *   ELASTIC_SNAPSHOT_EVERY  write the node-local snapshot every N committed
  *                        steps, 1..2^31 (default 1): a re-form redoes at
@@ -150,6 +153,8 @@ int elastic_complete(elastic_ctx_t *ctx, elastic_error_t *err);
  * ELASTIC_FINALIZE_TIMEOUT seconds (default 10, 0 = wait forever), the
  * process exits with status (what main would return) if elastic_complete()
  * succeeded (the result is complete), else with ELASTIC_EXIT_REFORM.
+ * Once MPI_Finalize returned the guard does nothing: a program may run on
+ * after it (an interpreter's own shutdown, results written afterwards).
  * Returns MPI_Finalize's result.
  */
 int elastic_finalize(elastic_ctx_t *ctx, int status);
@@ -159,6 +164,19 @@ void elastic_set_log(elastic_ctx_t *ctx, elastic_log_fn fn, void *arg, int level
 
 /* Change callback (NULL: none). */
 void elastic_set_change_callback(elastic_ctx_t *ctx, elastic_change_fn fn, void *arg);
+
+/*
+ * Exit hook (NULL: none): called once just before the library ends the
+ * process with _exit (planned re-form, recovery watchdog, step timeout,
+ * finalize guard), with the exit status and a short reason, so that a
+ * runtime above it (Python) can flush its buffered output and run its own
+ * cleanup; C stdio is flushed after it. It runs on a thread of its own and
+ * is given ELASTIC_EXIT_HOOK_TIMEOUT seconds (5): a hook that blocks (for
+ * example on a lock the stuck thread holds) does not keep the process alive.
+ */
+typedef void (*elastic_exit_fn)(void *arg, int status, const char *why);
+void elastic_set_exit_hook(elastic_ctx_t *ctx, elastic_exit_fn fn, void *arg);
+#define ELASTIC_EXIT_HOOK_TIMEOUT 5
 
 /*
  * How the registered state is kept for a REDO (before the first step):
@@ -281,6 +299,7 @@ struct elastic_env {
 	long snapshot_every;
 	char job_stamp[33];
 	int snapshot_thread;
+	int bind; /* ELASTIC_BIND=gpu: 1 */
 };
 const struct elastic_env *elastic_get_env(const elastic_ctx_t *ctx);
 

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+# examples/pytorch/train_digits.py: an elastic PyTorch trainer: an MLP on scikit-learn's
+# bundled handwritten digits (no download), data-parallel over the job's ranks with
+# slurm_elastic.torch; survives a killed rank (healed in place) and a re-form (resumes
+# from the last committed step). Run it under elastic-run (train.sbatch) or mpirun
+# --with-ft ulfm; the lines marked "# elastic" are what differs from plain PyTorch.
+"""Train an MLP on sklearn's digits, elastically.
+
+Rank 0 prints one line per committed step (``step N epoch E size S loss L``),
+the test accuracy at the end of each epoch, and at the end a check that every
+committed step was applied exactly once and every sample used once per epoch.
+"""
+import time
+
+_marks = [("script", time.time())]  # --timings: where a (re)launch spends its time
+
+import argparse  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+_marks.append(("import torch", time.time()))
+from sklearn.datasets import load_digits  # noqa: E402
+
+_marks.append(("import sklearn", time.time()))
+import slurm_elastic as se  # noqa: E402  # elastic
+from slurm_elastic.torch import ElasticDataParallel  # noqa: E402  # elastic
+
+_marks.append(("import slurm_elastic", time.time()))
+
+
+def _process_start():
+    """When the kernel started this process (exec of python3)."""
+    with open("/proc/self/stat") as f:
+        start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/uptime") as f:
+        up = float(f.read().split()[0])
+    return time.time() - up + start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--global-batch", type=int, default=128,
+                   help="samples a step, whatever the number of ranks")
+    p.add_argument("--max-micro", type=int, default=32, help="most samples a rank runs at once")
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--step-sleep", type=float, default=0.0,
+                   help="seconds of simulated extra compute a step (tests)")
+    p.add_argument("--out", help="write the final parameters here (.npy)")
+    p.add_argument("--quiet", action="store_true", help="print only epoch lines")
+    p.add_argument("--timings", action="store_true",
+                   help="rank 0 prints where this launch spent its time up to its first commit")
+    return p.parse_args()
+
+
+def main():
+    a = parse()
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    digits = load_digits()
+    X = torch.tensor(digits.data / 16.0, dtype=torch.float32)
+    y = torch.tensor(digits.target, dtype=torch.int64)
+    perm = np.random.RandomState(0).permutation(len(X))
+    train, test = perm[:1500], perm[1500:]
+    Xtr, ytr, Xte, yte = X[train], y[train], X[test], y[test]
+    _marks.append(("load data", time.time()))
+
+    torch.manual_seed(a.seed)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                torch.nn.Linear(128, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    _marks.append(("model + optimizer", time.time()))
+
+    with se.Context() as ctx:  # elastic
+        _marks.append(("MPI init + elastic_init", time.time()))
+        edp = ElasticDataParallel(ctx, model, opt, nsamples=len(Xtr),  # elastic
+                                  global_batch=a.global_batch, max_micro=a.max_micro,
+                                  seed=a.seed)
+        _marks.append(("wrap (optimizer state made)", time.time()))
+        # bookkeeping for the checks (registered: it rolls back and resumes too)
+        steps_per_epoch = -(-len(Xtr) // a.global_batch)
+        applied = np.zeros(a.epochs * steps_per_epoch, dtype=np.int32)
+        uses = np.zeros(len(Xtr), dtype=np.int32)
+        ctx.register("applied", applied)
+        ctx.register("uses", uses)
+        bad_epochs = []
+        say = print if ctx.rank == 0 else (lambda *x, **k: None)
+        first = [True]
+        if ctx.rank == 0:
+            say("train_digits: %d ranks, %d training samples, global batch %d"
+                % (ctx.size, len(Xtr), a.global_batch), flush=True)
+
+        def account(step, gathered):
+            index, epoch = step.index, step.epoch
+            applied[index] += 1
+            uses[gathered] += 1
+            changed = step.redo or (first[0] and ctx.resumed)
+            if first[0] and a.timings and ctx.rank == 0:
+                _marks.append(("first step committed", time.time()))
+                t0 = _process_start()
+                parts = ["process start -> %s %.3f s" % (_marks[0][0], _marks[0][1] - t0)]
+                parts += ["%s %.3f s" % (m[0], m[1] - p[1]) for p, m in zip(_marks, _marks[1:])]
+                print("timings (%s, step %d): %s; total %.3f s" % (
+                    "resumed" if ctx.resumed else "fresh", index, ", ".join(parts),
+                    _marks[-1][1] - t0), flush=True)
+            first[0] = False
+            if ctx.rank == 0 and (not a.quiet or changed):
+                print("step %d epoch %d size %d micro %d x %d loss %.6f t=%.6f%s"
+                      % (index, epoch, ctx.size, step.plan.micro, step.plan.accum, step.loss,
+                         time.time(), " (first commit after a change)" if changed else ""),
+                      flush=True)
+            if edp.sampler.consumed == 0:  # (runs after the sampler's advance)
+                if not np.all(uses == epoch + 1):
+                    bad_epochs.append(epoch)
+                with torch.no_grad():
+                    acc = (model(Xte).argmax(1) == yte).float().mean().item()
+                say("epoch %d done at step %d size %d: loss %.4f, test accuracy %.4f, every "
+                    "sample used exactly once: %s" % (epoch, index, ctx.size, step.loss, acc,
+                                                      "no" if bad_epochs else "yes"),
+                    flush=True)
+
+        for step in edp.steps(epochs=a.epochs):  # elastic
+            for idx in step.micro_batches():
+                loss = F.cross_entropy(model(Xtr[idx]), ytr[idx], reduction="sum")
+                loss.backward()
+                step.add_loss(loss)  # elastic
+            if a.step_sleep:
+                time.sleep(a.step_sleep)
+            if not edp.reduce(step):  # elastic: gradients, loss and count, one allreduce
+                continue  # a rank failed: this step is redone at the new size
+            gathered = ctx.allgather(step.indices, a.global_batch)
+            if gathered is None:
+                continue
+            step.on_commit(lambda st=step, g=gathered: account(st, g))
+
+        ok = bool(np.all(applied[:ctx.step] == 1)) and not bad_epochs
+        say("done: %d steps, %d epochs, size %d, each committed step applied once: %s, "
+            "samples once per epoch: %s" % (ctx.step, edp.sampler.epoch, ctx.size,
+                                            "yes" if np.all(applied[:ctx.step] == 1) else "NO",
+                                            "NO" if bad_epochs else "yes"), flush=True)
+        if ctx.rank == 0 and a.out:
+            np.save(a.out, edp.flat_params.numpy())
+        if not ok:
+            sys.exit(4)
+
+
+if __name__ == "__main__":
+    main()

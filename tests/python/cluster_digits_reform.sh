@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/python/cluster_digits_reform.sh: the PyTorch example across two nodes under
+# elastic-run, then a node lost: the job (train.sbatch without its --elastic-gpus line:
+# no elasticd here, 2 GPUs on node1) and its grant (2 GPUs on node2, named as elasticd
+# names them) train at 4 ranks; at step 20 every
+# process of the job on node2 (PRRTE daemon, rank wrappers, ranks) is SIGKILLed and the
+# grant cancelled. elastic-run re-forms on node1's 2 GPUs, the ranks resume from the
+# node snapshot of the last committed step (path B), the job completes with each
+# committed step applied once, each sample used once per epoch, the loss fallen, and
+# a final model within float32 summation-order noise of a static run's.
+set -u
+. "$(dirname "$0")/common.sh"
+t_need_cluster
+sbatch --help 2>&1 | grep -q -- --elastic-gpus ||
+	t_skip "the SPANK plugin is not loaded (cluster started without this build's plugins)"
+python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (python3-torch, python3-sklearn)"
+t_scratch
+t_mpi_scratch
+ex=$top_srcdir/examples/pytorch
+epochs=6 target=20
+
+timeout -s KILL 300 $MPIRUN -np 2 python3 "$ex/train_digits.py" --epochs $epochs --quiet \
+	--out "$T_DIR/ref.npy" >"$T_DIR/ref.out" 2>&1 || { cat "$T_DIR/ref.out"; t_fail "reference run"; }
+t_grep '^done: 72 steps' "$T_DIR/ref.out" "reference run"
+
+# (an --elastic-gpus job takes its grants from elasticd, which this test does not run)
+grep -v '^#SBATCH --elastic' "$ex/train.sbatch" >"$T_DIR/train.sbatch"
+lead=$(t_sbatch root -N1 -n1 -w node1 --gres=gpu:2 -H -o "$T_DIR/job.out" \
+	--export="ALL,PYTHONPATH=$PYTHONPATH,ELASTIC_BIN=$top_builddir/launcher,TRAIN=$ex/train_digits.py,EPOCHS=$epochs,STEP_SLEEP=0.1,MODEL_OUT=$T_DIR/elastic.npy,TRAIN_ARGS=--timings" \
+	"$T_DIR/train.sbatch")
+t_grant_release "$lead" 2
+t_log "job $lead (node1, 2 GPUs) + grant $grant (node2, 2 GPUs)"
+end=$((SECONDS + 180))
+until grep -aq "^step $target " "$T_DIR/job.out" 2>/dev/null; do
+	[ $SECONDS -lt $end ] || { cat "$T_DIR/job.out"; t_fail "job $lead did not reach step $target"; }
+	case "$(t_job_state "$lead")" in PENDING | RUNNING | CONFIGURING | "") ;; *)
+		cat "$T_DIR/job.out"; t_fail "job $lead ended early" ;; esac
+	sleep 0.05
+done
+t_grep "^step $target epoch [0-9]+ size 4 " "$T_DIR/job.out" "training at 4 ranks over 2 nodes"
+victims=""
+for p in /proc/[0-9]*; do
+	read -r comm 2>/dev/null <"$p/comm" || continue
+	case "$comm" in prted | elastic-run | python3*) ;; *) continue ;; esac
+	env=$'\n'$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null)$'\n' || continue
+	[[ $env == *$'\n'"SLURM_JOB_ID=$grant"$'\n'* && $env == *$'\n'"SLURMD_NODENAME=node2"$'\n'* ]] &&
+		victims="$victims ${p#/proc/}"
+done
+[ -n "$victims" ] || t_fail "no process of job $lead found on node2"
+t_kill=$(date +%s.%N)
+last=$(grep -a '^step [0-9]* ' "$T_DIR/job.out" | tail -1 | awk '{print $2}')
+kill -KILL $victims
+scancel "$grant"
+t_log "node2 lost after committed step $last: SIGKILLed$victims, grant $grant cancelled"
+t_wait_job "$lead" 300
+grep -av '^step ' "$T_DIR/job.out" | tail -20
+t_grep "^done: 72 steps, $epochs epochs, size 2, each committed step applied once: yes, samples once per epoch: yes" \
+	"$T_DIR/job.out" "completed at 2 ranks, each step once, each sample once an epoch"
+t_grep 're-form 1:' "$T_DIR/job.out" "elastic-run re-formed the job"
+read -r first c < <(awk '/re-form 1:/ { f = 1 } f && /^step [0-9]+ .*first commit after a change/ {
+	for (i = 1; i <= NF; i++) if ($i ~ /^t=/) c = substr($i, 3); print $2, c; exit }' "$T_DIR/job.out")
+[ -n "${first:-}" ] || t_fail "no step committed by the relaunch"
+[ "$first" -gt "$last" ] || t_fail "the relaunch's first step $first is not after step $last"
+t_log "resumed at step $first (last committed before the loss: $last, a step in flight is redone); kill -> next commit: $(awk -v k="$t_kill" -v c="$c" 'BEGIN { printf "%.0f ms", (c - k) * 1000 }')"
+t_log "relaunch breakdown: $(grep -a '^timings (resumed' "$T_DIR/job.out" | head -1)"
+first_loss=$(sed -n 's/^step 0 .* loss \([0-9.]*\) .*/\1/p' "$T_DIR/job.out")
+final=$(sed -n "s/^epoch $((epochs - 1)) done .* loss \([0-9.]*\), test accuracy \([0-9.]*\).*/\1 \2/p" "$T_DIR/job.out")
+[ -n "$first_loss" ] && [ -n "$final" ] || t_fail "no loss lines"
+awk -v a="$first_loss" -v b="${final% *}" 'BEGIN { exit !(b < a / 3) }' || t_fail "loss did not fall"
+t_log "loss $first_loss -> ${final% *}, test accuracy ${final#* }"
+python3 - "$T_DIR" <<'PY' || t_fail "the final model differs from the static run's"
+import sys, numpy as np
+d = sys.argv[1]
+a, b = np.load(d + "/elastic.npy"), np.load(d + "/ref.npy")
+print("final model vs static 2-rank run: max abs difference %.3g" % float(np.max(np.abs(a - b))))
+sys.exit(0 if np.allclose(a, b, rtol=1e-3, atol=1e-4) else 1)
+PY
+exit 0

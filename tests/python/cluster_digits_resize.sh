@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/python/cluster_digits_resize.sh: the PyTorch example grows, then shrinks, under
+# elasticd: alice's
+# sbatch --elastic-gpus=2-4 train.sbatch starts at 2 ranks on node1 (the other nodes and
+# node1's other 2 GPUs held by blockers); after step 5 the node1 blocker ends, elasticd
+# grants the 2 GPUs; elastic-run asks the ranks to stop
+# at a step boundary (SIGUSR1: the Python ranks agree, commit, exit 75) and re-forms at 4;
+# the relaunch resumes at the next step. After step 40 bob's elastic job (2 GPUs) arrives:
+# fair share gives 2 / 2, alice's job shrinks back to 2 ranks at a step boundary (a
+# second planned re-form) and its grant is released. No committed step is lost or
+# redone, every
+# sample is used once per epoch, the loss falls, and the final model equals a static
+# run's within float32 summation-order noise.
+set -u
+. "$(dirname "$0")/common.sh"
+. "$top_srcdir/tests/controller/ctl-lib.sh"
+python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (python3-torch, python3-sklearn)"
+ctl_setup
+sbatch --help 2>&1 | grep -q -- --elastic-gpus ||
+	t_skip "the SPANK plugin is not loaded (cluster started without this build's plugins)"
+t_mpi_scratch
+ex=$top_srcdir/examples/pytorch
+epochs=8 steps=96
+
+timeout -s KILL 300 $MPIRUN -np 2 python3 "$ex/train_digits.py" --epochs $epochs --quiet \
+	--out "$T_DIR/ref.npy" >"$T_DIR/ref.out" 2>&1 || { cat "$T_DIR/ref.out"; t_fail "reference run"; }
+t_grep "^done: $steps steps" "$T_DIR/ref.out" "reference run"
+
+ctl_block_nodes node2 node3 node4
+half=$(sbatch --parsable -J blocker -w node1 --gres=gpu:2 -N1 -n1 -o /dev/null --wrap 'sleep 3000') ||
+	t_fail "blocker on node1"
+CTL_BLOCKERS="$CTL_BLOCKERS $half"
+ctl_start
+id=$(t_sbatch alice -A acct_a --elastic-gpus=2-4 -N1 -w node1 -o "$T_DIR/job.out" \
+	--export="ALL,PYTHONPATH=$PYTHONPATH,ELASTIC_BIN=$top_builddir/launcher,TRAIN=$ex/train_digits.py,EPOCHS=$epochs,STEP_SLEEP=0.1,MODEL_OUT=$T_DIR/elastic.npy" \
+	"$ex/train.sbatch")
+echo "$id" >>"$T_DIR/jobs"
+t_log "job $id submitted (sbatch --elastic-gpus=2-4 examples/pytorch/train.sbatch)"
+end=$((SECONDS + 180))
+until grep -aq '^step 5 ' "$T_DIR/job.out" 2>/dev/null; do
+	[ $SECONDS -lt $end ] || { cat "$T_DIR/job.out"; t_fail "job $id did not reach step 5"; }
+	sleep 0.1
+done
+scancel "$half"
+t_log "node1's other 2 GPUs freed after step 5"
+end=$((SECONDS + 180))
+until grep -aq '^step 40 ' "$T_DIR/job.out" 2>/dev/null; do
+	[ $SECONDS -lt $end ] || { cat "$T_DIR/job.out"; t_fail "job $id did not reach step 40"; }
+	sleep 0.1
+done
+bob=$(ctl_job bob acct_b 2 2 30)
+t_log "bob's elastic job $bob (2 GPUs) submitted after step 40"
+t_wait_job "$id" 300
+grep -av '^step ' "$T_DIR/job.out" | tail -20
+t_grep "^done: $steps steps, $epochs epochs, size 2, each committed step applied once: yes, samples once per epoch: yes" \
+	"$T_DIR/job.out" "completed at 2 ranks, each step once, each sample once an epoch"
+t_grep '^step [0-9]+ epoch [0-9]+ size 2 ' "$T_DIR/job.out" "trained at 2 ranks first"
+t_grep 're-form 1: 4 ranks' "$T_DIR/job.out" "re-formed at 4 ranks"
+t_grep 're-form 2: 2 ranks' "$T_DIR/job.out" "re-formed at 2 ranks (shrink)"
+t_grep '^step [0-9]+ epoch [0-9]+ size 4 ' "$T_DIR/job.out" "trained at 4 ranks"
+[ "$(t_job_state "$bob")" = RUNNING ] || t_fail "bob's job is not running ($(t_job_state "$bob"))"
+# the steps rank 0 committed, in order, across both launches: 0..steps-1 once each
+grep -a '^step [0-9]* ' "$T_DIR/job.out" | awk '{print $2}' >"$T_DIR/steps"
+seq 0 $((steps - 1)) | cmp -s - "$T_DIR/steps" || {
+	diff <(seq 0 $((steps - 1))) "$T_DIR/steps" | head
+	t_fail "committed steps are not 0..$((steps - 1)) once each"
+}
+last2=$(grep -a '^step [0-9]* .* size 2 ' "$T_DIR/job.out" | head -n 20 | awk '$2 < 40' | tail -1 | awk '{print $2}')
+last4=$(grep -a '^step [0-9]* .* size 4 ' "$T_DIR/job.out" | tail -1 | awk '{print $2}')
+t_log "grew 2 -> 4 after step $last2, shrank 4 -> 2 after step $last4 (bob: 2 GPUs); steps 0..$((steps - 1)) committed once each"
+first=$(sed -n 's/^step 0 .* loss \([0-9.]*\) .*/\1/p' "$T_DIR/job.out")
+final=$(sed -n "s/^epoch $((epochs - 1)) done .* loss \([0-9.]*\), test accuracy \([0-9.]*\).*/\1 \2/p" "$T_DIR/job.out")
+[ -n "$first" ] && [ -n "$final" ] || t_fail "no loss lines"
+awk -v a="$first" -v b="${final% *}" 'BEGIN { exit !(b < a / 3) }' || t_fail "loss did not fall"
+t_log "loss $first -> ${final% *}, test accuracy ${final#* }"
+python3 - "$T_DIR" <<'PY' || t_fail "the final model differs from the static run's"
+import sys, numpy as np
+d = sys.argv[1]
+a, b = np.load(d + "/elastic.npy"), np.load(d + "/ref.npy")
+print("final model vs static 2-rank run: max abs difference %.3g" % float(np.max(np.abs(a - b))))
+sys.exit(0 if np.allclose(a, b, rtol=1e-3, atol=1e-4) else 1)
+PY
+exit 0
