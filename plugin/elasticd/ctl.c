@@ -62,6 +62,7 @@ struct ed_ctl {
 	uint64_t last_tick_ms;
 	time_t snap_fail_since, snap_fail_logged;
 	char last_plan_error[256];
+	int tick_wanted; /* a handler asked for a tick after this poll */
 };
 
 struct ed_ctl *ed_ctl_create(const struct ed_ctl_conf *conf, ed_channel_t *ch)
@@ -333,6 +334,32 @@ static void _nodes_str(char *out, size_t size, const struct ed_snapshot *s,
 	}
 }
 
+/* Bring the job table up to date with snapshot s: add new jobs, refresh
+ * known ones, mark which are here (seen). Ended jobs stay (seen 0). */
+static int _observe_jobs(struct ed_ctl *c, const struct ed_snapshot *s)
+{
+	for (int i = 0; i < c->njobs; i++)
+		c->jobs[i].seen = 0;
+	for (int i = 0; i < s->njobs; i++) {
+		const struct ed_job *j = &s->jobs[i];
+		struct _jobrt *rt = _rt_add(c, j->id);
+		if (!rt)
+			return -1;
+		if (!rt->seen && !rt->user[0])
+			ed_info("job %u: elastic job of %s (min %d, max %d, grace %d s) "
+				"%s",
+				j->id, j->user, j->min, j->max, j->grace,
+				j->running ? "running" : "pending");
+		rt->seen = 1;
+		rt->uid = j->uid;
+		rt->running = j->running;
+		rt->min = j->min;
+		rt->max = j->max;
+		snprintf(rt->user, sizeof(rt->user), "%s", j->user);
+	}
+	return 0;
+}
+
 void ed_ctl_tick(struct ed_ctl *c)
 {
 	struct ed_snapshot s;
@@ -345,6 +372,7 @@ void ed_ctl_tick(struct ed_ctl *c)
 	time_t *last = NULL;
 
 	c->last_tick_ms = now_ms;
+	c->tick_wanted = 0;
 	if (ed_slurm_snapshot(c->conf.grant_prefix, &s, &err) < 0) {
 		/* slurmctld down or busy: say so at once, then once a minute. */
 		if (!c->snap_fail_since || now - c->snap_fail_logged >= 60) {
@@ -362,26 +390,8 @@ void ed_ctl_tick(struct ed_ctl *c)
 			(long)(now - c->snap_fail_since));
 		c->snap_fail_since = 0;
 	}
-	/* Jobs: which are here, which ended. */
-	for (int i = 0; i < c->njobs; i++)
-		c->jobs[i].seen = 0;
-	for (int i = 0; i < s.njobs; i++) {
-		const struct ed_job *j = &s.jobs[i];
-		struct _jobrt *rt = _rt_add(c, j->id);
-		if (!rt)
-			goto out;
-		if (!rt->seen && !rt->user[0])
-			ed_info("job %u: elastic job of %s (min %d, max %d, grace %d s) "
-				"%s",
-				j->id, j->user, j->min, j->max, j->grace,
-				j->running ? "running" : "pending");
-		rt->seen = 1;
-		rt->uid = j->uid;
-		rt->running = j->running;
-		rt->min = j->min;
-		rt->max = j->max;
-		snprintf(rt->user, sizeof(rt->user), "%s", j->user);
-	}
+	if (_observe_jobs(c, &s) < 0)
+		goto out;
 	for (int i = 0; i < c->njobs;) {
 		if (!c->jobs[i].seen) {
 			ed_info("job %u: ended or no longer elastic", c->jobs[i].job);
@@ -643,9 +653,29 @@ out:
 	ed_snapshot_free(&s);
 }
 
-int ed_ctl_message(struct ed_ctl *c, const struct elastic_msg *m, uid_t uid,
-		   uint32_t *conn_job, elastic_error_t *err)
+/* A job that started since the last tick: look at slurmctld's jobs now (at
+ * most twice a second, whoever asks), without acting: the main loop ticks
+ * after this poll. */
+static void _refresh_jobs(struct ed_ctl *c)
 {
+	struct ed_snapshot s;
+	elastic_error_t err;
+	if (ed_now_ms() - c->last_tick_ms < 500)
+		return;
+	c->last_tick_ms = ed_now_ms();
+	if (ed_slurm_snapshot(c->conf.grant_prefix, &s, &err) < 0) {
+		ed_debug("no snapshot of slurmctld for a new job: %s", err.text);
+		return;
+	}
+	if (_observe_jobs(c, &s) == 0)
+		c->tick_wanted = 1;
+	ed_snapshot_free(&s);
+}
+
+static int _on_message(void *arg, const struct elastic_msg *m, uid_t uid,
+		       uint32_t *conn_job, elastic_error_t *err)
+{
+	struct ed_ctl *c = arg;
 	struct _jobrt *rt;
 
 	switch (m->type) {
@@ -658,10 +688,8 @@ int ed_ctl_message(struct ed_ctl *c, const struct elastic_msg *m, uid_t uid,
 				       elastic_msg_type_name(m->type));
 	}
 	rt = _rt(c, m->job);
-	if ((!rt || !rt->running) && ed_now_ms() - c->last_tick_ms >= 500) {
-		/* A job that started since the last tick: look again now (at most
-		 * twice a second, whoever asks). */
-		ed_ctl_tick(c);
+	if (!rt || !rt->running) {
+		_refresh_jobs(c);
 		rt = _rt(c, m->job);
 	}
 	if (!rt || !rt->running)
@@ -741,8 +769,9 @@ uint64_t ed_ctl_next_deadline(const struct ed_ctl *c)
 	return first;
 }
 
-void ed_ctl_job_connected(struct ed_ctl *c, uint32_t job)
+static void _on_job_connected(void *arg, uint32_t job)
 {
+	struct ed_ctl *c = arg;
 	struct _jobrt *rt = _rt(c, job);
 	if (!rt)
 		return;
@@ -752,12 +781,19 @@ void ed_ctl_job_connected(struct ed_ctl *c, uint32_t job)
 	for (int i = 0; i < c->nrels; i++)
 		if (c->rels[i].job == job)
 			c->rels[i].sent = 0;
-	/* The next tick sends target, grants and releases; do it now. */
-	ed_ctl_tick(c);
+	/* The next tick sends target, grants and releases: right after this
+	 * poll. */
+	c->tick_wanted = 1;
 }
 
-int ed_ctl_query(struct ed_ctl *c, uint32_t job, struct elastic_msg **out)
+int ed_ctl_tick_wanted(const struct ed_ctl *c)
 {
+	return c->tick_wanted;
+}
+
+static int _on_query(void *arg, uint32_t job, struct elastic_msg **out)
+{
+	struct ed_ctl *c = arg;
 	int n = 0;
 	*out = calloc((size_t)c->njobs + 1, sizeof(**out));
 	if (!*out)
@@ -796,3 +832,9 @@ int ed_ctl_query(struct ed_ctl *c, uint32_t job, struct elastic_msg **out)
 	}
 	return n;
 }
+
+const struct ed_channel_handlers ed_ctl_handlers = {
+	.query = _on_query,
+	.message = _on_message,
+	.job_connected = _on_job_connected,
+};
