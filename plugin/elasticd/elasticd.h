@@ -10,9 +10,10 @@
  *   slurm.c     the only file calling libslurm: snapshot of nodes, elastic jobs
  *               and grant jobs; submit, mark and cancel grants
  *   plan.c      the only file calling the policy (policy.h): snapshot -> targets
- *   ctl.c       the controller: per tick, compares targets with what jobs hold
- *               and acts (grow by grants, two-phase shrink, clean up); the
- *               channel's handlers
+ *   ctl.c       the controller: per tick, observe (snapshot, job table,
+ *               channel), decide (reconcile.c), act (grants, two-phase
+ *               shrink, orders to jobs, clean up); the channel's handlers
+ *   reconcile.c decide, pure: state and policy targets -> actions
  *   channel.c   the TCP job channel server (common/proto.h); it calls the
  *               handlers registered with it, no other module
  * policy.h takes its mode and size kinds from elastic_conf.h.
@@ -191,7 +192,7 @@ struct ed_ctl_conf {
 
 struct ed_ctl *ed_ctl_create(const struct ed_ctl_conf *conf, ed_channel_t *ch);
 void ed_ctl_destroy(struct ed_ctl *ctl);
-/* One pass: snapshot, plan, act. */
+/* One pass: observe, decide, act. */
 void ed_ctl_tick(struct ed_ctl *ctl);
 /* 1 when a handler asked for a tick (a job registered): the main loop runs
  * one after the poll that handled it. */
