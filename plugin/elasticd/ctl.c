@@ -556,40 +556,74 @@ static void _refresh_jobs(struct ed_ctl *c)
 	ed_snapshot_free(&s);
 }
 
+/* An ACK of job rt: of a release (by order, or by grant: an order given by
+ * an elasticd that was restarted since is acknowledged with its old id). */
+static void _on_ack(struct ed_ctl *c, struct _jobrt *rt, const struct elastic_msg *m)
+{
+	struct _release *r = NULL;
+	for (int i = 0; i < c->nrels; i++)
+		if (c->rels[i].job == m->job &&
+		    (c->rels[i].order == m->order ||
+		     ((m->present & ELASTIC_K_GRANT) && c->rels[i].grant == m->grant)))
+			r = &c->rels[i];
+	if (!r) {
+		ed_debug("job %u: ack of order %" PRIu64 " (%s)", m->job, m->order,
+			 m->result == ELASTIC_ACK_OK ? "ok" : "refused");
+		return;
+	}
+	if (m->result != ELASTIC_ACK_OK) {
+		ed_info("job %u: refused the release of grant %u (%s): it will "
+			"be "
+			"cancelled at the deadline",
+			m->job, r->grant, m->reason[0] ? m->reason : "no reason given");
+		return;
+	}
+	ed_info("job %u: acknowledged the release of grant %u after %" PRIu64 " ms",
+		m->job, r->grant, ed_now_ms() - r->ordered_ms);
+	r->acked = 1;
+	_cancel(c, r->grant, r->job, "released by the job");
+	rt->last_resize = (time_t)(ed_now_ms() / 1000);
+	_rel_remove(c, r);
+}
+
+/* May uid say m on a connection registered for conn_job? Returns the job,
+ * or NULL with err. */
+static struct _jobrt *_sender(struct ed_ctl *c, const struct elastic_msg *m, uid_t uid,
+			      uint32_t conn_job, elastic_error_t *err)
+{
+	struct _jobrt *rt = _rt(c, m->job);
+	if (!rt || !rt->running) {
+		_refresh_jobs(c);
+		rt = _rt(c, m->job);
+	}
+	if (!rt || !rt->running)
+		elastic__errorf(err, "job %u is not a running elastic job", m->job);
+	else if (uid != rt->uid && uid != 0 && uid != ed_slurm_user())
+		elastic__errorf(err, "uid %u may not speak for job %u (owner uid %u)",
+				(unsigned)uid, m->job, (unsigned)rt->uid);
+	else if (m->type != ELASTIC_MSG_HELLO && conn_job != m->job)
+		elastic__errorf(err, "%s about job %u before a hello for it",
+				elastic_msg_type_name(m->type), m->job);
+	else if (m->type == ELASTIC_MSG_HELLO && conn_job && conn_job != m->job)
+		elastic__errorf(err, "hello for job %u on a connection of job %u", m->job,
+				conn_job);
+	else
+		return rt;
+	return NULL;
+}
+
 static int _on_message(void *arg, const struct elastic_msg *m, uid_t uid,
 		       uint32_t *conn_job, elastic_error_t *err)
 {
 	struct ed_ctl *c = arg;
 	struct _jobrt *rt;
 
-	switch (m->type) {
-	case ELASTIC_MSG_HELLO:
-	case ELASTIC_MSG_STATUS:
-	case ELASTIC_MSG_ACK:
-		break;
-	default:
+	if (m->type != ELASTIC_MSG_HELLO && m->type != ELASTIC_MSG_STATUS &&
+	    m->type != ELASTIC_MSG_ACK)
 		return elastic__errorf(err, "a %s message is not one elasticd accepts",
 				       elastic_msg_type_name(m->type));
-	}
-	rt = _rt(c, m->job);
-	if (!rt || !rt->running) {
-		_refresh_jobs(c);
-		rt = _rt(c, m->job);
-	}
-	if (!rt || !rt->running)
-		return elastic__errorf(err, "job %u is not a running elastic job",
-				       m->job);
-	if (uid != rt->uid && uid != 0 && uid != ed_slurm_user())
-		return elastic__errorf(err,
-				       "uid %u may not speak for job %u (owner uid %u)",
-				       (unsigned)uid, m->job, (unsigned)rt->uid);
-	if (m->type != ELASTIC_MSG_HELLO && *conn_job != m->job)
-		return elastic__errorf(err, "%s about job %u before a hello for it",
-				       elastic_msg_type_name(m->type), m->job);
-	if (m->type == ELASTIC_MSG_HELLO && *conn_job && *conn_job != m->job)
-		return elastic__errorf(err, "hello for job %u on a connection of job %u",
-				       m->job, *conn_job);
-
+	if (!(rt = _sender(c, m, uid, *conn_job, err)))
+		return -1;
 	switch (m->type) {
 	case ELASTIC_MSG_HELLO:
 		*conn_job = m->job;
@@ -606,41 +640,9 @@ static int _on_message(void *arg, const struct elastic_msg *m, uid_t uid,
 		ed_debug("job %u: status %u GPUs, step %" PRIu64 ", %.1f samples/s",
 			 m->job, m->gpus, m->step, m->rate);
 		return 0;
-	case ELASTIC_MSG_ACK: {
-		struct _release *r = NULL;
-		/* By order, or by grant: an order given by an elasticd that was
-		 * restarted since is acknowledged with its old id. */
-		for (int i = 0; i < c->nrels; i++)
-			if (c->rels[i].job == m->job &&
-			    (c->rels[i].order == m->order ||
-			     ((m->present & ELASTIC_K_GRANT) &&
-			      c->rels[i].grant == m->grant)))
-				r = &c->rels[i];
-		if (!r) {
-			ed_debug("job %u: ack of order %" PRIu64 " (%s)", m->job,
-				 m->order,
-				 m->result == ELASTIC_ACK_OK ? "ok" : "refused");
-			return 0;
-		}
-		if (m->result != ELASTIC_ACK_OK) {
-			ed_info("job %u: refused the release of grant %u (%s): it will "
-				"be "
-				"cancelled at the deadline",
-				m->job, r->grant,
-				m->reason[0] ? m->reason : "no reason given");
-			return 0;
-		}
-		ed_info("job %u: acknowledged the release of grant %u after %" PRIu64
-			" ms",
-			m->job, r->grant, ed_now_ms() - r->ordered_ms);
-		r->acked = 1;
-		_cancel(c, r->grant, r->job, "released by the job");
-		rt->last_resize = (time_t)(ed_now_ms() / 1000);
-		_rel_remove(c, r);
-		return 0;
-	}
 	default:
-		return -1;
+		_on_ack(c, rt, m);
+		return 0;
 	}
 }
 
