@@ -53,6 +53,8 @@ struct ed_channel {
 	elastic_auth_t *auth;
 	struct _conn *conns;
 	int nconns;
+	struct ed_channel_handlers h; /* registered by elasticd.c; none: refused */
+	void *harg;
 };
 
 ed_channel_t *ed_channel_create(const char *host, int port, int idle_s,
@@ -241,7 +243,7 @@ static int _uid_cap(ed_channel_t *ch, struct _conn *c, uid_t uid)
 	return 0;
 }
 
-static void _frame(ed_channel_t *ch, struct ed_ctl *ctl, struct _conn *c,
+static void _frame(ed_channel_t *ch, struct _conn *c,
 		   const struct elastic_proto_header *h)
 {
 	struct elastic_msg m;
@@ -258,7 +260,10 @@ static void _frame(ed_channel_t *ch, struct ed_ctl *ctl, struct _conn *c,
 		return;
 	if (m.type == ELASTIC_MSG_QUERY) {
 		struct elastic_msg *info = NULL;
-		int n = ed_ctl_query(ctl, m.present & ELASTIC_K_JOB ? m.job : 0, &info);
+		int n = ch->h.query ? ch->h.query(ch->harg,
+						  m.present & ELASTIC_K_JOB ? m.job : 0,
+						  &info)
+				    : 0;
 		for (int i = 0; i < n; i++)
 			_queue(ch, c, &info[i]);
 		free(info);
@@ -274,7 +279,11 @@ static void _frame(ed_channel_t *ch, struct ed_ctl *ctl, struct _conn *c,
 		return;
 	}
 	uint32_t before = c->job;
-	if (ed_ctl_message(ctl, &m, uid, &c->job, &err) < 0) {
+	if (!ch->h.message) {
+		_reject(ch, c, uid, 1, m.job, "elasticd is not ready for messages");
+		return;
+	}
+	if (ch->h.message(ch->harg, &m, uid, &c->job, &err) < 0) {
 		_reject(ch, c, uid, 1, m.job, err.text);
 		return;
 	}
@@ -289,11 +298,12 @@ static void _frame(ed_channel_t *ch, struct ed_ctl *ctl, struct _conn *c,
 				o->closing = 1;
 			}
 		}
-		ed_ctl_job_connected(ctl, c->job);
+		if (ch->h.job_connected)
+			ch->h.job_connected(ch->harg, c->job);
 	}
 }
 
-static void _read(ed_channel_t *ch, struct ed_ctl *ctl, struct _conn *c)
+static void _read(ed_channel_t *ch, struct _conn *c)
 {
 	for (;;) {
 		struct elastic_proto_header h;
@@ -330,7 +340,7 @@ static void _read(ed_channel_t *ch, struct ed_ctl *ctl, struct _conn *c)
 			c->inlen += (size_t)r;
 			continue;
 		}
-		_frame(ch, ctl, c, &h);
+		_frame(ch, c, &h);
 		c->inlen = 0;
 		if (c->closing || c->dead)
 			return;
@@ -368,7 +378,14 @@ static int _evict(ed_channel_t *ch)
 	return v;
 }
 
-void ed_channel_poll(ed_channel_t *ch, struct ed_ctl *ctl, int timeout_ms)
+void ed_channel_set_handlers(ed_channel_t *ch, const struct ed_channel_handlers *h,
+			     void *arg)
+{
+	ch->h = *h;
+	ch->harg = arg;
+}
+
+void ed_channel_poll(ed_channel_t *ch, int timeout_ms)
 {
 	struct pollfd pf[MAX_CONNS + 1];
 	int map[MAX_CONNS + 1], n = 0;
@@ -414,7 +431,7 @@ void ed_channel_poll(ed_channel_t *ch, struct ed_ctl *ctl, int timeout_ms)
 				_close(c);
 				continue;
 			}
-			_read(ch, ctl, c);
+			_read(ch, c);
 		}
 	}
 	if (pf[0].revents & POLLIN) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* plugin/elasticd/ctl.c: the controller: per tick, compare targets with holdings and act.
+/* plugin/elasticd/ctl.c: the controller: per tick, observe, decide (reconcile.c) and act.
  */
 #include "config.h"
 
@@ -11,6 +11,7 @@
 
 #include "elasticd.h"
 #include "grants.h"
+#include "reconcile.h"
 
 #define ANNOUNCED_MAX 64
 
@@ -62,6 +63,7 @@ struct ed_ctl {
 	uint64_t last_tick_ms;
 	time_t snap_fail_since, snap_fail_logged;
 	char last_plan_error[256];
+	int tick_wanted; /* a handler asked for a tick after this poll */
 };
 
 struct ed_ctl *ed_ctl_create(const struct ed_ctl_conf *conf, ed_channel_t *ch)
@@ -162,21 +164,21 @@ static void _send_release(struct ed_ctl *c, struct _release *r)
 	}
 }
 
-static void _send_target(struct ed_ctl *c, struct _jobrt *rt)
+static void _send_target(struct ed_ctl *c, struct _jobrt *rt, int target)
 {
 	struct elastic_msg m = {.type = ELASTIC_MSG_TARGET,
 				.present = ELASTIC_K_JOB | ELASTIC_K_ORDER |
 					   ELASTIC_K_TARGET,
 				.job = rt->job,
 				.order = ++c->next_order,
-				.target = (uint32_t)rt->target};
+				.target = (uint32_t)target};
 	if (ed_channel_send_job(c->ch, rt->job, &m) == 0) {
 		rt->target_valid = 1;
-		rt->target_sent = rt->target;
+		rt->target_sent = target;
 	}
 }
 
-static void _send_grant(struct ed_ctl *c, struct _jobrt *rt, const struct ed_grant *g,
+static void _send_grant(struct ed_ctl *c, struct _jobrt *rt, const struct ed_rc_action *g,
 			const struct ed_snapshot *s)
 {
 	struct elastic_msg m = {.type = ELASTIC_MSG_GRANT,
@@ -185,24 +187,16 @@ static void _send_grant(struct ed_ctl *c, struct _jobrt *rt, const struct ed_gra
 					   ELASTIC_K_GPUS,
 				.job = rt->job,
 				.order = ++c->next_order,
-				.grant = g->id,
+				.grant = g->grant,
 				.gpus = (uint32_t)g->gpus};
 	if (rt->nannounced >= ANNOUNCED_MAX)
 		return;
 	snprintf(m.node, sizeof(m.node), "%s", s->nodes[g->node].name);
 	if (ed_channel_send_job(c->ch, rt->job, &m) == 0) {
-		rt->announced[rt->nannounced++] = g->id;
-		ed_info("job %u: told grant %u started (%d GPUs on %s)", rt->job, g->id,
-			g->gpus, m.node);
+		rt->announced[rt->nannounced++] = g->grant;
+		ed_info("job %u: told grant %u started (%d GPUs on %s)", rt->job,
+			g->grant, g->gpus, m.node);
 	}
-}
-
-static int _announced(const struct _jobrt *rt, uint32_t grant)
-{
-	for (int i = 0; i < rt->nannounced; i++)
-		if (rt->announced[i] == grant)
-			return 1;
-	return 0;
 }
 
 static void _cancel(struct ed_ctl *c, uint32_t grant, uint32_t job, const char *why)
@@ -218,85 +212,21 @@ static void _cancel(struct ed_ctl *c, uint32_t grant, uint32_t job, const char *
 		ed_info("job %u: cancelled grant %u (%s)", job, grant, why);
 }
 
-enum { G_HELD, G_RELEASING, G_DROPPED };
-
-/* Add gpus on node to a per-job holding list (merging per node). */
-static void _hold(struct ed_place *list, int *n, int node, int gpus, int pinned)
-{
-	for (int k = 0; k < *n; k++)
-		if (list[k].node == node) {
-			list[k].gpus += gpus;
-			list[k].pinned += pinned;
-			return;
-		}
-	list[*n].node = node;
-	list[*n].gpus = gpus;
-	list[*n].pinned = pinned;
-	(*n)++;
-}
-
-/* Choose which HELD running grants of job on node to release so that at
- * least excess GPUs go: one grant of exactly excess if there is one, else
- * the smallest grant that covers it, else the largest ones first. */
-static void _choose_release(struct ed_ctl *c, const struct ed_snapshot *s,
-			    const int *gclass, const struct ed_job *j, int node,
-			    int excess, uint64_t now_ms, int from, int to)
-{
-	/* The candidates: this job's running, held grants on the node. */
-	int *idx = calloc((size_t)s->ngrants + 1, sizeof(*idx));
-	int *sizes = calloc((size_t)s->ngrants + 1, sizeof(*sizes));
-	int pick[64], npick = 0, n = 0;
-	if (idx && sizes) {
-		for (int g = 0; g < s->ngrants; g++) {
-			const struct ed_grant *gr = &s->grants[g];
-			if (gclass[g] != G_HELD || gr->job != j->id || gr->node != node ||
-			    gr->state != ED_GRANT_RUNNING)
-				continue;
-			idx[n] = g;
-			sizes[n++] = gr->gpus;
-		}
-		npick = elastic__pick_release(sizes, n, excess, pick, 64);
-		for (int k = 0; k < npick; k++)
-			pick[k] = idx[pick[k]];
-	}
-	free(idx);
-	free(sizes);
-	for (int k = 0; k < npick; k++) {
-		const struct ed_grant *gr = &s->grants[pick[k]];
-		struct _release *r;
-		elastic_error_t err;
-		if (c->conf.dry_run) {
-			ed_info("dry run: would release grant %u of job %u", gr->id,
-				j->id);
-			continue;
-		}
-		r = _rel_add(c, gr->id, j->id);
-		if (!r)
-			return;
-		r->seen = 1;
-		r->ordered_ms = now_ms;
-		r->deadline_ms = now_ms + (uint64_t)(j->grace > 0 ? j->grace : 30) * 1000;
-		ed_info("job %u: shrinking %d -> %d GPUs: release of grant %u (%d GPUs "
-			"on %s), "
-			"grace %d s",
-			j->id, from, to, gr->id, gr->gpus, s->nodes[node].name, j->grace);
-		if (ed_slurm_mark_release(gr->id, j->id, r->deadline_ms, &err) < 0)
-			ed_error("job %u: %s (the deadline is kept in memory only)",
-				 j->id, err.text);
-		_send_release(c, r);
-	}
-}
-
-/* Submit grants for deficit GPUs of job j on node, in powers of two (so
- * that later shrinks release exactly). Returns how many were submitted. */
+/* Submit grants for gpus more of job j on node, in powers of two (so that
+ * later shrinks release exactly). Returns how many were submitted. */
 static int _grow(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_job *j,
-		 struct _jobrt *rt, int node, int deficit, int from, int to, time_t now)
+		 struct _jobrt *rt, const struct ed_rc_action *a, time_t now)
 {
-	int parts[32], n = elastic__split_grow(deficit, parts, 32), done = 0;
+	int parts[32], n = elastic__split_grow(a->gpus, parts, 32), done = 0;
 	elastic_error_t err;
+	if (c->conf.dry_run) {
+		ed_info("dry run: would grant job %u %d GPUs on %s", j->id, a->gpus,
+			s->nodes[a->node].name);
+		return 0;
+	}
 	for (int p = 0; p < n; p++) {
 		uint32_t gid;
-		if (ed_slurm_submit_grant(j, s->nodes[node].name, parts[p],
+		if (ed_slurm_submit_grant(j, s->nodes[a->node].name, parts[p],
 					  c->conf.grant_prefix, c->conf.grant_qos, &gid,
 					  &err) < 0) {
 			/* Once a minute per job and reason, not every tick. */
@@ -312,64 +242,115 @@ static int _grow(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_
 		done++;
 		ed_info("job %u: growing %d -> %d GPUs: grant %u submitted (%d GPUs on "
 			"%s)",
-			j->id, from, to, gid, parts[p], s->nodes[node].name);
+			j->id, a->from, a->to, gid, parts[p], s->nodes[a->node].name);
 	}
 	return done;
 }
 
-static void _nodes_str(char *out, size_t size, const struct ed_snapshot *s,
-		       const struct ed_place *pl, int n)
+/* Phase one of a shrink: remember the release, mark it in slurmctld (a
+ * restarted elasticd keeps the deadline), tell the job. */
+static void _release(struct ed_ctl *c, const struct ed_snapshot *s,
+		     const struct ed_rc_action *a, uint64_t now_ms)
 {
-	size_t used = 0;
-	out[0] = '\0';
-	for (int k = 0; k < n; k++) {
-		int w = snprintf(out + used, size - used, "%s%s", used ? "," : "",
-				 s->nodes[pl[k].node].name);
-		if (w < 0 || (size_t)w >= size - used) {
-			out[used] = '\0';
-			return;
+	const struct ed_job *j = &s->jobs[a->ji];
+	struct _release *r;
+	elastic_error_t err;
+	if (c->conf.dry_run) {
+		ed_info("dry run: would release grant %u of job %u", a->grant, a->job);
+		return;
+	}
+	r = _rel_add(c, a->grant, a->job);
+	if (!r)
+		return;
+	r->ordered_ms = now_ms;
+	r->deadline_ms = a->deadline_ms;
+	ed_info("job %u: shrinking %d -> %d GPUs: release of grant %u (%d GPUs "
+		"on %s), "
+		"grace %d s",
+		a->job, a->from, a->to, a->grant, a->gpus, s->nodes[a->node].name,
+		j->grace);
+	if (ed_slurm_mark_release(a->grant, a->job, r->deadline_ms, &err) < 0)
+		ed_error("job %u: %s (the deadline is kept in memory only)", a->job,
+			 err.text);
+	_send_release(c, r);
+}
+
+static void _resume(struct ed_ctl *c, const struct ed_rc_action *a, uint64_t now_ms)
+{
+	struct _release *r = _rel_add(c, a->grant, a->job);
+	if (!r)
+		return;
+	r->deadline_ms = a->deadline_ms;
+	r->ordered_ms = now_ms;
+	ed_info("job %u: release of grant %u was ordered before "
+		"(deadline in "
+		"%.1f s): resuming it",
+		a->job, a->grant,
+		(double)((int64_t)r->deadline_ms - (int64_t)now_ms) / 1000.0);
+}
+
+static void _forget(struct ed_ctl *c, uint32_t grant)
+{
+	struct _release *r = _rel(c, grant);
+	if (r)
+		_rel_remove(c, r);
+}
+
+/* Act: carry out actions [from, rc->nacts) in order. grown[ji] counts the
+ * grants submitted per job. */
+static void _act(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_rc *rc,
+		 int from, int *grown, uint64_t now_ms)
+{
+	for (int k = from; k < rc->nacts; k++) {
+		const struct ed_rc_action *a = &rc->acts[k];
+		struct _jobrt *rt = _rt(c, a->job);
+		struct _release *r;
+		switch (a->kind) {
+		case ED_RC_CANCEL:
+			_cancel(c, a->grant, a->job, a->why);
+			_forget(c, a->grant);
+			break;
+		case ED_RC_RESUME:
+			_resume(c, a, now_ms);
+			break;
+		case ED_RC_SEND_RELEASE:
+			if ((r = _rel(c, a->grant)) != NULL)
+				_send_release(c, r);
+			break;
+		case ED_RC_FORGET:
+			_forget(c, a->grant); /* the grant is gone already */
+			break;
+		case ED_RC_EXPLAIN:
+			ed_info("%s", a->why);
+			break;
+		case ED_RC_RELEASE:
+			_release(c, s, a, now_ms);
+			break;
+		case ED_RC_GROW:
+			grown[a->ji] += _grow(c, s, &s->jobs[a->ji], rt, a,
+					      (time_t)(now_ms / 1000));
+			break;
+		case ED_RC_TARGET:
+			_send_target(c, rt, a->gpus);
+			break;
+		case ED_RC_ANNOUNCE:
+			_send_grant(c, rt, a, s);
+			break;
 		}
-		used += (size_t)w;
 	}
 }
 
-void ed_ctl_tick(struct ed_ctl *c)
+/* Bring the job table up to date with snapshot s: add new jobs, refresh
+ * known ones, mark which are here (seen). Ended jobs stay (seen 0). */
+static int _observe_jobs(struct ed_ctl *c, const struct ed_snapshot *s)
 {
-	struct ed_snapshot s;
-	struct ed_plan plan;
-	elastic_error_t err;
-	uint64_t now_ms = ed_now_ms();
-	time_t now = (time_t)(now_ms / 1000);
-	int *gclass = NULL, *nheld = NULL, *ncur = NULL;
-	struct ed_place **held = NULL, **cur = NULL;
-	time_t *last = NULL;
-
-	c->last_tick_ms = now_ms;
-	if (ed_slurm_snapshot(c->conf.grant_prefix, &s, &err) < 0) {
-		/* slurmctld down or busy: say so at once, then once a minute. */
-		if (!c->snap_fail_since || now - c->snap_fail_logged >= 60) {
-			ed_error("no snapshot of slurmctld: %s (nothing changes until it "
-				 "answers)",
-				 err.text);
-			c->snap_fail_logged = now;
-		}
-		if (!c->snap_fail_since)
-			c->snap_fail_since = now;
-		return;
-	}
-	if (c->snap_fail_since) {
-		ed_info("slurmctld answers again (after %ld s)",
-			(long)(now - c->snap_fail_since));
-		c->snap_fail_since = 0;
-	}
-	/* Jobs: which are here, which ended. */
 	for (int i = 0; i < c->njobs; i++)
 		c->jobs[i].seen = 0;
-	for (int i = 0; i < s.njobs; i++) {
-		const struct ed_job *j = &s.jobs[i];
+	for (int i = 0; i < s->njobs; i++) {
+		const struct ed_job *j = &s->jobs[i];
 		struct _jobrt *rt = _rt_add(c, j->id);
 		if (!rt)
-			goto out;
+			return -1;
 		if (!rt->seen && !rt->user[0])
 			ed_info("job %u: elastic job of %s (min %d, max %d, grace %d s) "
 				"%s",
@@ -382,6 +363,35 @@ void ed_ctl_tick(struct ed_ctl *c)
 		rt->max = j->max;
 		snprintf(rt->user, sizeof(rt->user), "%s", j->user);
 	}
+	return 0;
+}
+
+/* Observe: slurmctld's snapshot into s, the job table (ended jobs leave it
+ * and the channel). Returns -1 when there is nothing to act on. */
+static int _observe(struct ed_ctl *c, struct ed_snapshot *s, time_t now)
+{
+	elastic_error_t err;
+	if (ed_slurm_snapshot(c->conf.grant_prefix, s, &err) < 0) {
+		/* slurmctld down or busy: say so at once, then once a minute. */
+		if (!c->snap_fail_since || now - c->snap_fail_logged >= 60) {
+			ed_error("no snapshot of slurmctld: %s (nothing changes until it "
+				 "answers)",
+				 err.text);
+			c->snap_fail_logged = now;
+		}
+		if (!c->snap_fail_since)
+			c->snap_fail_since = now;
+		return -1;
+	}
+	if (c->snap_fail_since) {
+		ed_info("slurmctld answers again (after %ld s)",
+			(long)(now - c->snap_fail_since));
+		c->snap_fail_since = 0;
+	}
+	if (_observe_jobs(c, s) < 0) {
+		ed_snapshot_free(s);
+		return -1;
+	}
 	for (int i = 0; i < c->njobs;) {
 		if (!c->jobs[i].seen) {
 			ed_info("job %u: ended or no longer elastic", c->jobs[i].job);
@@ -391,293 +401,229 @@ void ed_ctl_tick(struct ed_ctl *c)
 			i++;
 		}
 	}
+	return 0;
+}
 
-	gclass = calloc((size_t)s.ngrants + 1, sizeof(*gclass));
-	nheld = calloc((size_t)s.njobs + 1, sizeof(*nheld));
-	ncur = calloc((size_t)s.njobs + 1, sizeof(*ncur));
-	held = calloc((size_t)s.njobs + 1, sizeof(*held));
-	cur = calloc((size_t)s.njobs + 1, sizeof(*cur));
-	last = calloc((size_t)s.njobs + 1, sizeof(*last));
-	if (!gclass || !nheld || !ncur || !held || !cur || !last)
-		goto out;
-
-	/* Grants: of ended jobs, being released, or held. */
+/* Observe, part two: what decide needs of the controller's memory. */
+static int _rc_input(struct ed_ctl *c, const struct ed_snapshot *s, uint64_t now_ms,
+		     struct ed_rc_in *in)
+{
+	struct ed_rc_job *jobs = calloc((size_t)s->njobs + 1, sizeof(*jobs));
+	struct ed_rc_release *rels = calloc((size_t)c->nrels + 1, sizeof(*rels));
+	if (!jobs || !rels) {
+		free(jobs);
+		free(rels);
+		return -1;
+	}
+	for (int i = 0; i < s->njobs; i++) {
+		const struct _jobrt *rt = _rt(c, s->jobs[i].id);
+		jobs[i] = (struct ed_rc_job){
+			.connected = ed_channel_job_connected(c->ch, rt->job),
+			.target = rt->target,
+			.target_valid = rt->target_valid,
+			.target_sent = rt->target_sent,
+			.announced = rt->announced,
+			.nannounced = rt->nannounced,
+			.last_resize = rt->last_resize,
+			.last_cur = rt->last_cur};
+	}
 	for (int i = 0; i < c->nrels; i++)
-		c->rels[i].seen = 0;
-	for (int g = 0; g < s.ngrants; g++) {
-		const struct ed_grant *gr = &s.grants[g];
-		const struct ed_job *j = ed_snapshot_job(&s, gr->job);
-		struct _release *r = _rel(c, gr->id);
-		if (!j || !j->running || gr->uid != j->uid) {
-			_cancel(c, gr->id, gr->job,
-				!j	      ? "its elastic job ended"
-				: !j->running ? "its elastic job is not running"
-					      : "owner differs from the elastic job's");
-			gclass[g] = G_DROPPED;
-			if (r)
-				_rel_remove(c, r);
-			continue;
-		}
-		if (!r && gr->release_by_ms) {
-			/* Ordered before a restart: the deadline lives in slurmctld. */
-			r = _rel_add(c, gr->id, gr->job);
-			if (!r)
-				goto out;
-			r->deadline_ms = gr->release_by_ms;
-			r->ordered_ms = now_ms;
-			ed_info("job %u: release of grant %u was ordered before "
-				"(deadline in "
-				"%.1f s): resuming it",
-				gr->job, gr->id,
-				(double)((int64_t)r->deadline_ms - (int64_t)now_ms) /
-					1000.0);
-		}
-		if (!r) {
-			gclass[g] = gr->node >= 0 ? G_HELD : G_DROPPED;
-			if (gr->node < 0) {
-				_cancel(c, gr->id, gr->job, "its node is unknown");
-			}
-			continue;
-		}
-		r->seen = 1;
-		if (gr->state == ED_GRANT_PENDING || r->acked ||
-		    now_ms >= r->deadline_ms) {
-			_cancel(c, gr->id, gr->job,
-				gr->state == ED_GRANT_PENDING
-					? "release of a grant not started"
-				: r->acked ? "released by the job"
-					   : "grace deadline passed: forced");
-			gclass[g] = G_DROPPED;
-			_rt(c, gr->job)->last_resize = now;
-			_rel_remove(c, r);
-			continue;
-		}
-		gclass[g] = G_RELEASING;
-		if (!r->sent)
-			_send_release(c, r);
-	}
-	for (int i = 0; i < c->nrels;) {
-		if (!c->rels[i].seen)
-			_rel_remove(c, &c->rels[i]); /* the grant is gone already */
-		else
-			i++;
-	}
+		rels[i] = (struct ed_rc_release){.grant = c->rels[i].grant,
+						 .job = c->rels[i].job,
+						 .deadline_ms = c->rels[i].deadline_ms,
+						 .sent = c->rels[i].sent,
+						 .acked = c->rels[i].acked};
+	*in = (struct ed_rc_in){
+		.s = s, .jobs = jobs, .rels = rels, .nrels = c->nrels, .now_ms = now_ms};
+	return 0;
+}
 
-	/* A grant not started yet counts only while it can start: GPUs taken
-	 * meanwhile (e.g. by a job Slurm started there) make it go. GPUs of
-	 * grants being released count as free: they soon are. */
-	{
-		int *occ = calloc((size_t)s.nnodes + 1, sizeof(*occ));
-		if (!occ)
-			goto out;
-		for (int k = 0; k < s.nnodes; k++)
-			occ[k] = s.nodes[k].busy;
-		for (int i = 0; i < s.njobs; i++)
-			for (int k = 0; k < s.jobs[i].nlead; k++)
-				occ[s.jobs[i].lead[k].node] += s.jobs[i].lead[k].gpus;
-		for (int g = 0; g < s.ngrants; g++)
-			if (gclass[g] == G_HELD && s.grants[g].state == ED_GRANT_RUNNING)
-				occ[s.grants[g].node] += s.grants[g].gpus;
-		for (int g = 0; g < s.ngrants; g++) {
-			const struct ed_grant *gr = &s.grants[g];
-			if (gclass[g] != G_HELD || gr->state != ED_GRANT_PENDING)
-				continue;
-			if (occ[gr->node] + gr->gpus <= s.nodes[gr->node].gpus) {
-				occ[gr->node] += gr->gpus;
-				continue;
-			}
-			_cancel(c, gr->id, gr->job,
-				"cannot start: its GPUs were taken meanwhile");
-			gclass[g] = G_DROPPED;
-		}
-		free(occ);
+/* Remember what each job holds and runs (elastic-ctl status shows it). */
+static void _keep_holdings(struct ed_ctl *c, const struct ed_snapshot *s,
+			   const struct ed_rc *rc)
+{
+	for (int i = 0; i < s->njobs; i++) {
+		struct _jobrt *rt = _rt(c, s->jobs[i].id);
+		const struct ed_rc_hold *h = &rc->jobs[i];
+		rt->ngrants = h->ngrants;
+		rt->last_resize = h->last_resize;
+		rt->cur = h->cur_gpus;
+		snprintf(rt->nodes, sizeof(rt->nodes), "%s", h->nodes);
 	}
+}
 
-	/* What each job holds: its allocation (pinned), its grants. */
-	for (int i = 0; i < s.njobs; i++) {
-		const struct ed_job *j = &s.jobs[i];
-		struct _jobrt *rt = _rt(c, j->id);
-		held[i] = calloc((size_t)(j->nlead + s.ngrants + 1), sizeof(**held));
-		cur[i] = calloc((size_t)(j->nlead + s.ngrants + 1), sizeof(**cur));
-		if (!held[i] || !cur[i])
-			goto out;
-		last[i] = j->start;
-		for (int k = 0; k < j->nlead; k++) {
-			_hold(held[i], &nheld[i], j->lead[k].node, j->lead[k].gpus,
-			      j->lead[k].gpus);
-			_hold(cur[i], &ncur[i], j->lead[k].node, j->lead[k].gpus,
-			      j->lead[k].gpus);
-		}
-		rt->ngrants = 0;
-		for (int g = 0; g < s.ngrants; g++) {
-			const struct ed_grant *gr = &s.grants[g];
-			if (gr->job != j->id || gclass[g] == G_DROPPED)
-				continue;
-			rt->ngrants++;
-			if (gclass[g] == G_HELD)
-				_hold(held[i], &nheld[i], gr->node, gr->gpus, 0);
-			if (gr->state == ED_GRANT_RUNNING) {
-				_hold(cur[i], &ncur[i], gr->node, gr->gpus, 0);
-				if (gr->start > last[i])
-					last[i] = gr->start;
-			}
-		}
-		if (rt->last_resize > last[i])
-			last[i] = rt->last_resize;
-		rt->last_resize = last[i];
-		rt->cur = 0;
-		for (int k = 0; k < ncur[i]; k++)
-			rt->cur += cur[i][k].gpus;
-		_nodes_str(rt->nodes, sizeof(rt->nodes), &s, cur[i], ncur[i]);
+/* ... and, once the moves are done, its target and state. */
+static void _keep_states(struct ed_ctl *c, const struct ed_snapshot *s,
+			 const struct ed_plan *plan, const struct ed_rc *rc,
+			 const int *grown)
+{
+	for (int i = 0; i < plan->ntargets && i < s->njobs; i++) {
+		struct _jobrt *rt = _rt(c, s->jobs[i].id);
+		const struct ed_rc_hold *h = &rc->jobs[i];
+		rt->target = plan->targets[i].gpus;
+		rt->state = ed_rc_state(s->jobs[i].running, h->releasing,
+					h->pending + grown[i], rt->target, rt->cur);
+		rt->last_resize = h->last_resize;
+		rt->last_cur = rt->cur;
 	}
+}
 
-	if (ed_plan_compute(&s, (const struct ed_place *const *)held, nheld, last,
-			    &c->conf.plan, now, &plan, &err) < 0) {
+/* The policy's targets for what the jobs hold (ed_rc_grants). */
+static int _plan(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_rc *rc,
+		 time_t now, struct ed_plan *plan, elastic_error_t *err)
+{
+	const struct ed_place **held = calloc((size_t)s->njobs + 1, sizeof(*held));
+	int *nheld = calloc((size_t)s->njobs + 1, sizeof(*nheld));
+	time_t *last = calloc((size_t)s->njobs + 1, sizeof(*last));
+	int ret = -1;
+	if (!held || !nheld || !last) {
+		elastic__errorf(err, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < s->njobs; i++) {
+		held[i] = rc->jobs[i].held;
+		nheld[i] = rc->jobs[i].nheld;
+		last[i] = rc->jobs[i].last_resize;
+	}
+	ret = ed_plan_compute(s, (const struct ed_place *const *)held, nheld, last,
+			      &c->conf.plan, now, plan, err);
+out:
+	free(held);
+	free(nheld);
+	free(last);
+	return ret;
+}
+
+void ed_ctl_tick(struct ed_ctl *c)
+{
+	struct ed_snapshot s;
+	struct ed_plan plan;
+	struct ed_rc_in in = {0};
+	struct ed_rc rc = {0};
+	elastic_error_t err;
+	uint64_t now_ms = ed_now_ms();
+	time_t now = (time_t)(now_ms / 1000);
+	int *grown = NULL, from;
+
+	c->last_tick_ms = now_ms;
+	c->tick_wanted = 0;
+	if (_observe(c, &s, now) < 0)
+		return;
+	grown = calloc((size_t)s.njobs + 1, sizeof(*grown));
+	if (!grown || _rc_input(c, &s, now_ms, &in) < 0)
+		goto out;
+	if (ed_rc_grants(&in, &rc) < 0)
+		goto out;
+	_act(c, &s, &rc, 0, grown, now_ms);
+	_keep_holdings(c, &s, &rc);
+	if (_plan(c, &s, &rc, now, &plan, &err) < 0) {
 		if (strcmp(err.text, c->last_plan_error) != 0)
 			ed_error("policy refused this tick's input: %s", err.text);
 		snprintf(c->last_plan_error, sizeof(c->last_plan_error), "%s", err.text);
 		goto out;
 	}
 	c->last_plan_error[0] = '\0';
-
-	for (int i = 0; i < plan.ntargets && i < s.njobs; i++) {
-		const struct ed_target *t = &plan.targets[i];
-		const struct ed_job *j = &s.jobs[i];
-		struct _jobrt *rt = _rt(c, j->id);
-		int have_total = 0, releasing = 0, pending = 0;
-		for (int k = 0; k < nheld[i]; k++)
-			have_total += held[i][k].gpus;
-		for (int g = 0; g < s.ngrants; g++) {
-			if (s.grants[g].job != j->id)
-				continue;
-			releasing += gclass[g] == G_RELEASING;
-			pending += gclass[g] == G_HELD &&
-				   s.grants[g].state == ED_GRANT_PENDING;
-		}
-		if (t->gpus != rt->target)
-			ed_info("%s", t->explain);
-		rt->target = t->gpus;
-		if (j->running) {
-			/* Shrink: nodes where the job holds more than its placement. */
-			for (int k = 0; k < nheld[i]; k++) {
-				int node = held[i][k].node, want = 0;
-				for (int q = 0; q < t->nplace; q++)
-					if (t->place[q].node == node)
-						want = t->place[q].gpus;
-				int excess = held[i][k].gpus - want;
-				if (excess <= 0)
-					continue;
-				/* Grants not started yet go first, at once. */
-				for (int g = 0; g < s.ngrants && excess > 0; g++) {
-					const struct ed_grant *gr = &s.grants[g];
-					if (gr->job != j->id || gr->node != node ||
-					    gclass[g] != G_HELD ||
-					    gr->state != ED_GRANT_PENDING)
-						continue;
-					_cancel(c, gr->id, j->id, "not needed any more");
-					gclass[g] = G_DROPPED;
-					excess -= gr->gpus;
-					pending--;
-				}
-				if (excess > 0) {
-					_choose_release(c, &s, gclass, j, node, excess,
-							now_ms, have_total, t->gpus);
-					releasing++;
-				}
-			}
-			/* Grow: nodes where the placement gives more. */
-			for (int q = 0; q < t->nplace; q++) {
-				int node = t->place[q].node, have = 0;
-				for (int k = 0; k < nheld[i]; k++)
-					if (held[i][k].node == node)
-						have = held[i][k].gpus;
-				int deficit = t->place[q].gpus - have;
-				if (deficit <= 0)
-					continue;
-				if (c->conf.dry_run) {
-					ed_info("dry run: would grant job %u %d GPUs on "
-						"%s",
-						j->id, deficit, s.nodes[node].name);
-					continue;
-				}
-				pending += _grow(c, &s, j, rt, node, deficit, have_total,
-						 t->gpus, now);
-			}
-		}
-		rt->state = !j->running				 ? ELASTIC_STATE_PENDING
-			    : releasing > 0 || t->gpus < rt->cur ? ELASTIC_STATE_SHRINKING
-			    : pending > 0 || t->gpus > rt->cur	 ? ELASTIC_STATE_GROWING
-								 : ELASTIC_STATE_STEADY;
-		/* A grow's time is its grant's start (taken above); a shrink
-		 * that we did not time ourselves (a grant ended by someone
-		 * else) is dated when we see it. */
-		if (rt->last_cur && rt->cur < rt->last_cur && rt->last_resize < now - 1)
-			rt->last_resize = now;
-		rt->last_cur = rt->cur;
-		if (j->running && ed_channel_job_connected(c->ch, j->id)) {
-			if (!rt->target_valid || rt->target_sent != rt->target)
-				_send_target(c, rt);
-			for (int g = 0; g < s.ngrants; g++) {
-				const struct ed_grant *gr = &s.grants[g];
-				if (gr->job == j->id && gclass[g] == G_HELD &&
-				    gr->state == ED_GRANT_RUNNING &&
-				    !_announced(rt, gr->id))
-					_send_grant(c, rt, gr, &s);
-			}
-		}
+	from = rc.nacts;
+	if (ed_rc_moves(&in, &plan, &rc) == 0) {
+		_act(c, &s, &rc, from, grown, now_ms);
+		_keep_states(c, &s, &plan, &rc, grown);
 	}
 	ed_plan_free(&plan);
 out:
-	if (held)
-		for (int i = 0; i < s.njobs; i++)
-			free(held[i]);
-	if (cur)
-		for (int i = 0; i < s.njobs; i++)
-			free(cur[i]);
-	free(held);
-	free(cur);
-	free(nheld);
-	free(ncur);
-	free(gclass);
-	free(last);
+	ed_rc_free(&rc);
+	free((void *)in.jobs);
+	free((void *)in.rels);
+	free(grown);
 	ed_snapshot_free(&s);
 }
 
-int ed_ctl_message(struct ed_ctl *c, const struct elastic_msg *m, uid_t uid,
-		   uint32_t *conn_job, elastic_error_t *err)
+/* A job that started since the last tick: look at slurmctld's jobs now (at
+ * most twice a second, whoever asks), without acting: the main loop ticks
+ * after this poll. */
+static void _refresh_jobs(struct ed_ctl *c)
 {
-	struct _jobrt *rt;
-
-	switch (m->type) {
-	case ELASTIC_MSG_HELLO:
-	case ELASTIC_MSG_STATUS:
-	case ELASTIC_MSG_ACK:
-		break;
-	default:
-		return elastic__errorf(err, "a %s message is not one elasticd accepts",
-				       elastic_msg_type_name(m->type));
+	struct ed_snapshot s;
+	elastic_error_t err;
+	if (ed_now_ms() - c->last_tick_ms < 500)
+		return;
+	c->last_tick_ms = ed_now_ms();
+	if (ed_slurm_snapshot(c->conf.grant_prefix, &s, &err) < 0) {
+		ed_debug("no snapshot of slurmctld for a new job: %s", err.text);
+		return;
 	}
-	rt = _rt(c, m->job);
-	if ((!rt || !rt->running) && ed_now_ms() - c->last_tick_ms >= 500) {
-		/* A job that started since the last tick: look again now (at most
-		 * twice a second, whoever asks). */
-		ed_ctl_tick(c);
+	if (_observe_jobs(c, &s) == 0)
+		c->tick_wanted = 1;
+	ed_snapshot_free(&s);
+}
+
+/* An ACK of job rt: of a release (by order, or by grant: an order given by
+ * an elasticd that was restarted since is acknowledged with its old id). */
+static void _on_ack(struct ed_ctl *c, struct _jobrt *rt, const struct elastic_msg *m)
+{
+	struct _release *r = NULL;
+	for (int i = 0; i < c->nrels; i++)
+		if (c->rels[i].job == m->job &&
+		    (c->rels[i].order == m->order ||
+		     ((m->present & ELASTIC_K_GRANT) && c->rels[i].grant == m->grant)))
+			r = &c->rels[i];
+	if (!r) {
+		ed_debug("job %u: ack of order %" PRIu64 " (%s)", m->job, m->order,
+			 m->result == ELASTIC_ACK_OK ? "ok" : "refused");
+		return;
+	}
+	if (m->result != ELASTIC_ACK_OK) {
+		ed_info("job %u: refused the release of grant %u (%s): it will "
+			"be "
+			"cancelled at the deadline",
+			m->job, r->grant, m->reason[0] ? m->reason : "no reason given");
+		return;
+	}
+	ed_info("job %u: acknowledged the release of grant %u after %" PRIu64 " ms",
+		m->job, r->grant, ed_now_ms() - r->ordered_ms);
+	r->acked = 1;
+	_cancel(c, r->grant, r->job, "released by the job");
+	rt->last_resize = (time_t)(ed_now_ms() / 1000);
+	_rel_remove(c, r);
+}
+
+/* May uid say m on a connection registered for conn_job? Returns the job,
+ * or NULL with err. */
+static struct _jobrt *_sender(struct ed_ctl *c, const struct elastic_msg *m, uid_t uid,
+			      uint32_t conn_job, elastic_error_t *err)
+{
+	struct _jobrt *rt = _rt(c, m->job);
+	if (!rt || !rt->running) {
+		_refresh_jobs(c);
 		rt = _rt(c, m->job);
 	}
 	if (!rt || !rt->running)
-		return elastic__errorf(err, "job %u is not a running elastic job",
-				       m->job);
-	if (uid != rt->uid && uid != 0 && uid != ed_slurm_user())
-		return elastic__errorf(err,
-				       "uid %u may not speak for job %u (owner uid %u)",
-				       (unsigned)uid, m->job, (unsigned)rt->uid);
-	if (m->type != ELASTIC_MSG_HELLO && *conn_job != m->job)
-		return elastic__errorf(err, "%s about job %u before a hello for it",
-				       elastic_msg_type_name(m->type), m->job);
-	if (m->type == ELASTIC_MSG_HELLO && *conn_job && *conn_job != m->job)
-		return elastic__errorf(err, "hello for job %u on a connection of job %u",
-				       m->job, *conn_job);
+		elastic__errorf(err, "job %u is not a running elastic job", m->job);
+	else if (uid != rt->uid && uid != 0 && uid != ed_slurm_user())
+		elastic__errorf(err, "uid %u may not speak for job %u (owner uid %u)",
+				(unsigned)uid, m->job, (unsigned)rt->uid);
+	else if (m->type != ELASTIC_MSG_HELLO && conn_job != m->job)
+		elastic__errorf(err, "%s about job %u before a hello for it",
+				elastic_msg_type_name(m->type), m->job);
+	else if (m->type == ELASTIC_MSG_HELLO && conn_job && conn_job != m->job)
+		elastic__errorf(err, "hello for job %u on a connection of job %u", m->job,
+				conn_job);
+	else
+		return rt;
+	return NULL;
+}
 
+static int _on_message(void *arg, const struct elastic_msg *m, uid_t uid,
+		       uint32_t *conn_job, elastic_error_t *err)
+{
+	struct ed_ctl *c = arg;
+	struct _jobrt *rt;
+
+	if (m->type != ELASTIC_MSG_HELLO && m->type != ELASTIC_MSG_STATUS &&
+	    m->type != ELASTIC_MSG_ACK)
+		return elastic__errorf(err, "a %s message is not one elasticd accepts",
+				       elastic_msg_type_name(m->type));
+	if (!(rt = _sender(c, m, uid, *conn_job, err)))
+		return -1;
 	switch (m->type) {
 	case ELASTIC_MSG_HELLO:
 		*conn_job = m->job;
@@ -694,41 +640,9 @@ int ed_ctl_message(struct ed_ctl *c, const struct elastic_msg *m, uid_t uid,
 		ed_debug("job %u: status %u GPUs, step %" PRIu64 ", %.1f samples/s",
 			 m->job, m->gpus, m->step, m->rate);
 		return 0;
-	case ELASTIC_MSG_ACK: {
-		struct _release *r = NULL;
-		/* By order, or by grant: an order given by an elasticd that was
-		 * restarted since is acknowledged with its old id. */
-		for (int i = 0; i < c->nrels; i++)
-			if (c->rels[i].job == m->job &&
-			    (c->rels[i].order == m->order ||
-			     ((m->present & ELASTIC_K_GRANT) &&
-			      c->rels[i].grant == m->grant)))
-				r = &c->rels[i];
-		if (!r) {
-			ed_debug("job %u: ack of order %" PRIu64 " (%s)", m->job,
-				 m->order,
-				 m->result == ELASTIC_ACK_OK ? "ok" : "refused");
-			return 0;
-		}
-		if (m->result != ELASTIC_ACK_OK) {
-			ed_info("job %u: refused the release of grant %u (%s): it will "
-				"be "
-				"cancelled at the deadline",
-				m->job, r->grant,
-				m->reason[0] ? m->reason : "no reason given");
-			return 0;
-		}
-		ed_info("job %u: acknowledged the release of grant %u after %" PRIu64
-			" ms",
-			m->job, r->grant, ed_now_ms() - r->ordered_ms);
-		r->acked = 1;
-		_cancel(c, r->grant, r->job, "released by the job");
-		rt->last_resize = (time_t)(ed_now_ms() / 1000);
-		_rel_remove(c, r);
-		return 0;
-	}
 	default:
-		return -1;
+		_on_ack(c, rt, m);
+		return 0;
 	}
 }
 
@@ -741,8 +655,9 @@ uint64_t ed_ctl_next_deadline(const struct ed_ctl *c)
 	return first;
 }
 
-void ed_ctl_job_connected(struct ed_ctl *c, uint32_t job)
+static void _on_job_connected(void *arg, uint32_t job)
 {
+	struct ed_ctl *c = arg;
 	struct _jobrt *rt = _rt(c, job);
 	if (!rt)
 		return;
@@ -752,12 +667,19 @@ void ed_ctl_job_connected(struct ed_ctl *c, uint32_t job)
 	for (int i = 0; i < c->nrels; i++)
 		if (c->rels[i].job == job)
 			c->rels[i].sent = 0;
-	/* The next tick sends target, grants and releases; do it now. */
-	ed_ctl_tick(c);
+	/* The next tick sends target, grants and releases: right after this
+	 * poll. */
+	c->tick_wanted = 1;
 }
 
-int ed_ctl_query(struct ed_ctl *c, uint32_t job, struct elastic_msg **out)
+int ed_ctl_tick_wanted(const struct ed_ctl *c)
 {
+	return c->tick_wanted;
+}
+
+static int _on_query(void *arg, uint32_t job, struct elastic_msg **out)
+{
+	struct ed_ctl *c = arg;
 	int n = 0;
 	*out = calloc((size_t)c->njobs + 1, sizeof(**out));
 	if (!*out)
@@ -796,3 +718,9 @@ int ed_ctl_query(struct ed_ctl *c, uint32_t job, struct elastic_msg **out)
 	}
 	return n;
 }
+
+const struct ed_channel_handlers ed_ctl_handlers = {
+	.query = _on_query,
+	.message = _on_message,
+	.job_connected = _on_job_connected,
+};

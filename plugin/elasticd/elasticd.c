@@ -206,6 +206,7 @@ int main(int argc, char **argv)
 		ed_error("out of memory");
 		goto out;
 	}
+	ed_channel_set_handlers(ch, &ed_ctl_handlers, ctl);
 	ed_info("started (pid %d): listening on %s:%d, tick %ld s, policy %s, grant QOS "
 		"'%s', "
 		"prefix '%s', SlurmUser uid %u%s",
@@ -237,7 +238,8 @@ int main(int argc, char **argv)
 			if (event)
 				ed_debug("slurmctld's job list changed: tick now");
 		}
-		if (event || now >= next || (dl && now >= dl)) {
+		if (event || now >= next || (dl && now >= dl) ||
+		    ed_ctl_tick_wanted(ctl)) {
 			ed_ctl_tick(ctl);
 			last_tick = now;
 			now = ed_now_ms();
@@ -252,7 +254,7 @@ int main(int argc, char **argv)
 		uint64_t wake = next < next_event ? next : next_event;
 		if (dl && dl > now && dl < wake)
 			wake = dl;
-		ed_channel_poll(ch, ctl, (int)(wake > now ? wake - now : 0));
+		ed_channel_poll(ch, (int)(wake > now ? wake - now : 0));
 	}
 	ed_info("stopping on signal %d", (int)_stop);
 	rc = 0;

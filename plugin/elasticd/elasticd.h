@@ -10,9 +10,12 @@
  *   slurm.c     the only file calling libslurm: snapshot of nodes, elastic jobs
  *               and grant jobs; submit, mark and cancel grants
  *   plan.c      the only file calling the policy (policy.h): snapshot -> targets
- *   ctl.c       the controller: per tick, compares targets with what jobs hold
- *               and acts (grow by grants, two-phase shrink, clean up)
- *   channel.c   the TCP job channel server (common/proto.h)
+ *   ctl.c       the controller: per tick, observe (snapshot, job table,
+ *               channel), decide (reconcile.c), act (grants, two-phase
+ *               shrink, orders to jobs, clean up); the channel's handlers
+ *   reconcile.c decide, pure: state and policy targets -> actions
+ *   channel.c   the TCP job channel server (common/proto.h); it calls the
+ *               handlers registered with it, no other module
  * policy.h takes its mode and size kinds from elastic_conf.h.
  */
 
@@ -145,15 +148,34 @@ void ed_plan_free(struct ed_plan *p);
 
 /* ---- the channel (channel.c) ---- */
 typedef struct ed_channel ed_channel_t;
-struct ed_ctl;
+
+/* What the channel calls for the frames it receives: a table registered at
+ * start (elasticd.c), so that the channel knows no other module. Handlers
+ * run inside ed_channel_poll: they may send (ed_channel_send_job) but never
+ * poll, and they leave the work of a tick to the main loop. */
+struct ed_channel_handlers {
+	/* QUERY: the JOBINFO messages (job 0: all); returns the count (the
+	 * channel frees *out). */
+	int (*query)(void *arg, uint32_t job, struct elastic_msg **out);
+	/* HELLO, STATUS, ACK, authenticated as uid. Returns 0 to accept, or -1
+	 * with err (the channel then sends ERROR and closes). conn_job is the
+	 * job the connection registered for (0 none); a HELLO sets it. */
+	int (*message)(void *arg, const struct elastic_msg *m, uid_t uid,
+		       uint32_t *conn_job, elastic_error_t *err);
+	/* A connection of job just registered (its first hello). */
+	void (*job_connected)(void *arg, uint32_t job);
+};
 
 /* idle_s: seconds a connection bound to no job may stay quiet (> 0). */
 ed_channel_t *ed_channel_create(const char *host, int port, int idle_s,
 				elastic_auth_t *auth, elastic_error_t *err);
 void ed_channel_destroy(ed_channel_t *ch);
 int ed_channel_port(const ed_channel_t *ch);
-/* Wait for and handle I/O up to timeout_ms; messages go to ctl. */
-void ed_channel_poll(ed_channel_t *ch, struct ed_ctl *ctl, int timeout_ms);
+/* Register the handlers (copied) and their argument. */
+void ed_channel_set_handlers(ed_channel_t *ch, const struct ed_channel_handlers *h,
+			     void *arg);
+/* Wait for and handle I/O up to timeout_ms; frames go to the handlers. */
+void ed_channel_poll(ed_channel_t *ch, int timeout_ms);
 /* Send m to the connection of job (if any). 0 sent/queued, -1 none/failed. */
 int ed_channel_send_job(ed_channel_t *ch, uint32_t job, const struct elastic_msg *m);
 int ed_channel_job_connected(const ed_channel_t *ch, uint32_t job);
@@ -170,20 +192,15 @@ struct ed_ctl_conf {
 
 struct ed_ctl *ed_ctl_create(const struct ed_ctl_conf *conf, ed_channel_t *ch);
 void ed_ctl_destroy(struct ed_ctl *ctl);
-/* One pass: snapshot, plan, act. */
+/* One pass: observe, decide, act. */
 void ed_ctl_tick(struct ed_ctl *ctl);
-/* Called by the channel for an authenticated message from uid. Returns 0 to
- * accept, or -1 with err (the channel then sends ERROR and closes). conn_job
- * is the job the connection registered for (0 none); a HELLO sets it. */
-int ed_ctl_message(struct ed_ctl *ctl, const struct elastic_msg *m, uid_t uid,
-		   uint32_t *conn_job, elastic_error_t *err);
-/* Fill the JOBINFO messages for a QUERY (job 0: all); returns the count
- * (caller frees *out). */
-int ed_ctl_query(struct ed_ctl *ctl, uint32_t job, struct elastic_msg **out);
+/* 1 when a handler asked for a tick (a job registered): the main loop runs
+ * one after the poll that handled it. */
+int ed_ctl_tick_wanted(const struct ed_ctl *ctl);
+/* The channel's handlers (struct ed_channel_handlers), arg the ed_ctl. */
+extern const struct ed_channel_handlers ed_ctl_handlers;
 /* The earliest release deadline (ms since the epoch), 0 if none: the main
  * loop runs a tick then, so forced releases are not a tick late. */
 uint64_t ed_ctl_next_deadline(const struct ed_ctl *ctl);
-/* A connection of job just registered: resend what it must know. */
-void ed_ctl_job_connected(struct ed_ctl *ctl, uint32_t job);
 
 #endif
