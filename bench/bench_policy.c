@@ -236,11 +236,7 @@ static void churn(int njobs, int nnodes, int per_node, int ndecisions)
 	for (int fresh = 0; fresh < 2; fresh++)
 		churn_run(njobs, nnodes, per_node, ndecisions, fresh, &mv[fresh],
 			  &rs[fresh], &ms[fresh]);
-	printf("churn: %d jobs, %d GPUs, every priority drifting +-0.2%% per decision, "
-	       "%d decisions 10 s apart (priority mode, hysteresis 1 GPU, cool-down 10 "
-	       "s): GPUs moved per decision: %.1f largest remainder alone (the rule "
-	       "before), %.1f stable allocations; jobs resized per decision: %.1f vs "
-	       "%.1f; median decision %.2f vs %.2f ms\n",
+	printf("churn: %d jobs, %d GPUs, every priority drifting +-0.2%% per decision, %d decisions 10 s apart (priority mode, hysteresis 1 GPU, cool-down 10 s): GPUs moved per decision: %.1f largest remainder alone (the rule before), %.1f stable allocations; jobs resized per decision: %.1f vs %.1f; median decision %.2f vs %.2f ms\n",
 	       njobs, nnodes * per_node, ndecisions, mv[1], mv[0], rs[1], rs[0], ms[1],
 	       ms[0]);
 }
@@ -291,9 +287,7 @@ static int run(enum elastic_policy_mode mode, int njobs, int nnodes, int per_nod
 		ms[d] = decide(&s, &res, &cpu[d]);
 		int c = apply(&s, res);
 		if (verbose)
-			printf("  %s decision %d: %.2f ms (cpu %.2f ms), %d rounds, %d "
-			       "jobs "
-			       "resized\n",
+			printf("  %s decision %d: %.2f ms (cpu %.2f ms), %d rounds, %d jobs resized\n",
 			       elastic_policy_mode_name(mode), d, ms[d], cpu[d],
 			       res->rounds, c);
 		changed += c;
@@ -316,22 +310,16 @@ static int run(enum elastic_policy_mode mode, int njobs, int nnodes, int per_nod
 	}
 	double med = median(ms, ndecisions), max = ms[ndecisions - 1];
 	double cpu_med = median(cpu, ndecisions), cpu_max = cpu[ndecisions - 1];
-	printf("policy: %d jobs, %d GPUs, %d nodes: median %.2f ms, max %.2f ms over %d "
-	       "decisions (mode %s; target < %.0f ms: %s)\n",
+	printf("policy: %d jobs, %d GPUs, %d nodes: median %.2f ms, max %.2f ms over %d decisions (mode %s; target < %.0f ms: %s)\n",
 	       njobs, nnodes * per_node, nnodes, med, max, ndecisions,
 	       elastic_policy_mode_name(mode), TARGET_MS,
 	       max < TARGET_MS	 ? "met"
 	       : med < TARGET_MS ? "met by the median"
 				 : "MISSED");
-	printf("  wall clock; CPU time of the deciding thread: median %.2f ms, max %.2f "
-	       "ms; "
-	       "cold start (all pending) %.2f ms wall, %.2f ms CPU; per decision: %.0f "
-	       "jobs "
-	       "resized, %.1f split rounds, %.1f GPUs idle\n",
+	printf("  wall clock; CPU time of the deciding thread: median %.2f ms, max %.2f ms; cold start (all pending) %.2f ms wall, %.2f ms CPU; per decision: %.0f jobs resized, %.1f split rounds, %.1f GPUs idle\n",
 	       cpu_med, cpu_max, cold, cold_cpu, (double)changed / ndecisions,
 	       (double)rounds / ndecisions, (double)idle / ndecisions);
-	printf("  placement after the run: %ld running jobs, %.1f%% on the fewest nodes "
-	       "their GPU count needs, %.2f extra nodes per job on average\n",
+	printf("  placement after the run: %ld running jobs, %.1f%% on the fewest nodes their GPU count needs, %.2f extra nodes per job on average\n",
 	       running, running ? 100.0 * packed / running : 0.0,
 	       running ? (double)extra / running : 0.0);
 	for (int i = 0; i < njobs; i++)
@@ -370,8 +358,7 @@ int main(int argc, char **argv)
 					break;
 			if (first > ELASTIC_POLICY_FIFO) {
 				fprintf(stderr,
-					"bench_policy: --mode=%s is not priority, "
-					"fairshare or fifo\n",
+					"bench_policy: --mode=%s is not priority, fairshare or fifo\n",
 					argv[a] + 7);
 				return 2;
 			}
@@ -386,23 +373,19 @@ int main(int argc, char **argv)
 			ndecisions = atoi(argv[a] + 12);
 		else {
 			fprintf(stderr,
-				"usage: bench_policy [--jobs=N] [--nodes=N] "
-				"[--gpus-per-node=N] [--decisions=N]\n"
-				"       [--mode=priority|fairshare|fifo] "
-				"[--min-change=GPUS] "
+				"usage: bench_policy [--jobs=N] [--nodes=N] [--gpus-per-node=N] [--decisions=N]\n"
+				"       [--mode=priority|fairshare|fifo] [--min-change=GPUS] "
 				"[--min-change-pct=PCT]\n"
 				"       [--cooldown=SECONDS] [--strict] [--verbose]\n"
-				"  defaults: 10000 jobs, 12500 nodes x 8 GPUs, 100 "
-				"decisions, "
-				"every mode, cool-down 30 s\n"
+				"  defaults: 10000 jobs, 12500 nodes x 8 GPUs, 100 decisions, every mode, cool-down 30 s\n"
 				"  --strict: exit 1 when a median misses %.0f ms\n",
 				TARGET_MS);
 			return 2;
 		}
 	}
 	if (njobs < 1 || nnodes < 1 || per_node < 1 || ndecisions < 1) {
-		fprintf(stderr, "bench_policy: --jobs, --nodes, --gpus-per-node and "
-				"--decisions must be positive numbers\n");
+		fprintf(stderr,
+			"bench_policy: --jobs, --nodes, --gpus-per-node and --decisions must be positive numbers\n");
 		return 2;
 	}
 	for (int m = first; m <= last; m++)

@@ -98,8 +98,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--node-snapshots"))
 			snapshots = 1;
 		else {
-			fprintf(stderr, "usage: bench_step [--bytes N] [--steps N] "
-					"[--rounds N] [--node-snapshots]\n");
+			fprintf(stderr,
+				"usage: bench_step [--bytes N] [--steps N] [--rounds N] [--node-snapshots]\n");
 			return 2;
 		}
 	}
@@ -199,10 +199,7 @@ int main(int argc, char **argv)
 			mn[v] = t[v][0];
 			md[v] = t[v][rounds / 2];
 		}
-		printf("bench_step: %d ranks, %ld bytes per step (MPI_FLOAT sum), %ld "
-		       "bytes of "
-		       "registered state, %ld rounds of %ld steps per variant, node "
-		       "snapshots %s\n",
+		printf("bench_step: %d ranks, %ld bytes per step (MPI_FLOAT sum), %ld bytes of registered state, %ld rounds of %ld steps per variant, node snapshots %s\n",
 		       size, bytes, (long)n * 4, rounds, steps,
 		       snapshots ? "on (every step, as with ELASTIC_JOB_ID)"
 				 : "off (no ELASTIC_JOB_ID)");
@@ -211,9 +208,7 @@ int main(int argc, char **argv)
 			printf("  %-46s %10.1f %10.1f\n", name[v], mn[v] * 1e6,
 			       md[v] * 1e6);
 		for (int v = COPY; v <= AFTER; v++)
-			printf("  overhead ratio, %-30s: %.4f (%+.2f %%) on the minimum, "
-			       "%.4f "
-			       "(%+.2f %%) on the median: target < 2 %% %s\n",
+			printf("  overhead ratio, %-30s: %.4f (%+.2f %%) on the minimum, %.4f (%+.2f %%) on the median: target < 2 %% %s\n",
 			       v == COPY ? "copy at commit" : "update after commit",
 			       mn[v] / mn[PLAIN], (mn[v] / mn[PLAIN] - 1) * 100,
 			       md[v] / md[PLAIN], (md[v] / md[PLAIN] - 1) * 100,
@@ -221,9 +216,7 @@ int main(int argc, char **argv)
 		/* The protocol's own cost, measured without the allreduce, over the
 		 * allreduce: the overhead where the machine is quiet enough. */
 		for (int v = PROTO_COPY; v <= PROTO_AFTER; v++)
-			printf("  protocol cost / plain allreduce, %-15s: %.1f us / %.1f "
-			       "us = %.2f %% "
-			       "(minimum blocks)\n",
+			printf("  protocol cost / plain allreduce, %-15s: %.1f us / %.1f us = %.2f %% (minimum blocks)\n",
 			       v == PROTO_COPY ? "copy at commit" : "update after",
 			       mn[v] * 1e6, mn[PLAIN] * 1e6, mn[v] / mn[PLAIN] * 100);
 		fflush(stdout);

@@ -493,10 +493,10 @@ int elastic_request_from_options(struct elastic_request *req, const char *gpus,
 				    : weight ? ELASTIC_OPT_WEIGHT
 					     : NULL;
 		if (other)
-			return _fail(err, EINVAL,
-				     "--%s needs --%s=MIN[-MAX] (it only applies to "
-				     "elastic jobs)",
-				     other, ELASTIC_OPT_GPUS);
+			return _fail(
+				err, EINVAL,
+				"--%s needs --%s=MIN[-MAX] (it only applies to elastic jobs)",
+				other, ELASTIC_OPT_GPUS);
 		return _fail(err, EINVAL, "no --%s given", ELASTIC_OPT_GPUS);
 	}
 	if (_parse_gpus(gpus, _limit_gpus(site), &r.min_gpus, &r.max_gpus, err) < 0)

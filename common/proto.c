@@ -220,8 +220,7 @@ static int _set(const struct _key *d, struct elastic_msg *m, const char *v, size
 		if (_parse_rate(v, vlen, (double *)field) < 0)
 			return _fail(
 				err, EINVAL,
-				"key '%s': '%.*s' is not a rate (INT[.FRAC], at most 6 "
-				"decimals)",
+				"key '%s': '%.*s' is not a rate (INT[.FRAC], at most 6 decimals)",
 				d->name, (int)(vlen > 24 ? 24 : vlen), v);
 		return 0;
 	case _NAME:
@@ -238,8 +237,7 @@ static int _set(const struct _key *d, struct elastic_msg *m, const char *v, size
 			if (!ok)
 				return _fail(
 					err, EINVAL,
-					"key '%s': character 0x%02x at offset %zu is not "
-					"allowed",
+					"key '%s': character 0x%02x at offset %zu is not allowed",
 					d->name, c, j);
 		}
 		memcpy(field, v, vlen);
@@ -254,10 +252,10 @@ static int _set(const struct _key *d, struct elastic_msg *m, const char *v, size
 		return 0;
 	case _STATE:
 		if ((i = _enum_index(_states, 4, v, vlen)) < 0)
-			return _fail(err, EINVAL,
-				     "key 'state': '%.*s' is not "
-				     "steady|growing|shrinking|pending",
-				     (int)(vlen > 24 ? 24 : vlen), v);
+			return _fail(
+				err, EINVAL,
+				"key 'state': '%.*s' is not steady|growing|shrinking|pending",
+				(int)(vlen > 24 ? 24 : vlen), v);
 		m->state = i;
 		return 0;
 	}

@@ -153,18 +153,12 @@ static void _usage(FILE *f)
 		"  --seed S           data and shuffle seed (1)\n"
 		"  --step-sleep US    extra time per step, microseconds (0)\n"
 		"  --kill R:S:WHERE   SIGKILL the rank that started as R at step S, "
-		"WHERE = "
-		"begin|reduce|commit|timer\n"
-		"  --stop-after N     leave after N steps committed by this launch, "
-		"keeping the\n"
-		"                     snapshot (a planned shrink or grow: relaunch to "
-		"resume)\n"
-		"  --hang R:S         the rank that started as R stops making progress "
-		"at step S\n"
-		"                     (sleeps; no rank sees a failure: "
-		"ELASTIC_STEP_TIMEOUT's case)\n"
-		"  --kill-delay US    for WHERE=timer: delay after the step begins "
-		"(1000)\n"
+		"WHERE = begin|reduce|commit|timer\n"
+		"  --stop-after N     leave after N steps committed by this launch, keeping the\n"
+		"                     snapshot (a planned shrink or grow: relaunch to resume)\n"
+		"  --hang R:S         the rank that started as R stops making progress at step S\n"
+		"                     (sleeps; no rank sees a failure: ELASTIC_STEP_TIMEOUT's case)\n"
+		"  --kill-delay US    for WHERE=timer: delay after the step begins (1000)\n"
 		"  --out FILE         write the final model (rank 0)\n"
 		"  --progress FILE    rank 0 writes the last committed step there at "
 		"each commit\n"
@@ -280,9 +274,7 @@ static int _parse(int argc, char **argv, struct opts *o)
 			     strcmp(o->kill_where[o->nkill], "commit") &&
 			     strcmp(o->kill_where[o->nkill], "timer"))) {
 				fprintf(stderr,
-					"elastic_train: --kill '%s': expected R:S:WHERE, "
-					"WHERE "
-					"= begin|reduce|commit|timer\n",
+					"elastic_train: --kill '%s': expected R:S:WHERE, WHERE = begin|reduce|commit|timer\n",
 					optarg);
 				return -1;
 			}
@@ -533,8 +525,7 @@ int main(int argc, char **argv)
 			t_last_redo = _now();
 			redo_pending = 1;
 			if (elastic_rank(ctx) == 0)
-				printf("redo step %llu: size now %d, recovery %.3f ms "
-				       "t=%.6f\n",
+				printf("redo step %llu: size now %d, recovery %.3f ms t=%.6f\n",
 				       (unsigned long long)elastic_step(ctx),
 				       elastic_size(ctx), st.last_recovery_s * 1e3,
 				       t_last_redo);
@@ -556,18 +547,14 @@ int main(int argc, char **argv)
 		}
 		if (elastic_rank(ctx) == 0) {
 			if (!o.quiet || redo_pending)
-				printf("step %llu epoch %llu size %d micro %d x %d loss "
-				       "%.6f "
-				       "t=%.6f%s\n",
+				printf("step %llu epoch %llu size %d micro %d x %d loss %.6f t=%.6f%s\n",
 				       (unsigned long long)step,
 				       (unsigned long long)epoch, elastic_size(ctx),
 				       plan.micro, plan.accum, loss, _now(),
 				       redo_pending ? " (first commit after a change)"
 						    : "");
 			if (elastic_sampler_consumed(sampler) == 0)
-				printf("epoch %llu done at step %llu: every sample used "
-				       "exactly "
-				       "once: %s\n",
+				printf("epoch %llu done at step %llu: every sample used exactly once: %s\n",
 				       (unsigned long long)elastic_sampler_epoch(
 					       sampler) -
 					       1,
@@ -594,9 +581,7 @@ int main(int argc, char **argv)
 	if (elastic_rank(ctx) == 0) {
 		struct elastic_stats st;
 		elastic_get_stats(ctx, &st);
-		printf("done: %llu steps, %llu epochs, size %d (started %d), %llu "
-		       "recoveries, "
-		       "usage: %llu epochs checked, %llu bad, %llu violations, %.3f s\n",
+		printf("done: %llu steps, %llu epochs, size %d (started %d), %llu recoveries, usage: %llu epochs checked, %llu bad, %llu violations, %.3f s\n",
 		       (unsigned long long)elastic_step(ctx),
 		       (unsigned long long)check.epochs_checked, elastic_size(ctx),
 		       st.initial_size, (unsigned long long)st.recoveries,

@@ -172,9 +172,7 @@ int elastic__ctl_poll(struct elastic_ctlclient *c, int timeout_ms,
 				c->rel[c->nrel].order = m.order;
 				c->rel[c->nrel].acked = c->rel[c->nrel].done = 0;
 				c->rel[c->nrel++].grant = m.grant;
-				say("controller: release grant %u (order %llu): "
-				    "re-forming at the "
-				    "next step boundary",
+				say("controller: release grant %u (order %llu): re-forming at the next step boundary",
 				    m.grant, (unsigned long long)m.order);
 				act = 1;
 			}
@@ -183,9 +181,7 @@ int elastic__ctl_poll(struct elastic_ctlclient *c, int timeout_ms,
 			if (!_known(c->grow, c->ngrow, m.grant)) {
 				if (c->ngrow < ELASTIC_CTL_MAX_PENDING)
 					c->grow[c->ngrow++] = m.grant;
-				say("controller: grant %u started (%u GPUs on %s): "
-				    "growing at the "
-				    "next step boundary",
+				say("controller: grant %u started (%u GPUs on %s): growing at the next step boundary",
 				    m.grant, m.gpus, m.node);
 				act = 1;
 			}

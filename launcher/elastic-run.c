@@ -60,26 +60,22 @@ static void _usage(FILE *f)
 	fprintf(f,
 		"usage: elastic-run [OPTIONS] [--] PROGRAM [ARGS...]\n"
 		"Run PROGRAM as an elastic MPI job over every GPU this Slurm job holds\n"
-		"(its allocation and its grant jobs named elastic:<jobid>), one rank "
-		"per\n"
+		"(its allocation and its grant jobs named elastic:<jobid>), one rank per\n"
 		"GPU, and re-form it from the last committed step when it loses a node\n"
 		"or its GPUs change. Use it inside an sbatch script or salloc.\n"
 		"\n"
 		"  -v, --verbose          say more (repeat for the mpirun command line)\n"
 		"  -n, --max-relaunch N   give up after N relaunches (default 20)\n"
-		"      --max-stuck N      give up after N failures in a row on an "
-		"unchanged\n"
+		"      --max-stuck N      give up after N failures in a row on an unchanged\n"
 		"                         GPU set that made no progress (default 3)\n"
 		"      --mpirun PATH      the mpirun to use (default: mpirun)\n"
 		"      --mpirun-arg ARG   extra mpirun argument (repeatable)\n"
 		"      --dry-run          print the GPU set and the mpirun command only\n"
 		"  -h, --help             this text\n"
 		"\n"
-		"Environment: SLURM_JOB_ID (required), ELASTIC_MIN_GPUS, "
-		"ELASTIC_MAX_GPUS,\n"
+		"Environment: SLURM_JOB_ID (required), ELASTIC_MIN_GPUS, ELASTIC_MAX_GPUS,\n"
 		"ELASTIC_SIZES (set by the --elastic-* options of sbatch).\n"
-		"Exit status: the program's, 2 for usage errors, 3 outside an "
-		"allocation.\n");
+		"Exit status: the program's, 2 for usage errors, 3 outside an allocation.\n");
 }
 
 /* Run argv, capture its stdout (at most 1 MiB). Returns a malloc'd string or
@@ -253,8 +249,8 @@ static int _agent(int argc, char **argv)
 	size_t len = 1;
 
 	if (argc < 2 || !map) {
-		fprintf(stderr, "elastic-run --agent: needs HOST CMD and ELASTIC_RUN_MAP "
-				"(internal mode, used by mpirun)\n");
+		fprintf(stderr,
+			"elastic-run --agent: needs HOST CMD and ELASTIC_RUN_MAP (internal mode, used by mpirun)\n");
 		return EXIT_USAGE;
 	}
 	if (_map_find(map, argv[0], &job, gpus, sizeof(gpus)) < 0) {
@@ -332,8 +328,7 @@ static int _rank(int argc, char **argv)
 	pid_t daemon = getppid();
 	if (prctl(PR_SET_PDEATHSIG, SIGHUP) < 0)
 		fprintf(stderr,
-			"elastic-run --rank: cannot follow the daemon (pid %ld): "
-			"%s: this rank may outlive its launch\n",
+			"elastic-run --rank: cannot follow the daemon (pid %ld): %s: this rank may outlive its launch\n",
 			(long)daemon, strerror(errno));
 	else if (getppid() != daemon)
 		return 128 + SIGHUP; /* the launch ended before this rank began */
@@ -492,8 +487,7 @@ int main(int argc, char **argv)
 				long x = strtol(v, &end, 10);
 				if (*end || end == v || x < 0 || x > 100000) {
 					fprintf(stderr,
-						"elastic-run: %s %s: not an integer in "
-						"[0, 100000]\n",
+						"elastic-run: %s %s: not an integer in [0, 100000]\n",
 						a, v);
 					return EXIT_USAGE;
 				}
@@ -517,9 +511,8 @@ int main(int argc, char **argv)
 	const char *jid = getenv("SLURM_JOB_ID");
 	char *end;
 	if (!jid || !*jid) {
-		fprintf(stderr, "elastic-run: not inside a Slurm allocation "
-				"(SLURM_JOB_ID is unset): "
-				"run it from an sbatch script or an salloc shell\n");
+		fprintf(stderr,
+			"elastic-run: not inside a Slurm allocation (SLURM_JOB_ID is unset): run it from an sbatch script or an salloc shell\n");
 		return EXIT_NOALLOC;
 	}
 	jobid = strtoul(jid, &end, 10);
@@ -614,8 +607,7 @@ int main(int argc, char **argv)
 			elastic__ctl_poll(&ctl, 0, _say);
 		}
 		if (set.total < min) {
-			_say("only %d GPU%s usable, below the job's minimum of %ld: "
-			     "giving up",
+			_say("only %d GPU%s usable, below the job's minimum of %ld: giving up",
 			     set.total, set.total == 1 ? "" : "s", min);
 			status = 1;
 			break;
@@ -666,8 +658,7 @@ int main(int argc, char **argv)
 			_say("job %lu: %d rank%s on %s", jobid, set.total,
 			     set.total == 1 ? "" : "s", desc);
 		else
-			_say("re-form %d: %d rank%s on %s (%.0f ms after the previous "
-			     "mpirun ended)",
+			_say("re-form %d: %d rank%s on %s (%.0f ms after the previous mpirun ended)",
 			     launches, set.total, set.total == 1 ? "" : "s", desc,
 			     (_now() - t_end) * 1e3);
 		if (dry || verbose > 1) {
@@ -713,9 +704,7 @@ int main(int argc, char **argv)
 			    _discover(&now, jobid, &err) == 0) {
 				elastic__gpuset_trim(&now, (int)max, sizes, nsizes);
 				if (!_same_set(&set, &now)) {
-					_say("asking the %d ranks to re-form at the next "
-					     "step "
-					     "boundary (SIGUSR1)",
+					_say("asking the %d ranks to re-form at the next step boundary (SIGUSR1)",
 					     set.total);
 					kill(child, SIGUSR1);
 					stop_sent = 1;
@@ -736,9 +725,7 @@ int main(int argc, char **argv)
 		elastic__report_summary(&rep, EXIT_REFORM, &sum);
 		launches++;
 		if (verbose)
-			_say("mpirun status %d; ranks: %d ok, %d failed, %d re-form, %d "
-			     "signalled, %d "
-			     "silent",
+			_say("mpirun status %d; ranks: %d ok, %d failed, %d re-form, %d signalled, %d silent",
 			     mstatus, sum.ok, sum.failed, sum.reform, sum.signaled,
 			     sum.missing);
 		/* Finished: some ranks ended the program normally and none failed
@@ -762,9 +749,7 @@ int main(int argc, char **argv)
 		if (_discover(&now, jobid, &err) == 0)
 			elastic__gpuset_trim(&now, (int)max, sizes, nsizes);
 		int changed = !_same_set(&set, &now);
-		_say("mpirun ended after %.1f s: %d rank%s ok, %d failed, %d asked to "
-		     "re-form, "
-		     "%d killed, %d lost%s",
+		_say("mpirun ended after %.1f s: %d rank%s ok, %d failed, %d asked to re-form, %d killed, %d lost%s",
 		     t_end - t0, sum.ok, sum.ok == 1 ? "" : "s", sum.failed, sum.reform,
 		     sum.signaled, sum.missing,
 		     changed ? "; the job's GPUs changed" : "");

@@ -45,8 +45,7 @@ void elastic__bind_near_gpu(elastic_ctx_t *ctx)
 				 hwloc_topology_get_topology_cpuset(topo))) {
 		elastic__log(
 			ctx, ELASTIC_LOG_DEBUG,
-			"binding left alone: the topology shows no cores nearer GPU %d "
-			"(%s) than others",
+			"binding left alone: the topology shows no cores nearer GPU %d (%s) than others",
 			dev, busid);
 	} else {
 		char *cpus = NULL;

@@ -154,10 +154,10 @@ static int _env_name(const char *var, const char *v, char *out, size_t size,
 			     n, size - 1);
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)v[i]) && !strchr("_.-", v[i]))
-			return _fail(err, EINVAL,
-				     "%s='%s': character '%c' not allowed (letters, "
-				     "digits, '_', '.', '-')",
-				     var, v, v[i]);
+			return _fail(
+				err, EINVAL,
+				"%s='%s': character '%c' not allowed (letters, digits, '_', '.', '-')",
+				var, v, v[i]);
 	memcpy(out, v, n + 1);
 	return 0;
 }
@@ -200,11 +200,10 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 		if (_env_long("ELASTIC_MAX_GPUS", v, e.min_gpus ? e.min_gpus : 1, 65536,
 			      &x, err)) {
 			if (e.min_gpus)
-				elastic__errorf(err,
-						"ELASTIC_MAX_GPUS='%s': expected an "
-						"integer in %d..65536 "
-						"(at least ELASTIC_MIN_GPUS=%d)",
-						v, e.min_gpus, e.min_gpus);
+				elastic__errorf(
+					err,
+					"ELASTIC_MAX_GPUS='%s': expected an integer in %d..65536 (at least ELASTIC_MIN_GPUS=%d)",
+					v, e.min_gpus, e.min_gpus);
 			return -1;
 		}
 		e.max_gpus = (int)x;
@@ -237,14 +236,13 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 			    (*end && *end != ','))
 				return _fail(
 					err, EINVAL,
-					"ELASTIC_SIZES='%s': expected any, pow2, or "
-					"increasing sizes in %d..%d separated by ','",
+					"ELASTIC_SIZES='%s': expected any, pow2, or increasing sizes in %d..%d separated by ','",
 					v, lo, hi);
 			if (e.nsizes > 0 && s <= e.sizes[e.nsizes - 1])
-				return _fail(err, EINVAL,
-					     "ELASTIC_SIZES='%s': sizes must be "
-					     "increasing (%ld after %d)",
-					     v, s, e.sizes[e.nsizes - 1]);
+				return _fail(
+					err, EINVAL,
+					"ELASTIC_SIZES='%s': sizes must be increasing (%ld after %d)",
+					v, s, e.sizes[e.nsizes - 1]);
 			if (e.nsizes == (int)(sizeof(e.sizes) / sizeof(e.sizes[0])))
 				return _fail(err, EINVAL,
 					     "ELASTIC_SIZES='%s': more than %zu sizes", v,
@@ -285,10 +283,10 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 		errno = 0;
 		double d = strtod(v, &end);
 		if (end == v || *end || errno || !isfinite(d) || d < 0 || d > 86400)
-			return _fail(err, EINVAL,
-				     "ELASTIC_WATCHDOG='%s': expected seconds in "
-				     "0..86400 (0 = off)",
-				     v);
+			return _fail(
+				err, EINVAL,
+				"ELASTIC_WATCHDOG='%s': expected seconds in 0..86400 (0 = off)",
+				v);
 		e.watchdog_s = d;
 	}
 	e.finalize_timeout_s = 10;
@@ -297,11 +295,10 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 		errno = 0;
 		double d = strtod(v, &end);
 		if (end == v || *end || errno || !isfinite(d) || d < 0 || d > 86400)
-			return _fail(err, EINVAL,
-				     "ELASTIC_FINALIZE_TIMEOUT='%s': expected seconds in "
-				     "0..86400 "
-				     "(0 = wait forever)",
-				     v);
+			return _fail(
+				err, EINVAL,
+				"ELASTIC_FINALIZE_TIMEOUT='%s': expected seconds in 0..86400 (0 = wait forever)",
+				v);
 		e.finalize_timeout_s = d;
 	}
 	if ((v = getenv_fn("ELASTIC_STEP_TIMEOUT")) && *v) {
@@ -311,8 +308,7 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 		if (end == v || *end || errno || !isfinite(d) || d < 0 || d > 86400)
 			return _fail(
 				err, EINVAL,
-				"ELASTIC_STEP_TIMEOUT='%s': expected seconds in 0..86400 "
-				"(0 = off)",
+				"ELASTIC_STEP_TIMEOUT='%s': expected seconds in 0..86400 (0 = off)",
 				v);
 		e.step_timeout_s = d;
 	}
@@ -320,8 +316,7 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 		if (v[0] != '/' || strlen(v) >= sizeof(e.shm_dir))
 			return _fail(
 				err, EINVAL,
-				"ELASTIC_SHM_DIR='%s': expected an absolute path shorter "
-				"than %zu",
+				"ELASTIC_SHM_DIR='%s': expected an absolute path shorter than %zu",
 				v, sizeof(e.shm_dir));
 		snprintf(e.shm_dir, sizeof(e.shm_dir), "%s", v);
 	}
@@ -329,8 +324,7 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 		if (v[0] != '/' || strlen(v) >= sizeof(e.checkpoint_dir))
 			return _fail(
 				err, EINVAL,
-				"ELASTIC_CHECKPOINT_DIR='%s': expected an absolute path "
-				"shorter than %zu",
+				"ELASTIC_CHECKPOINT_DIR='%s': expected an absolute path shorter than %zu",
 				v, sizeof(e.checkpoint_dir));
 		snprintf(e.checkpoint_dir, sizeof(e.checkpoint_dir), "%s", v);
 	}
@@ -359,14 +353,13 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 		else if (strcmp(v, "no") && strcmp(v, "0") && strcmp(v, "none"))
 			return _fail(
 				err, EINVAL,
-				"ELASTIC_BIND='%s': expected gpu (bind near the GPU) "
-				"or no (leave binding alone)",
+				"ELASTIC_BIND='%s': expected gpu (bind near the GPU) or no (leave binding alone)",
 				v);
 	}
 	if (e.checkpoint_every && !e.checkpoint_dir[0])
-		return _fail(err, EINVAL,
-			     "ELASTIC_CHECKPOINT_EVERY is set but ELASTIC_CHECKPOINT_DIR "
-			     "is not");
+		return _fail(
+			err, EINVAL,
+			"ELASTIC_CHECKPOINT_EVERY is set but ELASTIC_CHECKPOINT_DIR is not");
 	if (e.checkpoint_dir[0] && !e.checkpoint_every)
 		e.checkpoint_every = 100;
 	*env = e;
@@ -388,15 +381,13 @@ static void *_watchdog(void *arg)
 			if (left <= 0) {
 				char msg[200];
 				int kind = atomic_load(&ctx->wd_kind);
-				int n = snprintf(msg, sizeof(msg),
-						 "libelastic[%d]: %s did not finish in "
-						 "%g s: exiting "
-						 "%d so that the job is re-formed\n",
-						 ctx->rank,
-						 kind == 2 ? "a step" : "recovery",
-						 kind == 2 ? ctx->env.step_timeout_s
-							   : ctx->wd_timeout_s,
-						 ELASTIC_EXIT_REFORM);
+				int n = snprintf(
+					msg, sizeof(msg),
+					"libelastic[%d]: %s did not finish in %g s: exiting %d so that the job is re-formed\n",
+					ctx->rank, kind == 2 ? "a step" : "recovery",
+					kind == 2 ? ctx->env.step_timeout_s
+						  : ctx->wd_timeout_s,
+					ELASTIC_EXIT_REFORM);
 				/* The library ends the process here (documented in
 				 * elastic.h): ULFM recovery, or a step whose failure
 				 * went unnoticed, can hang. */
@@ -451,8 +442,7 @@ int elastic_set_commit_mode(elastic_ctx_t *ctx, int mode, elastic_error_t *err)
 	if (ctx->started)
 		return _fail(
 			err, EBUSY,
-			"elastic_set_commit_mode: the first step has begun; set the mode "
-			"before elastic_step_begin");
+			"elastic_set_commit_mode: the first step has begun; set the mode before elastic_step_begin");
 	ctx->mode = mode;
 	return 0;
 }
@@ -671,8 +661,7 @@ int elastic_register(elastic_ctx_t *ctx, const char *name, void *ptr, size_t byt
 	if (ctx->started)
 		return _fail(
 			err, EBUSY,
-			"elastic_register('%s'): the first step has begun; register all "
-			"state before elastic_step_begin",
+			"elastic_register('%s'): the first step has begun; register all state before elastic_step_begin",
 			name);
 	for (int i = 0; i < ctx->nregions; i++)
 		if (!strcmp(ctx->regions[i].name, name))
@@ -833,9 +822,9 @@ void elastic__stop_signal_install(elastic_ctx_t *ctx)
 	}
 	if (sigaction(SIGUSR1, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
 	    old.sa_handler != _on_stop_signal) {
-		elastic__log(ctx, ELASTIC_LOG_WARN,
-			     "SIGUSR1 has a handler of the program's: planned re-forms "
-			     "(grow, shrink at a step boundary) are off");
+		elastic__log(
+			ctx, ELASTIC_LOG_WARN,
+			"SIGUSR1 has a handler of the program's: planned re-forms (grow, shrink at a step boundary) are off");
 		_stop_signal_unblock();
 		return;
 	}

@@ -36,10 +36,10 @@ int elastic_batch_plan(int global, int max_micro, int size, int rank, const int 
 			if (sizes[i] <= size && sizes[i] > active)
 				active = sizes[i];
 		if (active < 1)
-			return _fail(err, EINVAL,
-				     "elastic_batch_plan: no allowed size is <= the "
-				     "world size %d",
-				     size);
+			return _fail(
+				err, EINVAL,
+				"elastic_batch_plan: no allowed size is <= the world size %d",
+				size);
 	}
 	base = global / active;
 	extra = global % active;
@@ -163,13 +163,12 @@ int elastic_sampler_indices(elastic_sampler_t *s, const struct elastic_batch_pla
 		return _fail(err, EINVAL, "elastic_sampler_indices: NULL argument");
 	if (plan->share < 0 || plan->offset < 0 ||
 	    s->pos.consumed + (uint64_t)plan->offset + (uint64_t)plan->share > s->n)
-		return _fail(err, EINVAL,
-			     "elastic_sampler_indices: the plan (%d samples at %d) goes "
-			     "past the "
-			     "epoch (%llu of %llu samples left)",
-			     plan->share, plan->offset,
-			     (unsigned long long)(s->n - s->pos.consumed),
-			     (unsigned long long)s->n);
+		return _fail(
+			err, EINVAL,
+			"elastic_sampler_indices: the plan (%d samples at %d) goes past the epoch (%llu of %llu samples left)",
+			plan->share, plan->offset,
+			(unsigned long long)(s->n - s->pos.consumed),
+			(unsigned long long)s->n);
 	if ((size_t)plan->share > cap)
 		return _fail(err, ERANGE,
 			     "elastic_sampler_indices: %d indices do not fit in %zu",

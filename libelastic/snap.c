@@ -326,11 +326,11 @@ static int _consider(const char *path, const char *name, void *arg)
 	    h.step > b->step) {
 		if (h.layout != b->layout || h.state_bytes != b->ctx->state_bytes) {
 			close(fd);
-			return _fail(b->err, EINVAL,
-				     "%s holds a state of another registration "
-				     "(%llu bytes; this program registers %zu)",
-				     path, (unsigned long long)h.state_bytes,
-				     b->ctx->state_bytes);
+			return _fail(
+				b->err, EINVAL,
+				"%s holds a state of another registration (%llu bytes; this program registers %zu)",
+				path, (unsigned long long)h.state_bytes,
+				b->ctx->state_bytes);
 		}
 		b->step = h.step;
 		snprintf(b->path, sizeof(b->path), "%s", path);

@@ -225,10 +225,10 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 		free(buf);
 		if (bad)
 			return _fail(err, EINVAL, "resume: %s", why.text);
-		return _fail(err, EINVAL,
-			     "resume: a snapshot of job %s does not match this program's "
-			     "registration (see the other ranks' errors)",
-			     ctx->env.job_id);
+		return _fail(
+			err, EINVAL,
+			"resume: a snapshot of job %s does not match this program's registration (see the other ranks' errors)",
+			ctx->env.job_id);
 	}
 	if (best == 0) {
 		free(buf);
@@ -297,8 +297,7 @@ static void _persist(elastic_ctx_t *ctx, int sync)
 			ctx->fenced = 1;
 			elastic__log(
 				ctx, ELASTIC_LOG_ERROR,
-				"a newer launch of job %s owns the snapshots of this "
-				"node: stopping this one",
+				"a newer launch of job %s owns the snapshots of this node: stopping this one",
 				ctx->env.job_id);
 		}
 		if (ctx->node_rank == 0 && !ctx->fenced) {
@@ -375,18 +374,16 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (ctx->in_step)
 		return _fail(
 			err, EPROTO,
-			"elastic_step_begin: step %llu is open (call elastic_step_commit "
-			"first)",
+			"elastic_step_begin: step %llu is open (call elastic_step_commit first)",
 			(unsigned long long)ctx->committed);
 	if (ctx->completed)
 		return _fail(err, EPROTO,
 			     "elastic_step_begin: the training was completed");
 	if (!ctx->started) {
 		if (ctx->nregions == 0)
-			return _fail(err, EPROTO,
-				     "elastic_step_begin: no state registered "
-				     "(elastic_register "
-				     "the weights first)");
+			return _fail(
+				err, EPROTO,
+				"elastic_step_begin: no state registered (elastic_register the weights first)");
 		/* every rank must hold the same state: same names, sizes, order */
 		uint64_t mine[2] = {elastic__snap_layout(ctx),
 				    ~elastic__snap_layout(ctx)},
@@ -398,12 +395,9 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 				"elastic_step_begin: MPI_Allreduce failed (MPI error %d)",
 				rc);
 		if (all[0] != mine[0] || all[1] != mine[1])
-			return _fail(err, EINVAL,
-				     "elastic_step_begin: the ranks registered different "
-				     "state "
-				     "(names, sizes or order differ): every rank must "
-				     "register the "
-				     "same buffers");
+			return _fail(
+				err, EINVAL,
+				"elastic_step_begin: the ranks registered different state (names, sizes or order differ): every rank must register the same buffers");
 		if (ctx->mode == ELASTIC_COPY_AT_COMMIT &&
 		    elastic__snap_host_alloc(ctx, err) < 0)
 			return -1;
@@ -483,8 +477,7 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 			     (elastic__now_mono() - ts) * 1e3, rc);
 		if (rc != MPI_SUCCESS) {
 			elastic__log(ctx, ELASTIC_LOG_WARN,
-				     "recovery: shrink failed (MPI error %d), "
-				     "attempt %d",
+				     "recovery: shrink failed (MPI error %d), attempt %d",
 				     rc, attempt);
 			if (attempt >= 20) {
 				elastic__watchdog_arm(ctx, 0);
@@ -520,12 +513,11 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (cur != ctx->comm)
 		MPI_Comm_free(&cur);
 	if (hi != lo)
-		elastic__log(ctx, ELASTIC_LOG_WARN,
-			     "recovery: survivors were at committed steps %llu..%llu: "
-			     "all return to "
-			     "%llu",
-			     (unsigned long long)lo, (unsigned long long)hi,
-			     (unsigned long long)lo);
+		elastic__log(
+			ctx, ELASTIC_LOG_WARN,
+			"recovery: survivors were at committed steps %llu..%llu: all return to %llu",
+			(unsigned long long)lo, (unsigned long long)hi,
+			(unsigned long long)lo);
 	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT
 		    ? hi != lo
 		    : elastic__snap_host_restore(ctx, lo) < 0) {
@@ -551,12 +543,11 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 	elastic__watchdog_arm(ctx, 0);
 	ctx->stats.recoveries++;
 	ctx->stats.last_recovery_s = elastic__now_mono() - t0;
-	elastic__log(ctx, ELASTIC_LOG_INFO,
-		     "recovered: size %d -> %d in %.3f ms (%d attempt%s), back at "
-		     "committed step "
-		     "%llu",
-		     old_size, ctx->size, ctx->stats.last_recovery_s * 1e3, attempt,
-		     attempt > 1 ? "s" : "", (unsigned long long)lo);
+	elastic__log(
+		ctx, ELASTIC_LOG_INFO,
+		"recovered: size %d -> %d in %.3f ms (%d attempt%s), back at committed step %llu",
+		old_size, ctx->size, ctx->stats.last_recovery_s * 1e3, attempt,
+		attempt > 1 ? "s" : "", (unsigned long long)lo);
 	return 0;
 }
 
@@ -580,9 +571,9 @@ static int _commit(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (!ctx)
 		return _fail(err, EINVAL, "elastic_step_commit: ctx is NULL");
 	if (!ctx->in_step)
-		return _fail(err, EPROTO,
-			     "elastic_step_commit: no open step (call "
-			     "elastic_step_begin first)");
+		return _fail(
+			err, EPROTO,
+			"elastic_step_commit: no open step (call elastic_step_begin first)");
 	int changed = ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT && ctx->fp
 			      ? _fingerprint(ctx, 1)
 			      : -1;
@@ -599,27 +590,21 @@ static int _commit(elastic_ctx_t *ctx, elastic_error_t *err)
 		ctx->in_step = 0;
 		return _fail(
 			err, ESTALE,
-			"elastic_step_commit: a newer launch of job %s resumed from this "
-			"job's snapshots: this launch must stop",
+			"elastic_step_commit: a newer launch of job %s resumed from this job's snapshots: this launch must stop",
 			ctx->env.job_id);
 	}
 	if (rc == MPI_SUCCESS && !(flag & AGREE_STATE_OK)) {
 		/* misuse, on every rank alike: a redo would apply it twice */
 		ctx->in_step = 0;
 		if (changed >= 0)
-			return _fail(err, EPROTO,
-				     "elastic_step_commit: registered state '%s' changed "
-				     "inside step %llu: with ELASTIC_UPDATE_AFTER_COMMIT "
-				     "apply the update only after elastic_step_commit "
-				     "returned ELASTIC_COMMITTED (or use "
-				     "ELASTIC_COPY_AT_COMMIT)",
-				     ctx->regions[changed].name,
-				     (unsigned long long)ctx->committed);
+			return _fail(
+				err, EPROTO,
+				"elastic_step_commit: registered state '%s' changed inside step %llu: with ELASTIC_UPDATE_AFTER_COMMIT apply the update only after elastic_step_commit returned ELASTIC_COMMITTED (or use ELASTIC_COPY_AT_COMMIT)",
+				ctx->regions[changed].name,
+				(unsigned long long)ctx->committed);
 		return _fail(
 			err, EPROTO,
-			"elastic_step_commit: another rank's registered state changed "
-			"inside step %llu (ELASTIC_UPDATE_AFTER_COMMIT: update only "
-			"after the commit)",
+			"elastic_step_commit: another rank's registered state changed inside step %llu (ELASTIC_UPDATE_AFTER_COMMIT: update only after the commit)",
 			(unsigned long long)ctx->committed);
 	}
 	if (rc == MPI_SUCCESS && (flag & AGREE_STEP_OK) && (flag & AGREE_COMM_OK)) {
@@ -680,10 +665,10 @@ int elastic_complete(elastic_ctx_t *ctx, elastic_error_t *err)
 		    elastic__snap_owner_is(ctx->shm_prefix, ctx->launch_id))
 			elastic__snap_file_remove(ctx->shm_prefix, 0);
 		else
-			elastic__log(ctx, ELASTIC_LOG_WARN,
-				     "completed, but a newer launch of job %s owns the "
-				     "snapshots of this node: leaving them to it",
-				     ctx->env.job_id);
+			elastic__log(
+				ctx, ELASTIC_LOG_WARN,
+				"completed, but a newer launch of job %s owns the snapshots of this node: leaving them to it",
+				ctx->env.job_id);
 	}
 	ctx->completed = 1;
 	return 0;

@@ -389,8 +389,7 @@ static PyObject *Ctx_allreduce(CtxObject *self, PyObject *args)
 	if ((t = _mpi_type(&v)) == MPI_DATATYPE_NULL) {
 		PyErr_Format(
 			PyExc_TypeError,
-			"allreduce: items of format '%s' (%zd bytes) are not float32, "
-			"float64, int32 or int64",
+			"allreduce: items of format '%s' (%zd bytes) are not float32, float64, int32 or int64",
 			v.format ? v.format : "B", v.itemsize);
 		PyBuffer_Release(&v);
 		return NULL;
@@ -593,21 +592,17 @@ static PyGetSetDef Ctx_getset[] = {
 
 static PyMethodDef Ctx_methods[] = {
 	{"register", (PyCFunction)Ctx_register, METH_VARARGS,
-	 "register(name, buffer): elastic_register of a writable C-contiguous buffer, "
-	 "held until close"},
+	 "register(name, buffer): elastic_register of a writable C-contiguous buffer, held until close"},
 	{"set_commit_mode", (PyCFunction)Ctx_set_commit_mode, METH_VARARGS,
 	 "set_commit_mode(COPY_AT_COMMIT or UPDATE_AFTER_COMMIT), before the first step"},
 	{"set_watchdog", (PyCFunction)Ctx_set_watchdog, METH_VARARGS,
 	 "set_watchdog(seconds): recovery watchdog, 0 = off"},
 	{"set_log", (PyCFunction)Ctx_set_log, METH_VARARGS,
-	 "set_log(fn(level, msg) or None, level=LOG_INFO); what fn raises reaches the "
-	 "caller of the call that logged"},
+	 "set_log(fn(level, msg) or None, level=LOG_INFO); what fn raises reaches the caller of the call that logged"},
 	{"set_change_callback", (PyCFunction)Ctx_set_change_callback, METH_VARARGS,
-	 "set_change_callback(fn() or None): after the world changed; what fn raises "
-	 "reaches the caller"},
+	 "set_change_callback(fn() or None): after the world changed; what fn raises reaches the caller"},
 	{"set_exit_hook", (PyCFunction)Ctx_set_exit_hook, METH_VARARGS,
-	 "set_exit_hook(fn(status, why) or None): before the library's own _exit; "
-	 "sys.stdout/stderr are flushed after it"},
+	 "set_exit_hook(fn(status, why) or None): before the library's own _exit; sys.stdout/stderr are flushed after it"},
 	{"step_begin", (PyCFunction)Ctx_step_begin, METH_NOARGS,
 	 "elastic_step_begin (GIL released)"},
 	{"step_commit", (PyCFunction)Ctx_step_commit, METH_NOARGS,
@@ -615,11 +610,9 @@ static PyMethodDef Ctx_methods[] = {
 	{"step_fail", (PyCFunction)Ctx_step_fail, METH_NOARGS,
 	 "elastic_step_fail: the step is redone"},
 	{"allreduce", (PyCFunction)Ctx_allreduce, METH_VARARGS,
-	 "allreduce(buffer, op='sum'): in place (MPI_IN_PLACE), GIL released; False when "
-	 "the world failed in this step"},
+	 "allreduce(buffer, op='sum'): in place (MPI_IN_PLACE), GIL released; False when the world failed in this step"},
 	{"allgather", (PyCFunction)Ctx_allgather, METH_VARARGS,
-	 "allgather(ints, cap) -> list in rank order, or None when the world failed in "
-	 "this step"},
+	 "allgather(ints, cap) -> list in rank order, or None when the world failed in this step"},
 	{"complete", (PyCFunction)Ctx_complete, METH_NOARGS,
 	 "elastic_complete (collective): removes this job's node snapshots"},
 	{"finalize", (PyCFunction)Ctx_finalize, METH_VARARGS,
@@ -632,8 +625,7 @@ static PyMethodDef Ctx_methods[] = {
 	{"env", (PyCFunction)Ctx_env, METH_NOARGS,
 	 "the parsed ELASTIC_* environment as a dict"},
 	{"nccl_comm", (PyCFunction)Ctx_nccl_comm, METH_NOARGS,
-	 "elastic_nccl_comm: the ncclComm_t as an int (collective); ENODEV without a "
-	 "GPU"},
+	 "elastic_nccl_comm: the ncclComm_t as an int (collective); ENODEV without a GPU"},
 	{NULL},
 };
 
@@ -641,8 +633,8 @@ static PyTypeObject CtxType = {
 	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "slurm_elastic._core.Context",
 	.tp_basicsize = sizeof(CtxObject),
 	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-	.tp_doc = "libelastic context (elastic_init on MPI_COMM_WORLD); see "
-		  "slurm_elastic.Context",
+	.tp_doc =
+		"libelastic context (elastic_init on MPI_COMM_WORLD); see slurm_elastic.Context",
 	.tp_new = PyType_GenericNew,
 	.tp_init = (initproc)Ctx_init,
 	.tp_dealloc = (destructor)Ctx_dealloc,
@@ -838,8 +830,7 @@ static PyMethodDef module_methods[] = {
 	{"mpi_initialized", py_mpi_initialized, METH_NOARGS,
 	 "True between MPI_Init and MPI_Finalize"},
 	{"batch_plan", py_batch_plan, METH_VARARGS,
-	 "batch_plan(global, max_micro, size, rank, sizes=()) -> (active, share, offset, "
-	 "micro, accum)"},
+	 "batch_plan(global, max_micro, size, rank, sizes=()) -> (active, share, offset, micro, accum)"},
 	{NULL},
 };
 

@@ -70,11 +70,9 @@ static void bad_input_is_named_and_changes_nothing(void **state)
 		const char *text, *expect;
 	} cases[] = {
 		{"ControllerPort=7000\nBogus=1\n",
-		 "t.conf:2: unknown key 'Bogus' (known: "
-		 "ControllerHost, ControllerPort, Debug, PolicyMode)"},
+		 "t.conf:2: unknown key 'Bogus' (known: ControllerHost, ControllerPort, Debug, PolicyMode)"},
 		{"ControlerPort=7000\n",
-		 "t.conf:1: unknown key 'ControlerPort' (did you mean "
-		 "'ControllerPort'?)"},
+		 "t.conf:1: unknown key 'ControlerPort' (did you mean 'ControllerPort'?)"},
 		{"ControllerPort=70000\n",
 		 "t.conf:1: ControllerPort=70000 is out of range [1, 65535]"},
 		{"ControllerPort=12ab\n",

@@ -207,9 +207,7 @@ static void bad_options(void **state)
 		const char *gpus, *grace, *sizes, *weight, *expect;
 	} cases[] = {
 		{"abc", NULL, NULL, NULL,
-		 "--elastic-gpus=abc: not a whole number of GPUs (allowed: MIN[-MAX] "
-		 "with 1 <= MIN "
-		 "<= MAX <= 8)"},
+		 "--elastic-gpus=abc: not a whole number of GPUs (allowed: MIN[-MAX] with 1 <= MIN <= MAX <= 8)"},
 		{"", NULL, NULL, NULL, "--elastic-gpus=: not a whole number"},
 		{"0", NULL, NULL, NULL,
 		 "--elastic-gpus=0: MIN must be at least 1 (allowed"},
@@ -223,9 +221,7 @@ static void bad_options(void **state)
 		{"4-2", NULL, NULL, NULL,
 		 "--elastic-gpus=4-2: MIN 4 is greater than MAX 2"},
 		{"1-9", NULL, NULL, NULL,
-		 "--elastic-gpus=1-9: MAX 9 is above the site limit MaxGpusPerJob=8 "
-		 "(allowed: "
-		 "MIN[-MAX] with 1 <= MIN <= MAX <= 8)"},
+		 "--elastic-gpus=1-9: MAX 9 is above the site limit MaxGpusPerJob=8 (allowed: MIN[-MAX] with 1 <= MIN <= MAX <= 8)"},
 		{"9", NULL, NULL, NULL,
 		 "--elastic-gpus=9: 9 GPUs is above the site limit"},
 		{"1-99999999999999999999999", NULL, NULL, NULL,
@@ -241,17 +237,14 @@ static void bad_options(void **state)
 		{"1-4", "99999999999999999999", NULL, NULL,
 		 "--elastic-grace=99999999999999999999: too large"},
 		{"1-4", NULL, "odd", NULL,
-		 "--elastic-sizes=odd: 'odd' is not a GPU count (allowed: any, pow2, or "
-		 "a "
-		 "comma-separated list"},
+		 "--elastic-sizes=odd: 'odd' is not a GPU count (allowed: any, pow2, or a comma-separated list"},
 		{"1-4", NULL, "1,,2", NULL, "--elastic-sizes=1,,2: empty list entry"},
 		{"1-4", NULL, "1,2,2", NULL, "--elastic-sizes=1,2,2: 2 is listed twice"},
 		{"1-4", NULL, "0,1", NULL, "--elastic-sizes=0,1: 0 is not a GPU count"},
 		{"1-4", NULL, "1,8", NULL,
 		 "--elastic-sizes=1,8: 8 is outside --elastic-gpus=1-4"},
 		{"1-4", NULL, "2,4", NULL,
-		 "--elastic-sizes=2,4: the job starts at MIN=1 GPUs, which is not one of "
-		 "its sizes"},
+		 "--elastic-sizes=2,4: the job starts at MIN=1 GPUs, which is not one of its sizes"},
 		{"3-8", NULL, "pow2", NULL,
 		 "--elastic-sizes=pow2: the job starts at MIN=3 GPUs"},
 		{"1-4", NULL, NULL, "0",
@@ -398,14 +391,14 @@ static void shipped_example_and_man_page_match_the_table(void **state)
 				fail_msg("elastic.conf.5 does not document %s", k->name);
 			if (k->type == ELASTIC_CONF_STRING) {
 				if (strcmp(*(char *const *)a, *(char *const *)b) != 0)
-					fail_msg("slurm-conf/elastic.conf: %s is not the "
-						 "default",
-						 k->name);
+					fail_msg(
+						"slurm-conf/elastic.conf: %s is not the default",
+						k->name);
 			} else if (k->type == ELASTIC_CONF_INT) {
 				if (*(const long *)a != *(const long *)b)
-					fail_msg("slurm-conf/elastic.conf: %s is not the "
-						 "default",
-						 k->name);
+					fail_msg(
+						"slurm-conf/elastic.conf: %s is not the default",
+						k->name);
 			} else if (*(const int *)a != *(const int *)b) {
 				fail_msg("slurm-conf/elastic.conf: %s is not the default",
 					 k->name);

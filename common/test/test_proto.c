@@ -243,14 +243,14 @@ static void decode_rejects_bad_values(void **state)
 		 "'maybe' is not ok|refused");
 	_rejects("type=ack\njob=1\norder=1\nresult=ok\nreason=tab\there\n", EINVAL,
 		 "key 'reason': character 0x09");
-	_rejects("type=jobinfo\njob=1\nuser=a\nmin=1\nmax=2\ntarget=1\ngpus=1\nstate="
-		 "idle\n"
-		 "resized=0\nconnected=0\ngrants=0\n",
-		 EINVAL, "key 'state'");
-	_rejects("type=jobinfo\njob=1\nuser=a\nmin=1\nmax=2\ntarget=1\ngpus=1\nstate="
-		 "steady\n"
-		 "resized=0\nconnected=2\ngrants=0\n",
-		 EINVAL, "key 'connected'");
+	_rejects(
+		"type=jobinfo\njob=1\nuser=a\nmin=1\nmax=2\ntarget=1\ngpus=1\nstate=idle\n"
+		"resized=0\nconnected=0\ngrants=0\n",
+		EINVAL, "key 'state'");
+	_rejects(
+		"type=jobinfo\njob=1\nuser=a\nmin=1\nmax=2\ntarget=1\ngpus=1\nstate=steady\n"
+		"resized=0\nconnected=2\ngrants=0\n",
+		EINVAL, "key 'connected'");
 	/* A NUL byte inside a line. */
 	const char nul[] = "type=status\njob=1\ngpus=1\nstep=1\0\n";
 	struct elastic_msg m;

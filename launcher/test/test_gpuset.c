@@ -26,9 +26,7 @@ static const char leader[] = "JobId=10 JobName=wrap\n"
 			     "     Nodes=node[1-2] CPU_IDs=0 Mem=0 GRES=gpu:3(IDX:0-2)\n"
 			     "   MinCPUsNode=1 MinMemoryNode=0 MinTmpDiskNode=0\n";
 static const char grant_oneline[] =
-	"JobId=11 JobName=elastic:10 UserId=root(0) JobState=RUNNING Reason=None "
-	"NodeList=node1 JOB_GRES=gpu:1   Nodes=node1 CPU_IDs=1 Mem=0 GRES=gpu:1(IDX:3) "
-	"MinCPUsNode=1\n";
+	"JobId=11 JobName=elastic:10 UserId=root(0) JobState=RUNNING Reason=None NodeList=node1 JOB_GRES=gpu:1   Nodes=node1 CPU_IDs=1 Mem=0 GRES=gpu:1(IDX:3) MinCPUsNode=1\n";
 static const char typed[] =
 	"JobState=RUNNING\n"
 	"     Nodes=node7 CPU_IDs=0-3 Mem=0 GRES=gpu:a100:2(IDX:1,3)\n"

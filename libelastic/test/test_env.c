@@ -117,8 +117,7 @@ static void bad_values_are_refused(void **state)
 		const char *var, *expect;
 	} bad[] = {
 		{"ELASTIC_JOB_ID=12/34", "ELASTIC_JOB_ID"},
-		{"ELASTIC_JOB_ID="
-		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		{"ELASTIC_JOB_ID=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 		 "at most 64"},
 		{"ELASTIC_JOB_STAMP=17 95", "ELASTIC_JOB_STAMP"},
 		{"ELASTIC_JOB_STAMP=123456789012345678901234567890123", "at most 32"},

@@ -325,9 +325,9 @@ static void _read(ed_channel_t *ch, struct _conn *c)
 				return;
 			if (r <= 0) {
 				if (c->inlen > 0)
-					ed_error("%s closed in the middle of a frame "
-						 "(%zu bytes)",
-						 c->peer, c->inlen);
+					ed_error(
+						"%s closed in the middle of a frame (%zu bytes)",
+						c->peer, c->inlen);
 				else if (c->job)
 					ed_info("job %u: connection from %s closed",
 						c->job, c->peer);

@@ -240,8 +240,7 @@ static int _grow(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_
 			break;
 		}
 		done++;
-		ed_info("job %u: growing %d -> %d GPUs: grant %u submitted (%d GPUs on "
-			"%s)",
+		ed_info("job %u: growing %d -> %d GPUs: grant %u submitted (%d GPUs on %s)",
 			j->id, a->from, a->to, gid, parts[p], s->nodes[a->node].name);
 	}
 	return done;
@@ -264,9 +263,7 @@ static void _release(struct ed_ctl *c, const struct ed_snapshot *s,
 		return;
 	r->ordered_ms = now_ms;
 	r->deadline_ms = a->deadline_ms;
-	ed_info("job %u: shrinking %d -> %d GPUs: release of grant %u (%d GPUs "
-		"on %s), "
-		"grace %d s",
+	ed_info("job %u: shrinking %d -> %d GPUs: release of grant %u (%d GPUs on %s), grace %d s",
 		a->job, a->from, a->to, a->grant, a->gpus, s->nodes[a->node].name,
 		j->grace);
 	if (ed_slurm_mark_release(a->grant, a->job, r->deadline_ms, &err) < 0)
@@ -282,9 +279,7 @@ static void _resume(struct ed_ctl *c, const struct ed_rc_action *a, uint64_t now
 		return;
 	r->deadline_ms = a->deadline_ms;
 	r->ordered_ms = now_ms;
-	ed_info("job %u: release of grant %u was ordered before "
-		"(deadline in "
-		"%.1f s): resuming it",
+	ed_info("job %u: release of grant %u was ordered before (deadline in %.1f s): resuming it",
 		a->job, a->grant,
 		(double)((int64_t)r->deadline_ms - (int64_t)now_ms) / 1000.0);
 }
@@ -352,8 +347,7 @@ static int _observe_jobs(struct ed_ctl *c, const struct ed_snapshot *s)
 		if (!rt)
 			return -1;
 		if (!rt->seen && !rt->user[0])
-			ed_info("job %u: elastic job of %s (min %d, max %d, grace %d s) "
-				"%s",
+			ed_info("job %u: elastic job of %s (min %d, max %d, grace %d s) %s",
 				j->id, j->user, j->min, j->max, j->grace,
 				j->running ? "running" : "pending");
 		rt->seen = 1;
@@ -374,9 +368,9 @@ static int _observe(struct ed_ctl *c, struct ed_snapshot *s, time_t now)
 	if (ed_slurm_snapshot(c->conf.grant_prefix, s, &err) < 0) {
 		/* slurmctld down or busy: say so at once, then once a minute. */
 		if (!c->snap_fail_since || now - c->snap_fail_logged >= 60) {
-			ed_error("no snapshot of slurmctld: %s (nothing changes until it "
-				 "answers)",
-				 err.text);
+			ed_error(
+				"no snapshot of slurmctld: %s (nothing changes until it answers)",
+				err.text);
 			c->snap_fail_logged = now;
 		}
 		if (!c->snap_fail_since)
@@ -572,9 +566,7 @@ static void _on_ack(struct ed_ctl *c, struct _jobrt *rt, const struct elastic_ms
 		return;
 	}
 	if (m->result != ELASTIC_ACK_OK) {
-		ed_info("job %u: refused the release of grant %u (%s): it will "
-			"be "
-			"cancelled at the deadline",
+		ed_info("job %u: refused the release of grant %u (%s): it will be cancelled at the deadline",
 			m->job, r->grant, m->reason[0] ? m->reason : "no reason given");
 		return;
 	}

@@ -21,27 +21,20 @@ static const char *_ctl_addr, *_conf_path, *_munge_socket;
 
 static void _usage(FILE *f)
 {
-	fprintf(f, "usage: elastic-ctl [-c HOST:PORT] [-f elastic.conf] [-S "
-		   "munge-socket] COMMAND ...\n"
-		   "commands:\n"
-		   "  status [-j JOBID] [-p]     elastic jobs as elasticd sees them (-p: "
-		   "parsable)\n"
-		   "  proto-client -j JOBID [-H HOST] [-g GPUS] [-a SECONDS | -N | -R]\n"
-		   "               [-s SECONDS] [-x SECONDS] [-r]\n"
-		   "                             stand in for an elastic job on the "
-		   "channel:\n"
-		   "                             -a ack releases after SECONDS (default "
-		   "0),\n"
-		   "                             -N never answer, -R refuse, -s status "
-		   "period,\n"
-		   "                             -x exit after SECONDS, -r reconnect "
-		   "when closed\n"
-		   "  seal TYPE KEY=VALUE...     write one sealed frame to stdout\n"
-		   "  send [-w SECONDS]          send stdin's bytes as they are; print "
-		   "replies\n"
-		   "The controller is -c, else $ELASTIC_CONTROLLER, else "
-		   "ControllerHost:ControllerPort\n"
-		   "of elastic.conf. See elastic-ctl(1).\n");
+	fprintf(f,
+		"usage: elastic-ctl [-c HOST:PORT] [-f elastic.conf] [-S munge-socket] COMMAND ...\n"
+		"commands:\n"
+		"  status [-j JOBID] [-p]     elastic jobs as elasticd sees them (-p: parsable)\n"
+		"  proto-client -j JOBID [-H HOST] [-g GPUS] [-a SECONDS | -N | -R]\n"
+		"               [-s SECONDS] [-x SECONDS] [-r]\n"
+		"                             stand in for an elastic job on the channel:\n"
+		"                             -a ack releases after SECONDS (default 0),\n"
+		"                             -N never answer, -R refuse, -s status period,\n"
+		"                             -x exit after SECONDS, -r reconnect when closed\n"
+		"  seal TYPE KEY=VALUE...     write one sealed frame to stdout\n"
+		"  send [-w SECONDS]          send stdin's bytes as they are; print replies\n"
+		"The controller is -c, else $ELASTIC_CONTROLLER, else ControllerHost:ControllerPort\n"
+		"of elastic.conf. See elastic-ctl(1).\n");
 }
 
 static int _connect(elastic_error_t *err)
@@ -160,8 +153,7 @@ static int _status(int argc, char **argv)
 			       elastic_job_state_name(m.state), m.grants, m.connected,
 			       m.resized, m.nodes[0] ? m.nodes : "-", step, rate);
 		else
-			printf("%-8u %-10s %4u %4u %6u %5u %-9s %6u %-7s %-19s %8s %9s "
-			       "%s\n",
+			printf("%-8u %-10s %4u %4u %6u %5u %-9s %6u %-7s %-19s %8s %9s %s\n",
 			       m.job, m.user, m.min, m.max, m.target, m.gpus,
 			       elastic_job_state_name(m.state), m.grants,
 			       m.connected ? "up" : "down", when, step, rate,

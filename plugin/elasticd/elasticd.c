@@ -69,19 +69,16 @@ static void _on_signal(int sig)
 
 static void _usage(FILE *f)
 {
-	fprintf(f, "usage: elasticd [-D] [-f elastic.conf] [-L logfile] [-p port] [-v] "
-		   "[-n]\n"
-		   "  -D          stay in the foreground, log to stderr (unless -L)\n"
-		   "  -f FILE     elastic.conf to read (default: $ELASTIC_CONF, else "
-		   "next to "
-		   "slurm.conf)\n"
-		   "  -L FILE     append the log to FILE (overrides LogFile)\n"
-		   "  -p PORT     listen on PORT (overrides ControllerPort; 0: any free "
-		   "port)\n"
-		   "  -v          debug logging\n"
-		   "  -n          dry run: compute and log decisions, change nothing\n"
-		   "  -V          print the version\n"
-		   "See elasticd(8).\n");
+	fprintf(f,
+		"usage: elasticd [-D] [-f elastic.conf] [-L logfile] [-p port] [-v] [-n]\n"
+		"  -D          stay in the foreground, log to stderr (unless -L)\n"
+		"  -f FILE     elastic.conf to read (default: $ELASTIC_CONF, else next to slurm.conf)\n"
+		"  -L FILE     append the log to FILE (overrides LogFile)\n"
+		"  -p PORT     listen on PORT (overrides ControllerPort; 0: any free port)\n"
+		"  -v          debug logging\n"
+		"  -n          dry run: compute and log decisions, change nothing\n"
+		"  -V          print the version\n"
+		"See elasticd(8).\n");
 }
 
 int main(int argc, char **argv)
@@ -207,9 +204,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	ed_channel_set_handlers(ch, &ed_ctl_handlers, ctl);
-	ed_info("started (pid %d): listening on %s:%d, tick %ld s, policy %s, grant QOS "
-		"'%s', "
-		"prefix '%s', SlurmUser uid %u%s",
+	ed_info("started (pid %d): listening on %s:%d, tick %ld s, policy %s, grant QOS '%s', prefix '%s', SlurmUser uid %u%s",
 		(int)getpid(),
 		conf.controller_host && *conf.controller_host ? conf.controller_host
 							      : "*",

@@ -173,10 +173,10 @@ static int _check_nodes(struct _ws *ws, elastic_error_t *err)
 			return _fail(err, EINVAL, "node %d: %d GPUs (allowed: 0..%d)", n,
 				     gpus, ELASTIC_POLICY_MAX_NODE_GPUS);
 		if (busy < 0 || busy > gpus)
-			return _fail(err, EINVAL,
-				     "node %d: %d GPUs busy with non-elastic jobs "
-				     "(allowed: 0..%d, its GPU count)",
-				     n, busy, gpus);
+			return _fail(
+				err, EINVAL,
+				"node %d: %d GPUs busy with non-elastic jobs (allowed: 0..%d, its GPU count)",
+				n, busy, gpus);
 		total += gpus;
 		capacity += gpus - busy;
 		ws->free[n] = gpus - busy;
@@ -207,11 +207,10 @@ static int _check_sizes(const struct elastic_policy_job *jb, elastic_error_t *er
 				return _fail(err, EINVAL, "job %u: allowed size %d < 1",
 					     jb->id, jb->size_list[i]);
 			if (i && jb->size_list[i] <= jb->size_list[i - 1])
-				return _fail(err, EINVAL,
-					     "job %u: allowed sizes not ascending (%d "
-					     "after %d)",
-					     jb->id, jb->size_list[i],
-					     jb->size_list[i - 1]);
+				return _fail(
+					err, EINVAL,
+					"job %u: allowed sizes not ascending (%d after %d)",
+					jb->id, jb->size_list[i], jb->size_list[i - 1]);
 		}
 		return 0;
 	}
@@ -276,14 +275,11 @@ static int _check_job(struct _ws *ws, int i, elastic_error_t *err)
 		ws->stamp[p->node] = i;
 		if (p->gpus > ws->free[p->node]) {
 			int busy = ws->in->node_busy ? ws->in->node_busy[p->node] : 0;
-			return _fail(err, EINVAL,
-				     "node %d: over-committed: job %u holds %d GPUs "
-				     "there, but "
-				     "only %d of its %d GPUs are not held by other jobs "
-				     "(%d busy "
-				     "with non-elastic jobs)",
-				     p->node, jb->id, p->gpus, ws->free[p->node],
-				     ws->in->node_gpus[p->node], busy);
+			return _fail(
+				err, EINVAL,
+				"node %d: over-committed: job %u holds %d GPUs there, but only %d of its %d GPUs are not held by other jobs (%d busy with non-elastic jobs)",
+				p->node, jb->id, p->gpus, ws->free[p->node],
+				ws->in->node_gpus[p->node], busy);
 		}
 		ws->free[p->node] -= p->gpus;
 		t->cur += p->gpus;
@@ -1077,11 +1073,10 @@ static int _place(struct _ws *ws, struct elastic_policy_target *tg, elastic_erro
 			while (maxv > 0 && _heap_top(heaps, ws->free, maxv) < 0)
 				maxv--;
 			if (maxv == 0) {
-				(void)_fail(err, EFAULT,
-					    "internal error: no free GPU left to place "
-					    "job %u "
-					    "(%d more GPUs)",
-					    t->id, rem);
+				(void)_fail(
+					err, EFAULT,
+					"internal error: no free GPU left to place job %u (%d more GPUs)",
+					t->id, rem);
 				goto out;
 			}
 			/* Best fit: the smallest free count that covers rem. */
@@ -1304,25 +1299,23 @@ int elastic_policy_explain(const struct elastic_policy_result *res, int i, char 
 	case ELASTIC_POLICY_WAIT:
 		return snprintf(
 			buf, len,
-			"job %u: waits: its min of %d GPUs does not fit beside the "
-			"mins of running and higher-ranked jobs (%d GPUs)",
+			"job %u: waits: its min of %d GPUs does not fit beside the mins of running and higher-ranked jobs (%d GPUs)",
 			t->id, t->min, res->capacity);
 	case ELASTIC_POLICY_STOP:
 		return snprintf(
 			buf, len,
-			"job %u: stop: its min of %d GPUs no longer fits beside the "
-			"mins of higher-ranked running jobs (%d GPUs)",
+			"job %u: stop: its min of %d GPUs no longer fits beside the mins of higher-ranked running jobs (%d GPUs)",
 			t->id, t->min, res->capacity);
 	case ELASTIC_POLICY_HOLD_THRESHOLD:
-		return snprintf(buf, len,
-				"job %u: held at %d GPUs (would be %d: change under the "
-				"threshold)",
-				t->id, t->gpus, t->want);
+		return snprintf(
+			buf, len,
+			"job %u: held at %d GPUs (would be %d: change under the threshold)",
+			t->id, t->gpus, t->want);
 	case ELASTIC_POLICY_HOLD_COOLDOWN:
-		return snprintf(buf, len,
-				"job %u: held at %d GPUs (would be %d: within the %llds "
-				"cool-down)",
-				t->id, t->gpus, t->want, (long long)res->cooldown);
+		return snprintf(
+			buf, len,
+			"job %u: held at %d GPUs (would be %d: within the %llds cool-down)",
+			t->id, t->gpus, t->want, (long long)res->cooldown);
 	}
 	errno = EINVAL;
 	return -1;

@@ -110,18 +110,17 @@ static int _conf_refresh(int first)
 	_conf_ok = 1;
 	if (rc == 1) {
 		memset(&_conf_st, 0, sizeof(_conf_st));
-		slurm_info("elastic: %s not found: built-in defaults (MaxGpusPerJob=%ld, "
-			   "anyone "
-			   "may submit elastic jobs)",
-			   _conf_path, _conf.max_gpus_per_job);
+		slurm_info(
+			"elastic: %s not found: built-in defaults (MaxGpusPerJob=%ld, anyone may submit elastic jobs)",
+			_conf_path, _conf.max_gpus_per_job);
 	} else {
 		_conf_st = st;
-		slurm_info("elastic: loaded %s (MaxGpusPerJob=%ld AllowedPartitions=%s "
-			   "AllowedAccounts=%s AllowedUsers=%s)",
-			   _conf_path, _conf.max_gpus_per_job,
-			   *_conf.allowed_partitions ? _conf.allowed_partitions : "(any)",
-			   *_conf.allowed_accounts ? _conf.allowed_accounts : "(any)",
-			   *_conf.allowed_users ? _conf.allowed_users : "(any)");
+		slurm_info(
+			"elastic: loaded %s (MaxGpusPerJob=%ld AllowedPartitions=%s AllowedAccounts=%s AllowedUsers=%s)",
+			_conf_path, _conf.max_gpus_per_job,
+			*_conf.allowed_partitions ? _conf.allowed_partitions : "(any)",
+			*_conf.allowed_accounts ? _conf.allowed_accounts : "(any)",
+			*_conf.allowed_users ? _conf.allowed_users : "(any)");
 	}
 	return 0;
 }
@@ -237,9 +236,7 @@ static void *_cache_thread(void *arg)
 			/* Say it once per run of failures, not every second. */
 			if (!failing++)
 				slurm_error(
-					"elastic: job cache refresh (slurm_load_jobs) "
-					"failed: "
-					"%s; job updates are checked on their own fields",
+					"elastic: job cache refresh (slurm_load_jobs) failed: %s; job updates are checked on their own fields",
 					slurm_strerror(e));
 		} else if (failing) {
 			slurm_info("elastic: job cache refresh works again");
@@ -323,17 +320,15 @@ static int _check_reserved(const job_desc_msg_t *jd, uint32_t uid, char **err_ms
 	if (_privileged(uid))
 		return SLURM_SUCCESS;
 	if (jd->qos && strcmp(jd->qos, _conf.grant_qos) == 0)
-		return _refuse(err_msg, ESLURM_INVALID_QOS,
-			       "QOS '%s' is reserved for the grant jobs of the elastic "
-			       "controller; "
-			       "use --elastic-gpus for an elastic job",
-			       jd->qos);
+		return _refuse(
+			err_msg, ESLURM_INVALID_QOS,
+			"QOS '%s' is reserved for the grant jobs of the elastic controller; use --elastic-gpus for an elastic job",
+			jd->qos);
 	if (jd->name && strncmp(jd->name, _conf.grant_name_prefix,
 				strlen(_conf.grant_name_prefix)) == 0)
 		return _refuse(
 			err_msg, ESLURM_ACCESS_DENIED,
-			"job names starting with '%s' are reserved for the grant jobs of "
-			"the elastic controller",
+			"job names starting with '%s' are reserved for the grant jobs of the elastic controller",
 			_conf.grant_name_prefix);
 	return SLURM_SUCCESS;
 }
@@ -372,14 +367,13 @@ static int _check_gpus(const struct elastic_request *req, const char *per_job,
 			       hj < 0 ? per_job : per_node);
 	if (elastic_tres_gpus(per_task, &x) != 0 ||
 	    elastic_tres_gpus(per_socket, &x) != 0)
-		return _refuse(err_msg, ESLURM_INVALID_GRES,
-			       "elastic jobs take GPUs per job (--gpus) or per node "
-			       "(--gres=gpu:N), not per task or per socket");
+		return _refuse(
+			err_msg, ESLURM_INVALID_GRES,
+			"elastic jobs take GPUs per job (--gpus) or per node (--gres=gpu:N), not per task or per socket");
 	if (hj && hn)
 		return _refuse(
 			err_msg, ESLURM_INVALID_GRES,
-			"give the GPUs of an elastic job either per job (--gpus) or per "
-			"node (--gres), not both");
+			"give the GPUs of an elastic job either per job (--gpus) or per node (--gres), not both");
 	if (!hj && !hn)
 		return SLURM_SUCCESS;
 	*total = hj ? pj : pn * (long)(nodes ? nodes : 1);
@@ -388,12 +382,10 @@ static int _check_gpus(const struct elastic_request *req, const char *per_job,
 		elastic_request_sizes_str(req, ',', sizes, sizeof(sizes));
 		return _refuse(
 			err_msg, ESLURM_INVALID_GRES,
-			"the job asks for %ld GPUs, which --%s=%ld-%ld --%s=%s does not "
-			"allow%s",
+			"the job asks for %ld GPUs, which --%s=%ld-%ld --%s=%s does not allow%s",
 			*total, ELASTIC_OPT_GPUS, req->min_gpus, req->max_gpus,
 			ELASTIC_OPT_SIZES, sizes,
-			submit ? " (leave the GPU request out: the job then gets MIN "
-				 "GPUs)"
+			submit ? " (leave the GPU request out: the job then gets MIN GPUs)"
 			       : "");
 	}
 	return SLURM_SUCCESS;
@@ -490,18 +482,16 @@ static int _submit_locked(job_desc_msg_t *jd, uint32_t submit_uid, char **err_ms
 	if (*_conf.allowed_users) {
 		const char *name = _user_name(jd->user_id, user, sizeof(user));
 		if (!elastic_list_allows(_conf.allowed_users, name))
-			return _refuse(err_msg, ESLURM_ACCESS_DENIED,
-				       "user %s (%u) may not submit elastic jobs "
-				       "(AllowedUsers=%s)",
-				       name ? name : "?", jd->user_id,
-				       _conf.allowed_users);
+			return _refuse(
+				err_msg, ESLURM_ACCESS_DENIED,
+				"user %s (%u) may not submit elastic jobs (AllowedUsers=%s)",
+				name ? name : "?", jd->user_id, _conf.allowed_users);
 	}
 	if (*_conf.allowed_accounts) {
 		if (!jd->account)
 			return _refuse(
 				err_msg, ESLURM_INVALID_ACCOUNT,
-				"elastic jobs must name their account with --account "
-				"(allowed: %s)",
+				"elastic jobs must name their account with --account (allowed: %s)",
 				_conf.allowed_accounts);
 		if (!elastic_list_allows(_conf.allowed_accounts, jd->account))
 			return _refuse(
@@ -524,8 +514,7 @@ static int _submit_locked(job_desc_msg_t *jd, uint32_t submit_uid, char **err_ms
 	if (jd->admin_comment)
 		return _refuse(
 			err_msg, ESLURM_ACCESS_DENIED,
-			"the AdminComment of an elastic job holds its elastic tag; "
-			"submit it without --admin-comment");
+			"the AdminComment of an elastic job holds its elastic tag; submit it without --admin-comment");
 	rc = _check_gpus(&req, jd->tres_per_job, jd->tres_per_node, jd->tres_per_task,
 			 jd->tres_per_socket, jd->min_nodes == NO_VAL ? 1 : jd->min_nodes,
 			 1, &total, err_msg);
@@ -534,8 +523,7 @@ static int _submit_locked(job_desc_msg_t *jd, uint32_t submit_uid, char **err_ms
 	if (total < 0 && jd->min_nodes != NO_VAL && jd->min_nodes > req.min_gpus)
 		return _refuse(
 			err_msg, ESLURM_INVALID_GRES,
-			"--%s=%ld on %u nodes: every node needs a GPU, so MIN must be at "
-			"least the node count (allowed: MIN >= %u, or fewer nodes)",
+			"--%s=%ld on %u nodes: every node needs a GPU, so MIN must be at least the node count (allowed: MIN >= %u, or fewer nodes)",
 			ELASTIC_OPT_GPUS, req.min_gpus, jd->min_nodes, jd->min_nodes);
 	if (total < 0) {
 		/* No GPU request: the job starts with its minimum. */
@@ -611,25 +599,21 @@ static int _modify_locked(job_desc_msg_t *jd, uint32_t uid, char **err_msg)
 			if (e && e->req < 0)
 				return _refuse(
 					err_msg, ESLURM_ACCESS_DENIED,
-					"job %u was not submitted as an elastic job; an "
-					"elastic tag cannot be added later (submit with "
-					"--%s)",
+					"job %u was not submitted as an elastic job; an elastic tag cannot be added later (submit with --%s)",
 					job_id, ELASTIC_OPT_GPUS);
 			elastic = 1;
 		} else if (elastic) {
-			return _refuse(err_msg, ESLURM_ACCESS_DENIED,
-				       "job %u is elastic: changing its AdminComment "
-				       "would remove "
-				       "its elastic tag",
-				       job_id);
+			return _refuse(
+				err_msg, ESLURM_ACCESS_DENIED,
+				"job %u is elastic: changing its AdminComment would remove its elastic tag",
+				job_id);
 		}
 	}
 	if (!elastic) {
 		if (!e && job_id != NO_VAL && job_id > _max_job_id)
-			slurm_debug("elastic: job %u not in the job cache yet; update "
-				    "checked "
-				    "on its own fields",
-				    job_id);
+			slurm_debug(
+				"elastic: job %u not in the job cache yet; update checked on its own fields",
+				job_id);
 		return SLURM_SUCCESS;
 	}
 	if ((rc = _check_partitions(jd->partition, err_msg)) != SLURM_SUCCESS)

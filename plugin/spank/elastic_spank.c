@@ -28,19 +28,13 @@ static int _opt_cb(int val, const char *optarg, int remote);
 
 static struct spank_option _options[] = {
 	{ELASTIC_OPT_GPUS, "MIN[-MAX]",
-	 "Run as an elastic job on MIN to MAX GPUs (MAX defaults to MIN); the job starts "
-	 "with "
-	 "MIN and grows and shrinks as the elastic controller decides. See "
-	 "elastic-spank(8).",
+	 "Run as an elastic job on MIN to MAX GPUs (MAX defaults to MIN); the job starts with MIN and grows and shrinks as the elastic controller decides. See elastic-spank(8).",
 	 1, OPT_GPUS, _opt_cb},
 	{ELASTIC_OPT_GRACE, "SECONDS",
-	 "Seconds an elastic job gets to give GPUs back at an iteration boundary "
-	 "(default: "
-	 "DefaultGrace of elastic.conf).",
+	 "Seconds an elastic job gets to give GPUs back at an iteration boundary (default: DefaultGrace of elastic.conf).",
 	 1, OPT_GRACE, _opt_cb},
 	{ELASTIC_OPT_SIZES, "any|pow2|LIST",
-	 "GPU counts the elastic job can run at: any (default), pow2, or a list such as "
-	 "1,2,4,8.",
+	 "GPU counts the elastic job can run at: any (default), pow2, or a list such as 1,2,4,8.",
 	 1, OPT_SIZES, _opt_cb},
 	{ELASTIC_OPT_WEIGHT, "N",
 	 "Relative weight of the elastic job in the GPU split, 1-1000 (default 1).", 1,
@@ -112,8 +106,8 @@ static int _load_config(int ac, char **av)
 	for (int i = 0; i < ac; i++) {
 		if (strncasecmp(av[i], "conf=", 5) == 0) {
 			if (!av[i][5]) {
-				slurm_error("elastic: plugstack.conf: argument 'conf=' "
-					    "needs a path");
+				slurm_error(
+					"elastic: plugstack.conf: argument 'conf=' needs a path");
 				return -1;
 			}
 			path = av[i] + 5;
@@ -135,9 +129,7 @@ static int _load_config(int ac, char **av)
 			continue;
 		if (!eq || eq == av[i] || (n = (size_t)(eq - av[i])) >= sizeof(key)) {
 			slurm_error(
-				"elastic: plugstack.conf: unknown argument '%s' (known: "
-				"conf=PATH and elastic.conf keys as Key=Value, e.g. "
-				"ControllerHost=HOST, MaxGpusPerJob=N)",
+				"elastic: plugstack.conf: unknown argument '%s' (known: conf=PATH and elastic.conf keys as Key=Value, e.g. ControllerHost=HOST, MaxGpusPerJob=N)",
 				av[i]);
 			elastic_site_conf_free(&work);
 			return -1;
@@ -273,10 +265,9 @@ static int _export_to_tasks(spank_t sp)
 		    ESPANK_SUCCESS &&
 	    strtoul(inherited, NULL, 10) != job_id) {
 		if (_site.debug)
-			slurm_info("elastic: step of job %u started by elastic job %s: "
-				   "keeping "
-				   "its ELASTIC_* variables",
-				   job_id, inherited);
+			slurm_info(
+				"elastic: step of job %u started by elastic job %s: keeping its ELASTIC_* variables",
+				job_id, inherited);
 		return 0;
 	}
 	if (elastic_request_sizes_str(&req, ',', sizes, sizeof(sizes)) < 0) {
@@ -293,10 +284,9 @@ static int _export_to_tasks(spank_t sp)
 		    _site.controller_port) < 0)
 		return -1;
 	if (_site.debug)
-		slurm_info("elastic: job %u: exported min=%ld max=%ld grace=%ld sizes=%s "
-			   "to the "
-			   "tasks",
-			   job_id, req.min_gpus, req.max_gpus, req.grace, sizes);
+		slurm_info(
+			"elastic: job %u: exported min=%ld max=%ld grace=%ld sizes=%s to the tasks",
+			job_id, req.min_gpus, req.max_gpus, req.grace, sizes);
 	return 0;
 }
 
@@ -326,13 +316,10 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 		if (ctx == S_CTX_LOCAL && getenv("SLURM_JOB_ID")) {
 			int i = _restated_option();
 			if (i) {
-				slurm_error("elastic: --%s=%s: srun inside job %s cannot "
-					    "change "
-					    "its elastic request (give the --elastic-* "
-					    "options "
-					    "to sbatch or salloc; steps inherit them)",
-					    _options[i - 1].name, _val[i],
-					    getenv("SLURM_JOB_ID"));
+				slurm_error(
+					"elastic: --%s=%s: srun inside job %s cannot change its elastic request (give the --elastic-* options to sbatch or salloc; steps inherit them)",
+					_options[i - 1].name, _val[i],
+					getenv("SLURM_JOB_ID"));
 				return -1;
 			}
 		}

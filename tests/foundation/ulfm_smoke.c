@@ -73,9 +73,7 @@ int main(int argc, char **argv)
 		t_fail = 0;
 	}
 	if (rank == 0)
-		printf("ulfm_smoke: finished %d iterations at size %d after %d "
-		       "recoveries "
-		       "(recovery %.2f ms)\n",
+		printf("ulfm_smoke: finished %d iterations at size %d after %d recoveries (recovery %.2f ms)\n",
 		       iters, size, recoveries, t_rec);
 	fflush(stdout);
 	MPI_Comm_free(&comm);

@@ -106,15 +106,12 @@ static const struct tcase cases[] = {
 	 .targets = {{{2, 0}}},
 	 .want = "resume g101 dl+7000; tell-release g101",
 	 .holds = "1:2/4 r1 p0"},
-	{.name = "lost grants: gone from slurmctld, node unknown, job ended, "
-		 "foreign owner",
+	{.name = "lost grants: gone from slurmctld, node unknown, job ended, foreign owner",
 	 .jobs = {{1, 1, 0, 2, 10, 1, 2, 2}},
 	 .grants = {{103, 1, -1, 2, 1}, {104, 9, 1, 2, 1}, {105, 1, 1, 1, 1, 0, 4242}},
 	 .rels = {{102, 1, 5000, 1}},
 	 .targets = {{{2, 0}}},
-	 .want = "cancel g103 (its node is unknown); cancel g104 (its elastic job "
-		 "ended); cancel g105 (owner differs from the elastic job's); "
-		 "forget g102",
+	 .want = "cancel g103 (its node is unknown); cancel g104 (its elastic job ended); cancel g105 (owner differs from the elastic job's); forget g102",
 	 .holds = "1:2/2 r0 p0"},
 	{.name = "a new job: pending, then running with a grant it was not told of",
 	 .jobs = {{2, 0, 0, 0, 10, 0, 0, 0}, {3, 1, 1, 1, 10, 1, 0, 0}},
@@ -133,8 +130,7 @@ static const struct tcase cases[] = {
 	 .grants = {{107, 1, 0, 2, 0}},
 	 .busy = {1, 0},
 	 .targets = {{{4, 0}}},
-	 .want = "cancel g107 (cannot start: its GPUs were taken meanwhile); grow j1 "
-		 "n0 +2 (2->4)",
+	 .want = "cancel g107 (cannot start: its GPUs were taken meanwhile); grow j1 n0 +2 (2->4)",
 	 .holds = "1:2/2 r0 p0"},
 };
 
