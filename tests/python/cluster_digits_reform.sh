@@ -20,9 +20,7 @@ t_mpi_scratch
 ex=$top_srcdir/examples/pytorch
 epochs=6 target=20
 
-timeout -s KILL 300 $MPIRUN -np 2 python3 "$ex/train_digits.py" --epochs $epochs --quiet \
-	--out "$T_DIR/ref.npy" >"$T_DIR/ref.out" 2>&1 || { cat "$T_DIR/ref.out"; t_fail "reference run"; }
-t_grep '^done: 72 steps' "$T_DIR/ref.out" "reference run"
+py_digits_reference $epochs 72
 
 # (an --elastic-gpus job takes its grants from elasticd, which this test does not run)
 grep -v '^#SBATCH --elastic' "$ex/train.sbatch" >"$T_DIR/train.sbatch"
@@ -31,13 +29,7 @@ lead=$(t_sbatch root -N1 -n1 -w node1 --gres=gpu:2 -H -o "$T_DIR/job.out" \
 	"$T_DIR/train.sbatch")
 t_grant_release "$lead" 2
 t_log "job $lead (node1, 2 GPUs) + grant $grant (node2, 2 GPUs)"
-end=$((SECONDS + 180))
-until grep -aq "^step $target " "$T_DIR/job.out" 2>/dev/null; do
-	[ $SECONDS -lt $end ] || { cat "$T_DIR/job.out"; t_fail "job $lead did not reach step $target"; }
-	case "$(t_job_state "$lead")" in PENDING | RUNNING | CONFIGURING | "") ;; *)
-		cat "$T_DIR/job.out"; t_fail "job $lead ended early" ;; esac
-	sleep 0.05
-done
+py_wait_step "$lead" "$target" 0.05
 t_grep "^step $target epoch [0-9]+ size 4 " "$T_DIR/job.out" "training at 4 ranks over 2 nodes"
 victims=""
 for p in /proc/[0-9]*; do
@@ -64,16 +56,5 @@ read -r first c < <(awk '/re-form 1:/ { f = 1 } f && /^step [0-9]+ .*first commi
 [ "$first" -gt "$last" ] || t_fail "the relaunch's first step $first is not after step $last"
 t_log "resumed at step $first (last committed before the loss: $last, a step in flight is redone); kill -> next commit: $(awk -v k="$t_kill" -v c="$c" 'BEGIN { printf "%.0f ms", (c - k) * 1000 }')"
 t_log "relaunch breakdown: $(grep -a '^timings (resumed' "$T_DIR/job.out" | head -1)"
-first_loss=$(sed -n 's/^step 0 .* loss \([0-9.]*\) .*/\1/p' "$T_DIR/job.out")
-final=$(sed -n "s/^epoch $((epochs - 1)) done .* loss \([0-9.]*\), test accuracy \([0-9.]*\).*/\1 \2/p" "$T_DIR/job.out")
-[ -n "$first_loss" ] && [ -n "$final" ] || t_fail "no loss lines"
-awk -v a="$first_loss" -v b="${final% *}" 'BEGIN { exit !(b < a / 3) }' || t_fail "loss did not fall"
-t_log "loss $first_loss -> ${final% *}, test accuracy ${final#* }"
-python3 - "$T_DIR" <<'PY' || t_fail "the final model differs from the static run's"
-import sys, numpy as np
-d = sys.argv[1]
-a, b = np.load(d + "/elastic.npy"), np.load(d + "/ref.npy")
-print("final model vs static 2-rank run: max abs difference %.3g" % float(np.max(np.abs(a - b))))
-sys.exit(0 if np.allclose(a, b, rtol=1e-3, atol=1e-4) else 1)
-PY
+py_check_loss_and_model $epochs
 exit 0

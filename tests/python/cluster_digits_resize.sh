@@ -23,9 +23,7 @@ t_mpi_scratch
 ex=$top_srcdir/examples/pytorch
 epochs=8 steps=96
 
-timeout -s KILL 300 $MPIRUN -np 2 python3 "$ex/train_digits.py" --epochs $epochs --quiet \
-	--out "$T_DIR/ref.npy" >"$T_DIR/ref.out" 2>&1 || { cat "$T_DIR/ref.out"; t_fail "reference run"; }
-t_grep "^done: $steps steps" "$T_DIR/ref.out" "reference run"
+py_digits_reference $epochs $steps
 
 ctl_block_nodes node2 node3 node4
 half=$(sbatch --parsable -J blocker -w node1 --gres=gpu:2 -N1 -n1 -o /dev/null --wrap 'sleep 3000') ||
@@ -37,18 +35,10 @@ id=$(t_sbatch alice -A acct_a --elastic-gpus=2-4 -N1 -w node1 -o "$T_DIR/job.out
 	"$ex/train.sbatch")
 echo "$id" >>"$T_DIR/jobs"
 t_log "job $id submitted (sbatch --elastic-gpus=2-4 examples/pytorch/train.sbatch)"
-end=$((SECONDS + 180))
-until grep -aq '^step 5 ' "$T_DIR/job.out" 2>/dev/null; do
-	[ $SECONDS -lt $end ] || { cat "$T_DIR/job.out"; t_fail "job $id did not reach step 5"; }
-	sleep 0.1
-done
+py_wait_step "$id" 5
 scancel "$half"
 t_log "node1's other 2 GPUs freed after step 5"
-end=$((SECONDS + 180))
-until grep -aq '^step 40 ' "$T_DIR/job.out" 2>/dev/null; do
-	[ $SECONDS -lt $end ] || { cat "$T_DIR/job.out"; t_fail "job $id did not reach step 40"; }
-	sleep 0.1
-done
+py_wait_step "$id" 40
 bob=$(ctl_job bob acct_b 2 2 30)
 t_log "bob's elastic job $bob (2 GPUs) submitted after step 40"
 t_wait_job "$id" 300
@@ -69,16 +59,5 @@ seq 0 $((steps - 1)) | cmp -s - "$T_DIR/steps" || {
 last2=$(grep -a '^step [0-9]* .* size 2 ' "$T_DIR/job.out" | head -n 20 | awk '$2 < 40' | tail -1 | awk '{print $2}')
 last4=$(grep -a '^step [0-9]* .* size 4 ' "$T_DIR/job.out" | tail -1 | awk '{print $2}')
 t_log "grew 2 -> 4 after step $last2, shrank 4 -> 2 after step $last4 (bob: 2 GPUs); steps 0..$((steps - 1)) committed once each"
-first=$(sed -n 's/^step 0 .* loss \([0-9.]*\) .*/\1/p' "$T_DIR/job.out")
-final=$(sed -n "s/^epoch $((epochs - 1)) done .* loss \([0-9.]*\), test accuracy \([0-9.]*\).*/\1 \2/p" "$T_DIR/job.out")
-[ -n "$first" ] && [ -n "$final" ] || t_fail "no loss lines"
-awk -v a="$first" -v b="${final% *}" 'BEGIN { exit !(b < a / 3) }' || t_fail "loss did not fall"
-t_log "loss $first -> ${final% *}, test accuracy ${final#* }"
-python3 - "$T_DIR" <<'PY' || t_fail "the final model differs from the static run's"
-import sys, numpy as np
-d = sys.argv[1]
-a, b = np.load(d + "/elastic.npy"), np.load(d + "/ref.npy")
-print("final model vs static 2-rank run: max abs difference %.3g" % float(np.max(np.abs(a - b))))
-sys.exit(0 if np.allclose(a, b, rtol=1e-3, atol=1e-4) else 1)
-PY
+py_check_loss_and_model $epochs
 exit 0

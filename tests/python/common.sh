@@ -39,3 +39,43 @@ t_py_ok() { # scenario n
 	[ "$n" = "$2" ] || { cat "$T_DIR/$1"; t_fail "$1: $n of $2 ranks passed"; }
 	t_log "$1: passed on $2 ranks"
 }
+
+# The static reference of the example: the same training on 2 ranks, no
+# failure; its model in $T_DIR/ref.npy.
+py_digits_reference() { # epochs steps
+	timeout -s KILL 300 $MPIRUN -np 2 python3 "$top_srcdir/examples/pytorch/train_digits.py" \
+		--epochs "$1" --quiet --out "$T_DIR/ref.npy" >"$T_DIR/ref.out" 2>&1 ||
+		{ cat "$T_DIR/ref.out"; t_fail "reference run"; }
+	t_grep "^done: $2 steps" "$T_DIR/ref.out" "reference run"
+}
+
+# Wait until job's output ($T_DIR/job.out) shows step N; fail after 180 s or
+# when the job ended first.
+py_wait_step() { # job step [poll seconds]
+	local end=$((SECONDS + 180))
+	until grep -aq "^step $2 " "$T_DIR/job.out" 2>/dev/null; do
+		[ $SECONDS -lt $end ] || { cat "$T_DIR/job.out"; t_fail "job $1 did not reach step $2"; }
+		case "$(t_job_state "$1")" in PENDING | RUNNING | CONFIGURING | "") ;; *)
+			cat "$T_DIR/job.out"; t_fail "job $1 ended early" ;; esac
+		sleep "${3:-0.1}"
+	done
+}
+
+# The job's loss fell below a third of its first value, and its final model
+# ($T_DIR/elastic.npy) equals the static run's within float32
+# summation-order noise (rtol 1e-3, atol 1e-4).
+py_check_loss_and_model() { # epochs
+	local first final
+	first=$(sed -n 's/^step 0 .* loss \([0-9.]*\) .*/\1/p' "$T_DIR/job.out")
+	final=$(sed -n "s/^epoch $(($1 - 1)) done .* loss \([0-9.]*\), test accuracy \([0-9.]*\).*/\1 \2/p" "$T_DIR/job.out")
+	[ -n "$first" ] && [ -n "$final" ] || t_fail "no loss lines"
+	awk -v a="$first" -v b="${final% *}" 'BEGIN { exit !(b < a / 3) }' || t_fail "loss did not fall: $first -> ${final% *}"
+	t_log "loss $first -> ${final% *}, test accuracy ${final#* }"
+	python3 - "$T_DIR" <<'PY' || t_fail "the final model differs from the static run's"
+import sys, numpy as np
+d = sys.argv[1]
+a, b = np.load(d + "/elastic.npy"), np.load(d + "/ref.npy")
+print("final model vs static 2-rank run: max abs difference %.3g" % float(np.max(np.abs(a - b))))
+sys.exit(0 if np.allclose(a, b, rtol=1e-3, atol=1e-4) else 1)
+PY
+}
