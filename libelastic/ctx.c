@@ -521,6 +521,7 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 		return -1;
 	}
 	ctx->comm = MPI_COMM_NULL;
+	ctx->progress.fd = -1;
 	ctx->host.step[0] = ctx->host.step[1] = UINT64_MAX;
 	ctx->wd_timeout_s = ctx->env.watchdog_s;
 	pthread_mutex_init(&ctx->wd_lock, NULL);
@@ -606,6 +607,7 @@ void elastic_destroy(elastic_ctx_t *ctx)
 	elastic__persist_final(ctx); /* waits for a background snapshot first */
 	elastic__snap_async_stop(ctx);
 	elastic__nccl_free(ctx);
+	elastic__progress_close(ctx);
 	if (ctx->comm != MPI_COMM_NULL)
 		MPI_Comm_free(&ctx->comm);
 	elastic__snap_host_free(ctx);

@@ -37,6 +37,13 @@ struct elastic__shmslot {
 
 struct elastic__nccl; /* gpu.c */
 
+/* progress.c: the record elastic-run reads (ELASTIC_RUN_PROGRESS) */
+struct elastic__progress {
+	int fd;	     /* -1 until the first write */
+	int off;     /* no ELASTIC_RUN_PROGRESS, or not writable */
+	double last; /* monotonic time of the last record */
+};
+
 struct elastic_ctx {
 	MPI_Comm comm; /* current world (ours, ERRORS_RETURN) */
 	int rank, size;
@@ -102,7 +109,16 @@ struct elastic_ctx {
 
 	struct elastic_stats stats;
 	struct elastic__nccl *nccl;
+	elastic_sampler_t *sampler; /* the registered sampler, if any */
+	struct elastic__progress progress;
 };
+
+/* progress.c: after a commit, rank 0 tells elastic-run its progress (at
+ * most once a second); close at destroy. */
+void elastic__progress_commit(elastic_ctx_t *ctx);
+void elastic__progress_close(elastic_ctx_t *ctx);
+/* sampler.c: samples taken since the start (epochs x samples + consumed) */
+uint64_t elastic__sampler_seen(const elastic_sampler_t *s);
 
 /* ctx.c */
 int elastic__errorf(elastic_error_t *err, const char *fmt, ...)

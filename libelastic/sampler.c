@@ -145,7 +145,15 @@ int elastic_sampler_register(elastic_ctx_t *ctx, elastic_sampler_t *s,
 {
 	if (!s)
 		return _fail(err, EINVAL, "elastic_sampler_register: sampler is NULL");
-	return elastic_register(ctx, "elastic.sampler", &s->pos, sizeof(s->pos), err);
+	if (elastic_register(ctx, "elastic.sampler", &s->pos, sizeof(s->pos), err) < 0)
+		return -1;
+	ctx->sampler = s; /* its position is the job's progress in samples */
+	return 0;
+}
+
+uint64_t elastic__sampler_seen(const elastic_sampler_t *s)
+{
+	return s->pos.epoch * s->n + s->pos.consumed;
 }
 
 uint64_t elastic_sampler_step_samples(const elastic_sampler_t *s, int global)

@@ -616,6 +616,7 @@ static int _commit(elastic_ctx_t *ctx, elastic_error_t *err)
 		ctx->in_step = 0;
 		ctx->stats.commits++;
 		ctx->stats.last_failure_time = 0;
+		elastic__progress_commit(ctx);
 		if (!(flag & AGREE_NO_STOP)) {
 			/* with update after commit the caller has not applied this
 			 * step yet: stop at the next begin, once it has */
