@@ -206,6 +206,20 @@ int elastic__ctl_poll(struct elastic_ctlclient *c, int timeout_ms,
 	return act;
 }
 
+void elastic__ctl_status(struct elastic_ctlclient *c, uint64_t step, double rate,
+			 void (*say)(const char *fmt, ...))
+{
+	c->step = step;
+	struct elastic_msg m = {.type = ELASTIC_MSG_STATUS,
+				.present = ELASTIC_K_JOB | ELASTIC_K_GPUS |
+					   ELASTIC_K_STEP | ELASTIC_K_RATE,
+				.job = c->job,
+				.gpus = (uint32_t)c->gpus,
+				.step = step,
+				.rate = rate};
+	_send(c, &m, say); /* not connected: the next hello carries the step */
+}
+
 void elastic__ctl_releases_done(struct elastic_ctlclient *c)
 {
 	for (int i = 0; i < c->nrel; i++)

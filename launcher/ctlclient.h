@@ -44,6 +44,11 @@ void elastic__ctl_fini(struct elastic_ctlclient *c);
 int elastic__ctl_poll(struct elastic_ctlclient *c, int timeout_ms,
 		      void (*say)(const char *fmt, ...));
 
+/* Progress: the committed step and samples/s (0: unknown), with the GPUs in
+ * c->gpus, sent now if connected (else the step goes with the next hello). */
+void elastic__ctl_status(struct elastic_ctlclient *c, uint64_t step, double rate,
+			 void (*say)(const char *fmt, ...));
+
 /* The job runs without every grant ordered released so far (call it when
  * the old mpirun has ended and the next launch set is chosen): acknowledge
  * them to the controller, now or as soon as connected. */

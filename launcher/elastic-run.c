@@ -239,6 +239,40 @@ static int _map_find(const char *map, const char *host, unsigned long *job, char
 	return -1;
 }
 
+/* The job's progress: rank 0's libelastic rewrites "STEP SAMPLES TIME" in the
+ * file named by ELASTIC_RUN_PROGRESS at most once a second; when the step
+ * moved, tell elasticd the step and the samples/s since the last record
+ * (elastic-ctl status). Read at most once a second too. */
+static void _progress(const char *path)
+{
+	static double t_read, t_last;
+	static unsigned long long step_last = ~0ULL, seen_last;
+	static double rate;
+	unsigned long long step, seen;
+	double t;
+	char buf[80];
+	int fd;
+	ssize_t n;
+
+	if (_now() - t_read < 1.0)
+		return;
+	t_read = _now();
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return; /* no record yet */
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu %lf", &step, &seen, &t) != 3 || step == step_last)
+		return;
+	/* the rate between two records, by the writer's clock */
+	if (step_last != ~0ULL && seen >= seen_last && t > t_last)
+		rate = (double)(seen - seen_last) / (t - t_last);
+	step_last = step, seen_last = seen, t_last = t;
+	elastic__ctl_status(&ctl, step, rate, _say);
+}
+
 /* PRRTE launch agent: "elastic-run --agent HOST CMD..." starts the daemon on
  * HOST inside the Slurm job that holds GPUs there. */
 static int _agent(int argc, char **argv)
@@ -440,6 +474,7 @@ int main(int argc, char **argv)
 {
 	static struct elastic_gpuset set, now;
 	char self[PATH_MAX], dir[PATH_MAX], hostfile[PATH_MAX + 16], agent[PATH_MAX + 32];
+	char progress[PATH_MAX + 32];
 	const char *mpirun = "mpirun", *extra[32];
 	int nextra = 0, max_relaunch = 20, max_stuck = 3, dry = 0, sizes[64], nsizes = 0;
 	unsigned long jobid;
@@ -568,6 +603,8 @@ int main(int argc, char **argv)
 	}
 	snprintf(hostfile, sizeof(hostfile), "%s/hostfile", dir);
 	snprintf(agent, sizeof(agent), "%s/agent", dir);
+	snprintf(progress, sizeof(progress), "%s/progress", dir);
+	setenv("ELASTIC_RUN_PROGRESS", progress, 1);
 	/* PRRTE runs the agent as "AGENT HOST CMD": a script naming our mode. */
 	FILE *af = fopen(agent, "w");
 	if (!af || fprintf(af, "#!/bin/sh\nexec '%s' --agent \"$@\"\n", self) < 0 ||
@@ -700,6 +737,8 @@ int main(int argc, char **argv)
 			/* An order that changes the job's GPUs: the ranks stop at
 			 * their next committed step (libelastic acts on SIGUSR1)
 			 * and the job re-forms on the new set. */
+			if (have_ctl)
+				_progress(progress);
 			if (have_ctl && elastic__ctl_poll(&ctl, 50, _say) && !stop_sent &&
 			    _discover(&now, jobid, &err) == 0) {
 				elastic__gpuset_trim(&now, (int)max, sizes, nsizes);
@@ -770,6 +809,7 @@ int main(int argc, char **argv)
 		elastic__ctl_fini(&ctl);
 	unlink(hostfile);
 	unlink(agent);
+	unlink(progress);
 	rmdir(dir);
 	return status;
 }

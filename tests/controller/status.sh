@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/controller/status.sh: live status of a real training job. An elastic
+# job (sbatch --elastic-gpus=2, elastic-run, elastic_train on libelastic)
+# trains under elasticd; `elastic-ctl status` shows what the job itself
+# reported: its GPUs, a STEP that moves on while it trains (within a few
+# steps of what rank 0 prints) and a RATE in samples/s near the trainer's
+# own (global batch x steps/s). Before, STEP and RATE stayed 0 for every
+# real job.
+. "${top_srcdir:-/src}/tests/lib.sh"
+. "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
+ctl_setup
+sbatch --help 2>&1 | grep -q -- --elastic-gpus ||
+	t_skip "the SPANK plugin is not loaded (cluster started without this build's plugins)"
+train=${top_builddir:?}/examples/elastic_train
+run=$top_builddir/launcher/elastic-run
+[ -x "$train" ] && [ -x "$run" ] || t_skip "elastic_train or elastic-run not built"
+ctl_block_nodes node2 node3 node4
+ctl_start
+
+cat >"$T_DIR/job.sh" <<JOB
+#!/bin/bash
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
+exec $run -v -- $train --epochs 30 --samples 4096 --global-batch 128 --step-sleep 50000
+JOB
+chmod 755 "$T_DIR/job.sh"
+id=$(t_sbatch alice -A acct_a -J status --elastic-gpus=2 -N1 -n1 -w node1 -D "$T_DIR" \
+	-o "$T_DIR/job.out" "$T_DIR/job.sh")
+echo "$id" >>"$T_DIR/jobs"
+
+# job|user|min|max|target|gpus|state|grants|connected|resized|nodes|step|rate
+field() { ctl status -j "$id" -p 2>/dev/null | awk -F'|' -v f="$1" '{ print $f }'; }
+printed() { grep -aEo '^step [0-9]+ ' "$T_DIR/job.out" | tail -n1 | awk '{ print $2 }'; }
+end=$((SECONDS + 90))
+until [ "$(field 12)" != "-" ] && [ "$(field 12)" -ge 20 ] 2>/dev/null; do
+	[ $SECONDS -lt $end ] || { tail -n 20 "$T_DIR/job.out"; ctl status; t_fail "elastic-ctl status shows no step for job $id after 90 s (step '$(field 12)')"; }
+	sleep 0.5
+done
+line1=$(ctl status -j "$id" -p)
+p1=$(printed)
+sleep 3
+line2=$(ctl status -j "$id" -p)
+p2=$(printed)
+t_log "status: $line1"
+t_log "status 3 s later: $line2 (rank 0 printed steps $p1 .. $p2)"
+IFS='|' read -r _ user _ _ _ gpus _ _ conn _ _ s1 r1 <<<"$line1"
+IFS='|' read -r _ _ _ _ _ _ _ _ _ _ _ s2 r2 <<<"$line2"
+[ "$user" = alice ] || t_fail "user '$user', expected alice"
+[ "$gpus" = 2 ] || t_fail "GPUS $gpus, expected the job's 2"
+[ "$conn" = 1 ] || t_fail "channel not connected ($conn)"
+[ "$s2" -gt "$s1" ] || t_fail "STEP did not move on while the job trained ($s1 -> $s2)"
+# what elasticd shows is what the job reported: within a few steps of rank 0
+[ $((p1 - s1)) -le 30 ] && [ $((s1 - p1)) -le 30 ] ||
+	t_fail "STEP $s1 is far from the step rank 0 printed ($p1)"
+# 128 samples a step, a step about 50 ms (sleep) plus its cost on 2 shared
+# cores: somewhere between 128 and 2560 samples/s
+awk -v r="$r2" 'BEGIN { exit !(r >= 128 && r <= 2560) }' ||
+	t_fail "RATE $r2 samples/s is not that of 128-sample steps of 50-1000 ms"
+t_log "PASS: job $id shows 2 GPUs, step $s1 -> $s2, $r2 samples/s"
