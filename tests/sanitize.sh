@@ -59,5 +59,5 @@ testbed/cluster exec -- bash -c '
 	done
 	rm -f "$supp"
 	exit $bad' || rc=1
-ELASTIC_ASAN_BUILD=$b tests/controller/run-sanitized.sh || rc=1
+ELASTIC_ASAN_BUILD=$b tests/controller/run-sanitized.sh scenario grace restart auth drain drift jam || rc=1
 exit $rc
