@@ -28,6 +28,13 @@ t_need_cluster() {
 	scontrol ping >/dev/null 2>&1 || t_skip "the testbed cluster at $SLURM_CONF does not answer"
 }
 
+# Whether sbatch knows --elastic-gpus: the cluster runs this build's SPANK
+# plugin.
+t_have_spank() { sbatch --help 2>&1 | grep -q -- --elastic-gpus; }
+t_need_spank() {
+	t_have_spank || t_skip "the SPANK plugin is not loaded (cluster started without this build's plugins)"
+}
+
 # A scratch directory every test user can write (job output lands here).
 t_scratch() {
 	T_DIR=$(mktemp -d "/tmp/$T_NAME.XXXXXX")

@@ -57,6 +57,15 @@ ctl_conf() {
 	} >"$T_DIR/elastic.conf"
 }
 
+# A test that trains for real under elasticd: the SPANK plugin loaded, the
+# example trainer and elastic-run built; sets train and run.
+ctl_need_trainer() {
+	t_need_spank
+	train=${top_builddir:?}/examples/elastic_train
+	run=$top_builddir/launcher/elastic-run
+	[ -x "$train" ] && [ -x "$run" ] || t_skip "elastic_train or elastic-run not built"
+}
+
 ctl() { "$CTL_BIN/elastic-ctl" -c "127.0.0.1:$CTL_PORT" "$@"; }
 
 ctl_start() {
@@ -89,7 +98,7 @@ ctl_kill9() {
 # (AdminComment as root) exactly as job_submit_elastic would. Prints its id.
 ctl_job() { # user account min max grace
 	local u=$1 a=$2 min=$3 max=$4 grace=$5 id
-	if sbatch --help 2>&1 | grep -q -- --elastic-gpus; then
+	if t_have_spank; then
 		id=$(t_sbatch "$u" -A "$a" -J "ejob-$u" --elastic-gpus="$min-$max" \
 			--elastic-grace="$grace" -N1 -n1 --wrap 'sleep 3000')
 		echo "$id" >>"$T_DIR/jobs"

@@ -12,11 +12,7 @@
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
-sbatch --help 2>&1 | grep -q -- --elastic-gpus ||
-	t_skip "the SPANK plugin is not loaded (cluster started without this build's plugins)"
-train=${top_builddir:?}/examples/elastic_train
-run=$top_builddir/launcher/elastic-run
-[ -x "$train" ] && [ -x "$run" ] || t_skip "elastic_train or elastic-run not built"
+ctl_need_trainer
 ctl_block_nodes node3 node4
 
 # Static references: the same trainings at 2 ranks, once each, no resize.

@@ -25,7 +25,7 @@ done
 
 own=""
 shape=$(sinfo -h -N -o '%N %G' | sort -u | awk '{ n++; if ($2 == "gpu:4") g++ } END { print n + 0, g + 0 }')
-if [ "$shape" != "2 2" ] || ! sbatch --help 2>&1 | grep -q -- --elastic-gpus; then
+if [ "$shape" != "2 2" ] || ! t_have_spank; then
 	# A private 2-node cluster with this build's plugins.
 	own=demot
 	export ELASTIC_TESTBED_INSTANCE=demot ELASTIC_TESTBED_NODES=2 ELASTIC_BUILD_DIR=$build

@@ -9,9 +9,8 @@
 set -u
 . "$(dirname "$0")/common.sh"
 t_need_cluster
-sbatch --help 2>&1 | grep -q -- --elastic-gpus ||
-	t_skip "the SPANK plugin is not loaded (cluster started without this build's plugins)"
-python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (python3-torch, python3-sklearn)"
+t_need_spank
+py_need_torch
 t_scratch
 t_mpi_scratch
 ex=$top_srcdir/examples/pytorch

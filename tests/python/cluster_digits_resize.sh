@@ -15,10 +15,9 @@
 set -u
 . "$(dirname "$0")/common.sh"
 . "$top_srcdir/tests/controller/ctl-lib.sh"
-python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (python3-torch, python3-sklearn)"
+py_need_torch
 ctl_setup
-sbatch --help 2>&1 | grep -q -- --elastic-gpus ||
-	t_skip "the SPANK plugin is not loaded (cluster started without this build's plugins)"
+t_need_spank
 t_mpi_scratch
 ex=$top_srcdir/examples/pytorch
 epochs=8 steps=96

@@ -40,6 +40,11 @@ t_py_ok() { # scenario n
 	t_log "$1: passed on $2 ranks"
 }
 
+# A test of the PyTorch example on the cluster: torch and sklearn there.
+py_need_torch() {
+	python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (python3-torch, python3-sklearn)"
+}
+
 # The static reference of the example: the same training on 2 ranks, no
 # failure; its model in $T_DIR/ref.npy.
 py_digits_reference() { # epochs steps
