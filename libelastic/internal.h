@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "elastic/elastic.h"
+#include "contract.h" /* the job contract; elastic__errorf */
 
 #define ELASTIC__NAME_MAX 64
 #define ELASTIC__FP_WORDS 16
@@ -120,9 +121,7 @@ void elastic__progress_close(elastic_ctx_t *ctx);
 /* sampler.c: samples taken since the start (epochs x samples + consumed) */
 uint64_t elastic__sampler_seen(const elastic_sampler_t *s);
 
-/* ctx.c */
-int elastic__errorf(elastic_error_t *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* ctx.c (errors: common/contract.h) */
 void elastic__log(elastic_ctx_t *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 double elastic__now_mono(void);

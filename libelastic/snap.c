@@ -155,9 +155,8 @@ static int _pread_all(int fd, void *buf, size_t n, off_t off)
 static void _slot_path(const elastic_ctx_t *ctx, const char *prefix, int slot, char *path,
 		       size_t n)
 {
-	snprintf(path, n, "%s%016llx-%08x-%d.snap", prefix,
-		 (unsigned long long)ctx->launch_id,
-		 (unsigned)(ctx->host_id & 0xffffffffu), slot);
+	elastic_snap_file(path, n, prefix, ctx->launch_id,
+			  (uint32_t)(ctx->host_id & 0xffffffffu), slot);
 }
 
 static void _fill_header(const elastic_ctx_t *ctx, struct snap_header *h)
@@ -297,8 +296,9 @@ static int _each_file(const char *prefix,
 		return 0;
 	while (!r && (e = readdir(d))) {
 		size_t nl = strlen(e->d_name);
-		if (nl <= bl + 5 || strncmp(e->d_name, base, bl) ||
-		    strcmp(e->d_name + nl - 5, ".snap"))
+		size_t sl = strlen(ELASTIC_SNAP_SUFFIX);
+		if (nl <= bl + sl || strncmp(e->d_name, base, bl) ||
+		    strcmp(e->d_name + nl - sl, ELASTIC_SNAP_SUFFIX))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		r = fn(path, e->d_name + bl, arg);

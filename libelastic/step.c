@@ -192,9 +192,8 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (ctx->env.checkpoint_dir[0]) {
 		char prefix[512];
 		unsigned char *b2 = malloc(ctx->state_bytes ? ctx->state_bytes : 1);
-		snprintf(prefix, sizeof(prefix), "%s/elastic-%s-",
-			 ctx->env.checkpoint_dir,
-			 ctx->env.job_id[0] ? ctx->env.job_id : "job");
+		elastic_snap_prefix(prefix, sizeof(prefix), ctx->env.checkpoint_dir,
+				    ctx->env.job_id[0] ? ctx->env.job_id : "job", NULL);
 		int h2 = b2 ? elastic__snap_file_load(ctx, prefix, b2, &step, &e2) : -1;
 		if (h2 < 0)
 			elastic__log(ctx, ELASTIC_LOG_WARN, "resume: %s",
@@ -326,9 +325,8 @@ static void _persist(elastic_ctx_t *ctx, int sync)
 	if (ctx->env.checkpoint_dir[0] && ctx->rank == 0 &&
 	    ctx->committed % (uint64_t)ctx->env.checkpoint_every == 0) {
 		char prefix[512];
-		snprintf(prefix, sizeof(prefix), "%s/elastic-%s-",
-			 ctx->env.checkpoint_dir,
-			 ctx->env.job_id[0] ? ctx->env.job_id : "job");
+		elastic_snap_prefix(prefix, sizeof(prefix), ctx->env.checkpoint_dir,
+				    ctx->env.job_id[0] ? ctx->env.job_id : "job", NULL);
 		if (elastic__snap_file_write(ctx, prefix, ctx->committed, &e) < 0)
 			elastic__log(ctx, ELASTIC_LOG_WARN, "checkpoint: %s", e.text);
 		else
