@@ -52,11 +52,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		in[size] = '\0';
 		if (elastic_tag_parse(in, &r, &err) == 0 &&
 		    (elastic_tag_format(&r, out, sizeof(out)) < 0 ||
-		     elastic_tag_parse(out, &r2, &err) != 0 || memcmp(&r, &r2, sizeof(r))))
+		     elastic_tag_parse(out, &r2, &err) != 0 ||
+		     memcmp(&r, &r2, sizeof(r))))
 			abort();
 		if (elastic_sizes_parse(in, ',', &s, &err) == 0 &&
 		    (elastic_sizes_format(&s, ',', out, sizeof(out)) < 0 ||
-		     elastic_sizes_parse(out, ',', &s2, &err) != 0 || memcmp(&s, &s2, sizeof(s))))
+		     elastic_sizes_parse(out, ',', &s2, &err) != 0 ||
+		     memcmp(&s, &s2, sizeof(s))))
 			abort();
 	}
 	return 0;
