@@ -357,10 +357,19 @@ int elastic_request_from_env(struct elastic_request *req,
 		return _fail(err, EINVAL,
 			     "%s='%.64s': %s (expected any, pow2 or N,N,...)",
 			     ELASTIC_ENV_SIZES, v, sub.text);
+	/* No MIN given (a plain mpirun): the smallest allowed size. */
+	if (!((v = get(ELASTIC_ENV_MIN_GPUS)) && *v) &&
+	    r.sizes.kind == ELASTIC_SIZES_LIST)
+		r.min_gpus = r.sizes.v[0];
 	if (elastic_request_check_limits(&r, ELASTIC_GPUS_LIMIT, ELASTIC_GRACE_LIMIT,
-					 &sub))
-		return _fail(err, EINVAL, "the job's ELASTIC_* environment: %s",
-			     sub.text);
+					 &sub)) {
+		char sizes[ELASTIC_TAG_MAX] = "?";
+		elastic_sizes_format(&r.sizes, ',', sizes, sizeof(sizes));
+		return _fail(err, EINVAL,
+			     "the job's environment %s=%ld %s=%ld %s=%.64s: %s",
+			     ELASTIC_ENV_MIN_GPUS, r.min_gpus, ELASTIC_ENV_MAX_GPUS,
+			     r.max_gpus, ELASTIC_ENV_SIZES, sizes, sub.text);
+	}
 	*req = r;
 	return 0;
 }

@@ -118,7 +118,8 @@ int elastic_request_check_limits(const struct elastic_request *req, long max_gpu
 
 /* The request as a task sees it (ELASTIC_MIN_GPUS, ELASTIC_MAX_GPUS,
  * ELASTIC_GRACE, ELASTIC_SIZES, ELASTIC_WEIGHT through get, NULL: getenv).
- * Unset or empty: MIN 1, MAX the GPU limit, grace 30, any size, weight 1.
+ * Unset or empty: MIN 1 (or the smallest size of a list), MAX the GPU limit,
+ * grace 30, any size, weight 1.
  * Then checked like a tag (elastic_request_check_limits with the contract's
  * limits). Returns 0, or -1 (EINVAL) with err naming the variable and its
  * value; *req is unchanged on error. */

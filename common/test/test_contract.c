@@ -178,6 +178,9 @@ static void request_from_env(void **state)
 	assert_string_equal(
 		err.text,
 		"ELASTIC_SIZES='2,x': 'x' is not a GPU count (expected any, pow2 or N,N,...)");
+	/* No MIN: a list starts at its smallest size. */
+	assert_int_equal(_from_env(NULL, NULL, "8,4", &r, &err), 0);
+	assert_int_equal(r.min_gpus, 4);
 	assert_int_equal(_from_env("3", "3", "pow2", &r, &err), -1);
 	assert_non_null(strstr(err.text, "MIN=3 GPUs, which is not one of its sizes"));
 }
