@@ -100,12 +100,14 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  *                        the job's start time): node snapshots are then
  *                        ELASTIC_SHM_DIR/elastic-<id>-<stamp>-*, and a stale
  *                        snapshot of a reused job id is never resumed
- *   ELASTIC_MIN_GPUS     1..65536
- *   ELASTIC_MAX_GPUS     ELASTIC_MIN_GPUS..65536
- *   ELASTIC_GRACE        seconds a release order may wait, 0..86400
+ *   ELASTIC_MIN_GPUS     1..4096 (unset: 1, or the smallest size of a list)
+ *   ELASTIC_MAX_GPUS     ELASTIC_MIN_GPUS..4096
+ *   ELASTIC_GRACE        seconds a release order may wait, 1..86400
  *   ELASTIC_SIZES        allowed world sizes: any (or empty), pow2 (powers
- *                        of two within MIN..MAX), or a list "2,4,8"
- *                        (increasing, within MIN..MAX)
+ *                        of two within MIN..MAX), or a list "2,4,8" (each
+ *                        size once, within MIN..MAX); MIN must be one of
+ *                        them. The same rules as sbatch --elastic-* (one
+ *                        parser, slurm-elastic's common/contract.c)
  *   ELASTIC_CONTROLLER   host:port of elasticd, port 1..65535
  *   ELASTIC_DEBUG        0..3 (or yes/no): log to stderr at that level
  *   ELASTIC_WATCHDOG     seconds, 0..86400 (default 60; 0 = off): when a
