@@ -377,6 +377,18 @@ uint64_t elastic_sampler_consumed(const elastic_sampler_t *s);
  */
 int elastic_nccl_comm(elastic_ctx_t *ctx, void *out, elastic_error_t *err);
 
+/*
+ * Sum count items of type (MPI_FLOAT or MPI_DOUBLE) of the device buffer buf
+ * over the current world in place, with NCCL on stream (a cudaStream_t; NULL:
+ * the default stream), and wait for it: for gradients that live on the GPU
+ * (the Python binding's CUDA path uses it). Inside a step only (EPROTO);
+ * ECANCELED once this rank saw the world fail in this step; ENODEV without
+ * NCCL or a GPU. A NCCL or CUDA error marks the step failed (EIO): go on to
+ * elastic_step_commit, which recovers and has the step redone.
+ */
+int elastic_gpu_allreduce(elastic_ctx_t *ctx, void *buf, size_t count, MPI_Datatype type,
+			  void *stream, elastic_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif
