@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "elasticd.h"
-#include "grants.h"
 #include "reconcile.h"
 
 #define ANNOUNCED_MAX 64
@@ -212,38 +211,33 @@ static void _cancel(struct ed_ctl *c, uint32_t grant, uint32_t job, const char *
 		ed_info("job %u: cancelled grant %u (%s)", job, grant, why);
 }
 
-/* Submit grants for gpus more of job j on node, in powers of two (so that
- * later shrinks release exactly). Returns how many were submitted. */
+/* Submit a grant of a->gpus for job j on node (reconcile.c chose its size).
+ * Returns 1 if it was submitted. */
 static int _grow(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_job *j,
 		 struct _jobrt *rt, const struct ed_rc_action *a, time_t now)
 {
-	int parts[32], n = elastic__split_grow(a->gpus, parts, 32), done = 0;
 	elastic_error_t err;
+	uint32_t gid;
 	if (c->conf.dry_run) {
 		ed_info("dry run: would grant job %u %d GPUs on %s", j->id, a->gpus,
 			s->nodes[a->node].name);
 		return 0;
 	}
-	for (int p = 0; p < n; p++) {
-		uint32_t gid;
-		if (ed_slurm_submit_grant(j, s->nodes[a->node].name, parts[p],
-					  c->conf.grant_prefix, c->conf.grant_qos, &gid,
-					  &err) < 0) {
-			/* Once a minute per job and reason, not every tick. */
-			if (strcmp(err.text, rt->last_error) != 0 ||
-			    now - rt->last_error_time >= 60) {
-				ed_error("job %u: %s", j->id, err.text);
-				snprintf(rt->last_error, sizeof(rt->last_error), "%s",
-					 err.text);
-				rt->last_error_time = now;
-			}
-			break;
+	if (ed_slurm_submit_grant(j, s->nodes[a->node].name, a->gpus,
+				  c->conf.grant_prefix, c->conf.grant_qos, &gid,
+				  &err) < 0) {
+		/* Once a minute per job and reason, not every tick. */
+		if (strcmp(err.text, rt->last_error) != 0 ||
+		    now - rt->last_error_time >= 60) {
+			ed_error("job %u: %s", j->id, err.text);
+			snprintf(rt->last_error, sizeof(rt->last_error), "%s", err.text);
+			rt->last_error_time = now;
 		}
-		done++;
-		ed_info("job %u: growing %d -> %d GPUs: grant %u submitted (%d GPUs on %s)",
-			j->id, a->from, a->to, gid, parts[p], s->nodes[a->node].name);
+		return 0;
 	}
-	return done;
+	ed_info("job %u: growing %d -> %d GPUs: grant %u submitted (%d GPUs on %s)",
+		j->id, a->from, a->to, gid, a->gpus, s->nodes[a->node].name);
+	return 1;
 }
 
 /* Phase one of a shrink: remember the release, mark it in slurmctld (a
