@@ -641,6 +641,17 @@ uint64_t ed_ctl_next_deadline(const struct ed_ctl *c)
 	return first;
 }
 
+int ed_ctl_busy(const struct ed_ctl *c)
+{
+	if (c->nrels > 0)
+		return 1;
+	for (int i = 0; i < c->njobs; i++)
+		if (c->jobs[i].state == ELASTIC_STATE_GROWING ||
+		    c->jobs[i].state == ELASTIC_STATE_SHRINKING)
+			return 1;
+	return 0;
+}
+
 static void _on_job_connected(void *arg, uint32_t job)
 {
 	struct ed_ctl *c = arg;
