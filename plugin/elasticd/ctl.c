@@ -62,8 +62,14 @@ struct ed_ctl {
 	uint64_t last_tick_ms;
 	time_t snap_fail_since, snap_fail_logged;
 	char last_plan_error[256];
-	int tick_wanted; /* a handler asked for a tick after this poll */
+	int tick_wanted;	 /* a handler asked for a tick after this poll */
+	uint64_t last_action_ms; /* last grant submitted, release ordered or
+				    done, grant announced */
 };
+
+/* A change whose next step has not come for this long is not waited for
+ * any more (e.g. a grant Slurm refuses to submit): events at the idle pace. */
+#define BUSY_FOR_MS 30000
 
 struct ed_ctl *ed_ctl_create(const struct ed_ctl_conf *conf, ed_channel_t *ch)
 {
@@ -294,6 +300,9 @@ static void _act(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_
 		const struct ed_rc_action *a = &rc->acts[k];
 		struct _jobrt *rt = _rt(c, a->job);
 		struct _release *r;
+		if (a->kind == ED_RC_CANCEL || a->kind == ED_RC_RELEASE ||
+		    a->kind == ED_RC_GROW || a->kind == ED_RC_ANNOUNCE)
+			c->last_action_ms = now_ms;
 		switch (a->kind) {
 		case ED_RC_CANCEL:
 			_cancel(c, a->grant, a->job, a->why);
@@ -567,6 +576,7 @@ static void _on_ack(struct ed_ctl *c, struct _jobrt *rt, const struct elastic_ms
 	ed_info("job %u: acknowledged the release of grant %u after %" PRIu64 " ms",
 		m->job, r->grant, ed_now_ms() - r->ordered_ms);
 	r->acked = 1;
+	c->last_action_ms = ed_now_ms();
 	_cancel(c, r->grant, r->job, "released by the job");
 	rt->last_resize = (time_t)(ed_now_ms() / 1000);
 	_rel_remove(c, r);
@@ -643,6 +653,8 @@ uint64_t ed_ctl_next_deadline(const struct ed_ctl *c)
 
 int ed_ctl_busy(const struct ed_ctl *c)
 {
+	if (ed_now_ms() - c->last_action_ms > BUSY_FOR_MS)
+		return 0;
 	if (c->nrels > 0)
 		return 1;
 	for (int i = 0; i < c->njobs; i++)
