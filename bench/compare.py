@@ -350,7 +350,7 @@ def main():
             subprocess.run(["scancel", j], stderr=subprocess.DEVNULL)
     b.say(f"\n(one run, {time.time() - t0:.0f} s, on {os.uname().nodename}: 2 CPU cores shared "
           f"by all ranks; fake GPUs, each step waits {a.sample_us} us per sample of a rank's "
-          f"share)")
+          f"share, {a.lat_sample_us} us in the latency runs)")
     with open(os.path.join(a.out, "compare.txt"), "w") as f:
         f.write("\n".join(b.res) + "\n")
 

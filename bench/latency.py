@@ -31,6 +31,9 @@ elasticd's log (ms stamps):
            at the next step boundary)
   relaunch that step -> its first step at the new size (mpirun ends,
            elastic-run relaunches it over more GPUs, the ranks resume)
+  start    at an arrival where job 2 found its grants running at its first
+           launch (no re-form of job 2): the ack -> job 2's first step
+           (Slurm starts job 2 and its grants, job 2 launches on 4 GPUs)
 Prints medians per mode and the ratio; writes OUT/latency.txt.
 """
 import argparse
@@ -46,7 +49,7 @@ import elastic_cluster as ec  # noqa: E402 (examples/demo)
 from elastic_cluster import die, run, steps, wait_for  # noqa: E402
 
 MODES = {"today": {"ELASTICD_FAST": "0"}, "fast": {"ELASTICD_FAST": "1"}}
-PHASES = ("tick", "shrink", "slurm", "stop", "relaunch")
+PHASES = ("tick", "shrink", "slurm", "stop", "relaunch", "start")
 
 
 def log_events(path):
@@ -118,6 +121,10 @@ class Latency:
         if t_order and t_ack and t_ann and t_stop:
             r.update(tick=t_order - t0, shrink=t_ack - t_order, slurm=t_ann - t_ack,
                      stop=t_stop - t_ann, relaunch=force[grower] - t_stop)
+        elif t_order and t_ack and not t_ann:
+            # The growing job found its grants running at its first launch
+            # (an arrival): no re-form of it at all.
+            r.update(tick=t_order - t0, shrink=t_ack - t_order, start=force[grower] - t_ack)
         return r
 
     def mode(self, name):
@@ -170,18 +177,20 @@ class Latency:
     def report(self):
         med = lambda rs, k: statistics.median([r[k] for r in rs if k in r]) \
             if any(k in r for r in rs) else float("nan")
+        cnt = lambda rs, k: sum(1 for r in rs if k in r)
         for ev, title in (("priority", "priority update -> new split in force in both jobs"),
                           ("arrival", "job arrival -> both jobs at 4 / 4")):
             self.say(f"\n   {title} (median s; n = runs)")
             self.say(f"   {'mode':<6} {'n':>3} {'total':>7} {'max':>7}   " +
-                     " ".join(f"{p:>7}" for p in PHASES))
+                     " ".join(f"{p:>8}" for p in PHASES) + "   (phases: median of the runs "
+                     "that had them, n in brackets)")
             for m, res in self.res.items():
                 rs = res[ev]
                 if not rs:
                     continue
                 self.say(f"   {m:<6} {len(rs):>3} {med(rs, 'total'):>7.2f} "
                          f"{max(r['total'] for r in rs):>7.2f}   " +
-                         " ".join(f"{med(rs, p):>7.2f}" for p in PHASES))
+                         " ".join(f"{med(rs, p):>5.2f}[{cnt(rs, p)}]" for p in PHASES))
             if all(m in self.res and self.res[m][ev] for m in ("today", "fast")):
                 t, f = med(self.res["today"][ev], "total"), med(self.res["fast"][ev], "total")
                 self.say(f"   today / fast: {t / f:.2f}x")
