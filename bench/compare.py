@@ -3,7 +3,7 @@
 # bench/compare.py: slurm-elastic against what users do today, measured in one
 # run on the testbed cluster (2 nodes x 4 GPUs): failure recovery (restart-all
 # from a checkpoint vs libelastic's paths A and B), the two demo jobs elastic
-# vs static, and the reallocation latency of a priority change.
+# vs static, and the re-split latency (bench/latency.py).
 """usage: compare.py [--build DIR] [--out DIR] [--parts failures,jobs,latency]
 
 Run inside `testbed/cluster exec` as root, on a cluster of 2 nodes x 4 GPUs
@@ -28,14 +28,13 @@ jobs: the two demo jobs (1: --epochs1, 2: --epochs2, job 2 submitted --gap
   served, job 2 waits) vs elastic (--elastic-gpus=1-8, equal priority).
   Completion time = end - submit; GPU utilisation = GPU-seconds spent in
   training steps / (8 x makespan).
-latency: two elastic jobs; the priorities are swapped --toggles times
-  (10000 vs 5000: 3/5 <-> 5/3); time from `scontrol update` to the new split
-  held in Slurm, and to both jobs training at their new sizes.
+latency: bench/latency.py (today's elasticd timing against the current one:
+  a priority update and a job arrival -> the new split in force in both
+  jobs, and where the time goes); its options --arrivals, --swaps, --modes,
+  --latency-sample-us.
 """
 import argparse
 import os
-import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -43,61 +42,13 @@ import time
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO = os.path.join(SRC, "examples", "demo")
-OMPI = ("export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo "
-        "OMPI_MCA_coll=^han OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+sys.path.insert(0, DEMO)
+import elastic_cluster as ec  # noqa: E402 (examples/demo)
+from elastic_cluster import OMPI, die, done, kill, run, sbatch, state, steps, wait_for  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import latency  # noqa: E402 (bench/latency.py)
 
-
-def die(msg):
-    print(f"compare: error: {msg}", file=sys.stderr, flush=True)
-    sys.exit(1)
-
-
-def run(cmd, check=True, timeout=60):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=timeout)
-    if check and p.returncode:
-        die(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip() or p.stdout.strip()}")
-    return p.stdout
-
-
-def sbatch(args, user=None):
-    cmd = ["sbatch", "--parsable"] + args
-    if user:
-        cmd = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={os.environ['SLURM_CONF']}"] + cmd
-    out = run(cmd).strip().split(";")[0]
-    if not out.isdigit():
-        die(f"sbatch printed no job id: {out}")
-    return out
-
-
-def state(job):
-    s = run(["squeue", "-h", "-j", job, "-o", "%T"], check=False).strip()
-    return s or "GONE"
-
-
-def wait_for(what, cond, timeout=300, step=0.2):
-    end = time.time() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.time() > end:
-            die(f"{what}: not reached in {timeout} s")
-        time.sleep(step)
-
-
-def steps(path):
-    """[(step, size, t)] of the step lines of a job's output, in file order."""
-    out = []
-    try:
-        with open(path, "rb") as f:
-            for line in f.read().decode(errors="replace").split("\n"):
-                m = re.match(r"step (\d+) epoch \d+ size (\d+) .* t=([0-9.]+)", line)
-                if m:
-                    out.append((int(m.group(1)), int(m.group(2)), float(m.group(3))))
-    except OSError:
-        pass
-    return out
+ec.set_name("compare")
 
 
 def last_step(path):
@@ -105,38 +56,8 @@ def last_step(path):
     return s[-1][0] if s else -1
 
 
-def done(path):
-    try:
-        with open(path, "rb") as f:
-            return b"\ndone: " in f.read()
-    except OSError:
-        return False
-
-
 def procs(pred):
-    pids = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit() or int(p) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{p}/environ", "rb") as f:
-                env = dict(kv.split("=", 1) for kv in f.read().decode(errors="replace").split("\0")
-                           if "=" in kv)
-            with open(f"/proc/{p}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if env.get("SLURM_CONF") == os.environ["SLURM_CONF"] and pred(env, cmd):
-            pids.append(int(p))
-    return pids
-
-
-def kill(pids):
-    for p in pids:
-        try:
-            os.kill(p, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    return [pid for pid, _ in ec.procs(pred)]
 
 
 class Bench:
@@ -167,27 +88,17 @@ class Bench:
         return f"{DEMO}/gpu-rank {self.a.sample_us} 128 {self.train}"
 
     # ---- elasticd ---------------------------------------------------------
-    def start_elasticd(self, tag):
-        conf = os.path.join(os.environ["ELASTIC_TESTBED_DIR"], "etc/elastic.conf")
-        ctl = os.path.join(self.b, "plugin/elasticd/elastic-ctl")
-        log = os.path.join(self.a.out, f"elasticd-{tag}.log")
-        self.elasticd = subprocess.Popen([os.path.join(self.b, "plugin/elasticd/elasticd"), "-D",
-                                          "-f", conf, "-L", log], stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL)
-        wait_for("elasticd", lambda: subprocess.run([ctl, "status", "-p"],
-                                                    stdout=subprocess.DEVNULL,
-                                                    stderr=subprocess.DEVNULL).returncode == 0, 15)
+    def start_elasticd(self, tag, env=None):
+        self.elasticd = ec.Elasticd(self.b, os.path.join(self.a.out, f"elasticd-{tag}.log"),
+                                    env).start()
 
     def stop_elasticd(self):
-        if self.elasticd and self.elasticd.poll() is None:
-            self.elasticd.terminate()
-            self.elasticd.wait(10)
+        if self.elasticd:
+            self.elasticd.stop()
         self.elasticd = None
 
     def cancel_all(self):
-        for j in self.jobs:
-            subprocess.run(["scancel", j], stderr=subprocess.DEVNULL)
-            subprocess.run(["scancel", "-n", f"elastic:{j}"], stderr=subprocess.DEVNULL)
+        ec.cancel_with_grants(self.jobs)
         self.jobs = []
         wait_for("the cluster to be idle", lambda: not run(["squeue", "-h"], check=False).strip(),
                  120, 0.5)
@@ -346,12 +257,9 @@ exit 1
                 j = sbatch(["-A", acct, "-N2", "--ntasks-per-node=4", "--gres=gpu:4", "-o", out,
                             "-D", d, f], user=user)
             else:
-                env = ",".join(["ALL", f"ELASTIC_BIN={self.b}/launcher", f"TRAIN={self.train}",
-                                f"DEMO_DIR={DEMO}", f"EPOCHS={ep}", f"SEED={n}",
-                                f"SAMPLE_US={a.sample_us}", f"ELASTIC_SHM_DIR={self.shm}"])
-                j = sbatch(["-A", acct, "-o", out, "-D", d, f"--export={env}",
-                            os.path.join(DEMO, "train.sbatch")], user=user)
-                run(["scontrol", "update", f"JobId={j}", "Priority=5000"])
+                j = ec.submit_train(self.b, user, acct, out, d, {
+                    "EPOCHS": ep, "SEED": n, "SAMPLE_US": a.sample_us,
+                    "ELASTIC_SHM_DIR": self.shm})
             t_sub.append(time.time())
             ids.append(j)
             outs.append(out)
@@ -394,73 +302,14 @@ exit 1
                            ("GPU utilisation (training)", st["util"], el["util"])):
             self.say(f"   {name:<34} {s:>9.2f} {e:>9.2f} {e / s if s else float('inf'):>15.2f}")
 
-    # ---- part 3: latency -----------------------------------------------------------
+    # ---- part 3: latency (bench/latency.py) -------------------------------------
     def part_latency(self):
-        a = self.a
-        self.say(f"\n== reallocation latency: priority swap 10000/5000, {a.toggles} times")
-        d = os.path.join(a.out, "latency")
-        os.makedirs(d, exist_ok=True)
-        os.chmod(d, 0o1777)
-        self.start_elasticd("latency")
+        self.a.shm = self.shm
+        lat = latency.Latency(self.a, self.say)
         try:
-            ids, outs = [], []
-            for n, (user, acct) in enumerate((("alice", "acct_a"), ("bob", "acct_b")), 1):
-                out = os.path.join(d, f"job{n}.out")
-                env = ",".join(["ALL", f"ELASTIC_BIN={self.b}/launcher", f"TRAIN={self.train}",
-                                f"DEMO_DIR={DEMO}", "EPOCHS=200", f"SEED={n}", "SAMPLE_US=200",
-                                f"ELASTIC_SHM_DIR={self.shm}"])
-                j = sbatch(["-A", acct, "-o", out, "-D", d, f"--export={env}",
-                            os.path.join(DEMO, "train.sbatch")], user=user)
-                run(["scontrol", "update", f"JobId={j}", "Priority=5000"])
-                ids.append(j)
-                outs.append(out)
-                self.jobs.append(j)
-
-            def gpus(j):
-                out = run(["squeue", "-h", "-t", "R", "-O", "JobID:16,Name:40,tres-alloc:300"],
-                          check=False)
-                n = 0
-                for line in out.splitlines():
-                    f = line.split()
-                    if len(f) >= 2 and (f[0] == j or f[1] == f"elastic:{j}"):
-                        m = re.search(r"gres/gpu=(\d+)", f[-1])
-                        n += int(m.group(1)) if m else 0
-                return n
-
-            def size(o):
-                s = steps(o)
-                return (s[-1][1], s[-1][0]) if s else (0, -1)
-
-            wait_for("4 / 4", lambda: gpus(ids[0]) == 4 and gpus(ids[1]) == 4 and
-                     size(outs[0])[0] == 4 and size(outs[1])[0] == 4, 180)
-            held, force = [], []
-            for k in range(a.toggles):
-                hi, lo = (ids[1], ids[0]) if k % 2 == 0 else (ids[0], ids[1])
-                ohi, olo = (outs[1], outs[0]) if k % 2 == 0 else (outs[0], outs[1])
-                s0 = (size(ohi)[1], size(olo)[1])
-                t = time.time()
-                run(["scontrol", "update", f"JobId={lo}", "Priority=5000"])
-                run(["scontrol", "update", f"JobId={hi}", "Priority=10000"])
-                th = wait_for("split", lambda: gpus(hi) == 5 and gpus(lo) == 3 and time.time(),
-                              120, 0.05)
-                wait_for("sizes", lambda: size(ohi)[0] == 5 and size(olo)[0] == 3 and
-                         size(ohi)[1] > s0[0] and size(olo)[1] > s0[1], 120, 0.05)
-                # the first step committed at the new size, by its own time stamp
-                tf = max(next(x[2] for x in steps(o) if x[2] > t and x[1] == want)
-                         for o, want in ((ohi, 5), (olo, 3)))
-                held.append(th - t)
-                force.append(tf - t)
-                print(f"   swap {k + 1}: split held {th - t:.2f} s, in force {tf - t:.2f} s",
-                      flush=True)
-                wait_for("a few steps", lambda: len([x for x in steps(ohi) if x[2] > tf]) >= 5 and
-                         len([x for x in steps(olo) if x[2] > tf]) >= 5, 120)
-            self.say(f"   priority update -> new split held by Slurm: median "
-                     f"{statistics.median(held):.2f} s, max {max(held):.2f} s")
-            self.say(f"   priority update -> new split in force (both jobs training at it): "
-                     f"median {statistics.median(force):.2f} s, max {max(force):.2f} s")
+            lat.run()
         finally:
-            self.stop_elasticd()
-            self.cancel_all()
+            ec.cancel_with_grants(lat.jobs)
 
 
 def main():
@@ -477,27 +326,17 @@ def main():
     p.add_argument("--epochs1", type=int, default=6)
     p.add_argument("--epochs2", type=int, default=6)
     p.add_argument("--gap", type=float, default=10)
-    p.add_argument("--toggles", type=int, default=6)
+    latency.add_args(p)
     a = p.parse_args()
     for v in ("SLURM_CONF", "ELASTIC_TESTBED_DIR", "ELASTIC_MUNGE_SOCKET"):
         if not os.environ.get(v):
             print(f"compare: SKIP: {v} is not set (run inside 'testbed/cluster exec' on a "
                   f"cluster of 2 nodes x 4 GPUs)")
             sys.exit(0)
-    if os.geteuid() != 0:
-        die("run as root")
-    nodes = run(["sinfo", "-h", "-N", "-o", "%N %G"]).split()
-    if nodes.count("gpu:4") != 2 or len(set(nodes)) != 3:
-        die(f"needs a cluster of exactly 2 nodes x 4 GPUs (ELASTIC_TESTBED_NODES=2): {nodes}")
-    if "--elastic-gpus" not in run(["sbatch", "--help"], check=False):
-        die("the elastic plugins are not loaded in this cluster")
+    ec.need_cluster(gpus_per_node=4, nodes=2, build=a.build)
     if run(["squeue", "-h"], check=False).strip():
         die("the cluster is not idle")
-    if not a.out:
-        a.out = os.path.join(os.environ["ELASTIC_TESTBED_DIR"], "jobs",
-                             time.strftime("compare-%Y%m%d-%H%M%S"))
-    os.makedirs(a.out, exist_ok=True)
-    os.chmod(a.out, 0o1777)
+    a.out = ec.out_dir(a.out, "compare")
     b = Bench(a)
     t0 = time.time()
     print(f"compare: outputs in {a.out}", flush=True)
@@ -511,7 +350,7 @@ def main():
             subprocess.run(["scancel", j], stderr=subprocess.DEVNULL)
     b.say(f"\n(one run, {time.time() - t0:.0f} s, on {os.uname().nodename}: 2 CPU cores shared "
           f"by all ranks; fake GPUs, each step waits {a.sample_us} us per sample of a rank's "
-          f"share)")
+          f"share, {a.lat_sample_us} us in the latency runs)")
     with open(os.path.join(a.out, "compare.txt"), "w") as f:
         f.write("\n".join(b.res) + "\n")
 

@@ -28,26 +28,11 @@ import sys
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import elastic_cluster as ec  # noqa: E402 (next to this file)
+from elastic_cluster import HERE, die, run  # noqa: E402
 
-
-def die(msg):
-    print(f"demo: error: {msg}", file=sys.stderr, flush=True)
-    sys.exit(1)
-
-
-def run(cmd, check=True, timeout=60, env=None):
-    """Run cmd (a list); return its stdout. A failure with check ends the demo."""
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        if check:
-            die(f"{' '.join(cmd)}: no answer in {timeout} s")
-        return ""
-    if check and p.returncode != 0:
-        die(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip() or p.stdout.strip()}")
-    return p.stdout
+ec.set_name("demo")
 
 
 class Job:
@@ -83,6 +68,20 @@ class Job:
 
     def label(self):
         return f"job {self.num} ({self.user}, {self.id})"
+
+
+# The fewest re-forms (relaunches over a new set of GPUs) and in-place heals
+# the scenario needs, per job and cause: one per change that moves the job's
+# GPUs. Job 1: grows 1 -> 8 (grow), gives 4 to job 2 and 1 more at the
+# priority change (shrink, shrink), heals a lost rank in place and keeps its
+# GPUs through job 2's node loss. Job 2: starts on its MIN of 1 (Slurm) and
+# grows to 4, then 5 at the priority change, re-forms on 4 after the node
+# loss (failure), back to 5 when the node is back, to 8 when job 1 ends
+# (grow x4). A job that finds its grants already running at its first
+# launch starts on them and needs one grow less.
+CAUSES = ec.CAUSES
+MIN_REFORMS = {1: {"grow": 1, "shrink": 2, "failure": 0, "other": 0, "heal": 1},
+               2: {"grow": 4, "shrink": 0, "failure": 1, "other": 0, "heal": 0}}
 
 
 class Demo:
@@ -128,22 +127,9 @@ class Demo:
 
     # ---- observation (a thread) --------------------------------------
     def poll_squeue(self):
-        out = run(["squeue", "-h", "-t", "R", "-O", "JobID:16,Name:40,NodeList:40,tres-alloc:300"],
-                  check=False, timeout=10)
-        held = {}
-        for line in out.splitlines():
-            f = line.split()
-            if len(f) < 3:
-                continue
-            jid, name = f[0], f[1]
-            nodes = f[2] if len(f) > 3 else ""
-            tres = f[-1]
-            m = re.search(r"gres/gpu=(\d+)", tres)
-            n = int(m.group(1)) if m else 0
-            for j in self.jobs:
-                if j.id and (jid == j.id or name == f"elastic:{j.id}"):
-                    held.setdefault(j.num, []).append((nodes, n, jid == j.id))
-        return held
+        """{job num: [(nodes, gpus, own)]} from squeue."""
+        h = ec.held([j.id for j in self.jobs])
+        return {j.num: h[j.id] for j in self.jobs if j.id in h}
 
     def poll_log(self):
         path = os.path.join(self.a.out, "elasticd.log")
@@ -318,7 +304,7 @@ class Demo:
             if time.time() > end:
                 self.diagnose()
                 self.fail(f"{what}: not reached in {timeout} s")
-            if self.elasticd and self.elasticd.poll() is not None:
+            if self.elasticd and not self.elasticd.alive():
                 self.fail("elasticd exited (see elasticd.log)")
             time.sleep(0.2)
         return time.time()
@@ -346,22 +332,7 @@ class Demo:
         return os.path.join(self.build, "plugin/elasticd/elastic-ctl")
 
     def start_elasticd(self):
-        conf = os.path.join(os.environ["ELASTIC_TESTBED_DIR"], "etc/elastic.conf")
-        if not os.path.exists(conf):
-            die(f"{conf} is missing: start the cluster with the plugins built (ELASTIC_BUILD_DIR)")
-        if subprocess.run([self.ctl_bin(), "status", "-p"], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL).returncode == 0:
-            die("an elasticd already answers for this cluster: stop it first (one per cluster)")
-        log = os.path.join(self.a.out, "elasticd.log")
-        self.elasticd = subprocess.Popen(
-            [os.path.join(self.build, "plugin/elasticd/elasticd"), "-D", "-f", conf, "-L", log],
-            stdout=subprocess.DEVNULL, stderr=open(log + ".stderr", "w"))
-        end = time.time() + 15
-        while subprocess.run([self.ctl_bin(), "status", "-p"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL).returncode != 0:
-            if self.elasticd.poll() is not None or time.time() > end:
-                die(f"elasticd did not start (see {log})")
-            time.sleep(0.1)
+        self.elasticd = ec.Elasticd(self.build, os.path.join(self.a.out, "elasticd.log")).start()
 
     def train_args(self, j):
         return ["--epochs", str(j.epochs), "--samples", str(self.a.samples), "--features",
@@ -391,45 +362,16 @@ class Demo:
 
     def submit(self, j):
         j.out = os.path.join(self.a.out, f"job{j.num}.out")
-        env = ",".join([
-            "ALL", f"ELASTIC_BIN={self.build}/launcher",
-            f"TRAIN={self.build}/examples/elastic_train", f"DEMO_DIR={HERE}",
-            f"EPOCHS={j.epochs}", f"SAMPLES={self.a.samples}", f"FEATURES={self.a.features}",
-            f"LR={self.a.lr}", f"GLOBAL_BATCH={self.a.batch}", f"SAMPLE_US={self.a.sample_us}",
-            f"SEED={j.num}", f"ELASTIC_SHM_DIR={self.shm}",
-            f"REFERENCE={j.reference}"])
-        out = run(["runuser", "-u", j.user, "--", "env", f"SLURM_CONF={os.environ['SLURM_CONF']}",
-                   "sbatch", "--parsable", "-A", j.account, "-J", f"train-{j.user}",
-                   "-D", self.a.out, "-o", j.out, f"--export={env}",
-                   os.path.join(HERE, "train.sbatch")])
-        j.id = out.strip().split(";")[0]
-        if not j.id.isdigit():
-            die(f"sbatch printed no job id: {out}")
-        run(["scontrol", "update", f"JobId={j.id}", "Priority=5000"])
+        j.id = ec.submit_train(self.build, j.user, j.account, j.out, self.a.out, {
+            "EPOCHS": j.epochs, "SAMPLES": self.a.samples, "FEATURES": self.a.features,
+            "LR": self.a.lr, "GLOBAL_BATCH": self.a.batch, "SAMPLE_US": self.a.sample_us,
+            "SEED": j.num, "ELASTIC_SHM_DIR": self.shm, "REFERENCE": j.reference})
         j.priority = 5000
         with open(os.path.join(self.a.out, "jobs"), "a") as f:
             f.write(f"{j.num} {j.id} {j.user}\n")
         self.live(time.time(), j, "submitted",
                   f"sbatch --elastic-gpus=1-8 train.sbatch: Slurm job {j.id}, priority 5000, "
                   f"{j.epochs} epochs", "action")
-
-    def procs(self, pred):
-        """Pids of processes whose environment (a dict) satisfies pred."""
-        pids = []
-        for p in os.listdir("/proc"):
-            if not p.isdigit() or int(p) == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{p}/environ", "rb") as f:
-                    env = dict(kv.split("=", 1) for kv in
-                               f.read().decode(errors="replace").split("\0") if "=" in kv)
-                with open(f"/proc/{p}/cmdline", "rb") as f:
-                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if env.get("SLURM_CONF") == os.environ["SLURM_CONF"] and pred(env, cmd):
-                pids.append((int(p), cmd.strip()))
-        return pids
 
     def lose_node(self, j):
         """Job j loses the node where it holds only grants: SIGKILL to all its
@@ -446,7 +388,7 @@ class Demo:
                       f"grants {byn}): no node to lose without ending its batch script")
         node = sorted(cand)[0]
         ids = set(byn[node])
-        victims = self.procs(lambda env, cmd: env.get("SLURM_JOB_ID") in ids)
+        victims = ec.procs(lambda env, cmd: env.get("SLURM_JOB_ID") in ids)
         if not any("prted" in c for _, c in victims):
             self.fail(f"no PRRTE daemon of job {j.num} found on {node} (grants {sorted(ids)})")
         nranks = sum(1 for _, c in victims if "elastic_train" in c and "--rank" not in c
@@ -474,14 +416,14 @@ class Demo:
     def kill_rank(self, j):
         ids = {j.id} | set(run(["squeue", "-h", "-n", f"elastic:{j.id}", "-o", "%i"],
                                check=False).split())
-        ranks = self.procs(lambda env, cmd: env.get("SLURM_JOB_ID") in ids and
+        ranks = ec.procs(lambda env, cmd: env.get("SLURM_JOB_ID") in ids and
                            "OMPI_COMM_WORLD_RANK" in env and "elastic_train" in cmd.split()[0])
         best = None
         for pid, cmd in ranks:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = dict(kv.split("=", 1) for kv in f.read().decode(errors="replace").split("\0")
-                           if "=" in kv)
-            r = int(env["OMPI_COMM_WORLD_RANK"])
+            try:
+                r = int(ec.proc_env(pid)["OMPI_COMM_WORLD_RANK"])
+            except (OSError, KeyError, ValueError):
+                continue
             if r > 0 and (best is None or r > best[1]):
                 best = (pid, r)
         if not best:
@@ -669,6 +611,7 @@ class Demo:
         if self.latency:
             print(f"  priority update -> split held by Slurm {self.latency['gpus']:.1f} s, in "
                   f"force in both jobs {self.latency['ranks']:.1f} s")
+        self.reform_table()
         for b in bad:
             print(f"  PROBLEM: {b}")
         print(f"\n  chart:      {self.png}")
@@ -680,6 +623,28 @@ class Demo:
         if host:
             print(f"  (paths inside the testbed root; on this machine: {host}{a.out})")
         print(f"  the demo took {secs:.0f} s: {'OK' if not bad else 'FAILED'}", flush=True)
+
+    def reform_table(self):
+        """Re-forms per job and cause (from each job's output) against the
+        scenario's minimum; also in reforms.tsv."""
+        print("  re-forms per job and cause (this run / the scenario's minimum):")
+        rows = []
+        for j in self.jobs:
+            got = {c: 0 for c in CAUSES}
+            for cause, _ in ec.reforms(j.out):
+                got[cause] += 1
+            want = MIN_REFORMS[j.num]
+            over = [c for c in CAUSES if got[c] > want[c]]
+            total = sum(got[c] for c in CAUSES if c != "heal")
+            least = sum(want[c] for c in CAUSES if c != "heal")
+            print(f"    {j.label()}: " + ", ".join(f"{c} {got[c]}/{want[c]}" for c in CAUSES) +
+                  f"; re-forms {total}/{least}" + (f" (over the minimum: {', '.join(over)})"
+                                                   if over else " (the minimum)"))
+            rows += [(j.num, c, got[c], want[c]) for c in CAUSES]
+        with open(os.path.join(self.a.out, "reforms.tsv"), "w") as f:
+            f.write("# job\tcause\tcount\tminimum\n")
+            for r in rows:
+                f.write("\t".join(str(x) for x in r) + "\n")
 
     def save(self):
         with open(os.path.join(self.a.out, "events.tsv"), "w") as f:
@@ -695,17 +660,10 @@ class Demo:
         self.stop.set()
         for n in self.drained:
             subprocess.run(["scontrol", "update", f"NodeName={n}", "State=RESUME"])
-        for j in self.jobs:
-            if j.id:
-                subprocess.run(["scancel", j.id], stderr=subprocess.DEVNULL)
-                subprocess.run(["scancel", "-n", f"elastic:{j.id}"], stderr=subprocess.DEVNULL)
+        ec.cancel_with_grants([j.id for j in self.jobs if j.id])
         shutil.rmtree(self.shm, ignore_errors=True)
-        if self.elasticd and self.elasticd.poll() is None:
-            self.elasticd.terminate()
-            try:
-                self.elasticd.wait(5)
-            except subprocess.TimeoutExpired:
-                self.elasticd.kill()
+        if self.elasticd:
+            self.elasticd.stop()
 
 
 def main():
@@ -729,30 +687,10 @@ def main():
     p.add_argument("--timeout", type=int, default=120, help="seconds per expected change")
     p.add_argument("--timeout-end", type=int, default=400, help="seconds for a job to finish")
     a = p.parse_args()
-    for v in ("SLURM_CONF", "ELASTIC_TESTBED_DIR", "ELASTIC_MUNGE_SOCKET"):
-        if not os.environ.get(v):
-            die(f"{v} is not set: run inside 'testbed/cluster exec'")
-    if os.geteuid() != 0:
-        die("run as root (it submits jobs for alice and bob and kills processes)")
-    for b in ("plugin/elasticd/elasticd", "launcher/elastic-run", "examples/elastic_train"):
-        if not os.access(os.path.join(a.build, b), os.X_OK):
-            die(f"{a.build}/{b} is not built")
-    if "--elastic-gpus" not in run(["sbatch", "--help"], check=False):
-        die("sbatch has no --elastic-gpus: the cluster was started without the plugins of "
-            f"{a.build} (ELASTIC_BUILD_DIR)")
-    gpus = run(["sinfo", "-h", "-N", "-o", "%N %G"]).split("\n")
-    nodes = sorted({line.split()[0] for line in gpus if line.strip()})
-    total = sum(int(m.group(1)) for m in re.finditer(r"gpu:(\d+)", " ".join(gpus)))
-    if len(nodes) != 2 or total != 8:
-        die(f"the scenario needs 2 nodes x 4 GPUs (ELASTIC_TESTBED_NODES=2); this cluster has "
-            f"{nodes}")
+    ec.need_cluster(gpus_per_node=4, nodes=2, build=a.build)
     if not shutil.which("gnuplot"):
         die("gnuplot is not installed")
-    if not a.out:
-        a.out = os.path.join(os.environ["ELASTIC_TESTBED_DIR"], "jobs",
-                             time.strftime("demo-%Y%m%d-%H%M%S"))
-    os.makedirs(a.out, exist_ok=True)
-    os.chmod(a.out, 0o1777)
+    a.out = ec.out_dir(a.out, "demo")
 
     d = Demo(a)
     print(f"==== slurm-elastic demo: 2 nodes x 4 GPUs, outputs in {a.out}", flush=True)

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "elasticd.h"
-#include "grants.h"
 #include "reconcile.h"
 
 #define ANNOUNCED_MAX 64
@@ -63,8 +62,14 @@ struct ed_ctl {
 	uint64_t last_tick_ms;
 	time_t snap_fail_since, snap_fail_logged;
 	char last_plan_error[256];
-	int tick_wanted; /* a handler asked for a tick after this poll */
+	int tick_wanted;	 /* a handler asked for a tick after this poll */
+	uint64_t last_action_ms; /* last grant submitted, release ordered or
+				    done, grant announced */
 };
+
+/* A change whose next step has not come for this long is not waited for
+ * any more (e.g. a grant Slurm refuses to submit): events at the idle pace. */
+#define BUSY_FOR_MS 30000
 
 struct ed_ctl *ed_ctl_create(const struct ed_ctl_conf *conf, ed_channel_t *ch)
 {
@@ -212,38 +217,33 @@ static void _cancel(struct ed_ctl *c, uint32_t grant, uint32_t job, const char *
 		ed_info("job %u: cancelled grant %u (%s)", job, grant, why);
 }
 
-/* Submit grants for gpus more of job j on node, in powers of two (so that
- * later shrinks release exactly). Returns how many were submitted. */
+/* Submit a grant of a->gpus for job j on node (reconcile.c chose its size).
+ * Returns 1 if it was submitted. */
 static int _grow(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_job *j,
 		 struct _jobrt *rt, const struct ed_rc_action *a, time_t now)
 {
-	int parts[32], n = elastic__split_grow(a->gpus, parts, 32), done = 0;
 	elastic_error_t err;
+	uint32_t gid;
 	if (c->conf.dry_run) {
 		ed_info("dry run: would grant job %u %d GPUs on %s", j->id, a->gpus,
 			s->nodes[a->node].name);
 		return 0;
 	}
-	for (int p = 0; p < n; p++) {
-		uint32_t gid;
-		if (ed_slurm_submit_grant(j, s->nodes[a->node].name, parts[p],
-					  c->conf.grant_prefix, c->conf.grant_qos, &gid,
-					  &err) < 0) {
-			/* Once a minute per job and reason, not every tick. */
-			if (strcmp(err.text, rt->last_error) != 0 ||
-			    now - rt->last_error_time >= 60) {
-				ed_error("job %u: %s", j->id, err.text);
-				snprintf(rt->last_error, sizeof(rt->last_error), "%s",
-					 err.text);
-				rt->last_error_time = now;
-			}
-			break;
+	if (ed_slurm_submit_grant(j, s->nodes[a->node].name, a->gpus,
+				  c->conf.grant_prefix, c->conf.grant_qos, &gid,
+				  &err) < 0) {
+		/* Once a minute per job and reason, not every tick. */
+		if (strcmp(err.text, rt->last_error) != 0 ||
+		    now - rt->last_error_time >= 60) {
+			ed_error("job %u: %s", j->id, err.text);
+			snprintf(rt->last_error, sizeof(rt->last_error), "%s", err.text);
+			rt->last_error_time = now;
 		}
-		done++;
-		ed_info("job %u: growing %d -> %d GPUs: grant %u submitted (%d GPUs on %s)",
-			j->id, a->from, a->to, gid, parts[p], s->nodes[a->node].name);
+		return 0;
 	}
-	return done;
+	ed_info("job %u: growing %d -> %d GPUs: grant %u submitted (%d GPUs on %s)",
+		j->id, a->from, a->to, gid, a->gpus, s->nodes[a->node].name);
+	return 1;
 }
 
 /* Phase one of a shrink: remember the release, mark it in slurmctld (a
@@ -300,6 +300,9 @@ static void _act(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_
 		const struct ed_rc_action *a = &rc->acts[k];
 		struct _jobrt *rt = _rt(c, a->job);
 		struct _release *r;
+		if (a->kind == ED_RC_CANCEL || a->kind == ED_RC_RELEASE ||
+		    a->kind == ED_RC_GROW || a->kind == ED_RC_ANNOUNCE)
+			c->last_action_ms = now_ms;
 		switch (a->kind) {
 		case ED_RC_CANCEL:
 			_cancel(c, a->grant, a->job, a->why);
@@ -573,6 +576,7 @@ static void _on_ack(struct ed_ctl *c, struct _jobrt *rt, const struct elastic_ms
 	ed_info("job %u: acknowledged the release of grant %u after %" PRIu64 " ms",
 		m->job, r->grant, ed_now_ms() - r->ordered_ms);
 	r->acked = 1;
+	c->last_action_ms = ed_now_ms();
 	_cancel(c, r->grant, r->job, "released by the job");
 	rt->last_resize = (time_t)(ed_now_ms() / 1000);
 	_rel_remove(c, r);
@@ -645,6 +649,19 @@ uint64_t ed_ctl_next_deadline(const struct ed_ctl *c)
 		if (!first || c->rels[i].deadline_ms < first)
 			first = c->rels[i].deadline_ms;
 	return first;
+}
+
+int ed_ctl_busy(const struct ed_ctl *c)
+{
+	if (ed_now_ms() - c->last_action_ms > BUSY_FOR_MS)
+		return 0;
+	if (c->nrels > 0)
+		return 1;
+	for (int i = 0; i < c->njobs; i++)
+		if (c->jobs[i].state == ELASTIC_STATE_GROWING ||
+		    c->jobs[i].state == ELASTIC_STATE_SHRINKING)
+			return 1;
+	return 0;
 }
 
 static void _on_job_connected(void *arg, uint32_t job)

@@ -24,7 +24,11 @@ static FILE *_logf; /* NULL: syslog */
 static int _log_level = ED_LOG_INFO;
 static volatile sig_atomic_t _stop;
 
-#define EVENT_POLL_MS 250
+/* slurmctld's job list is checked for changes every EVENT_POLL_MS between
+ * ticks, every EVENT_POLL_BUSY_MS while a change is under way (a grant to
+ * see start, a release to finish): the next step of a resize waits for it. */
+#define EVENT_POLL_MS	   250
+#define EVENT_POLL_BUSY_MS 50
 
 uint64_t ed_now_ms(void)
 {
@@ -198,6 +202,12 @@ int main(int argc, char **argv)
 	cc.plan.min_change = (int)conf.hysteresis;
 	cc.plan.cooldown = conf.cool_down;
 	cc.dry_run = dry;
+	/* ELASTICD_FAST=0: the timing before issue 13 part 3 (benches compare
+	 * both in one run): events every EVENT_POLL_MS whatever is under way,
+	 * and a job just started held by the cool-down before it grows. */
+	const char *fast_env = getenv("ELASTICD_FAST");
+	int fast = !(fast_env && strcmp(fast_env, "0") == 0);
+	cc.plan.cooldown_from_start = !fast;
 	ctl = ed_ctl_create(&cc, ch);
 	if (!ctl) {
 		ed_error("out of memory");
@@ -214,6 +224,9 @@ int main(int argc, char **argv)
 					: "priority",
 		cc.grant_qos, cc.grant_prefix, (unsigned)ed_slurm_user(),
 		dry ? ", DRY RUN" : "");
+	if (!fast)
+		ed_info("ELASTICD_FAST=0: events every %d ms, new jobs held by the cool-down (the timing before issue 13 part 3)",
+			EVENT_POLL_MS);
 
 	uint64_t tick_ms = (uint64_t)conf.tick_seconds * 1000u;
 	uint64_t next = ed_now_ms(), last_tick = 0, next_event = 0;
@@ -228,7 +241,8 @@ int main(int argc, char **argv)
 		 * acted on at once. */
 		int event = 0;
 		if (now >= next_event) {
-			next_event = now + EVENT_POLL_MS;
+			next_event = now + (fast && ed_ctl_busy(ctl) ? EVENT_POLL_BUSY_MS
+								     : EVENT_POLL_MS);
 			event = now < next && ed_slurm_jobs_changed();
 			if (event)
 				ed_debug("slurmctld's job list changed: tick now");

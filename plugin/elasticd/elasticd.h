@@ -124,6 +124,10 @@ struct ed_plan_params {
 	int mode; /* PolicyMode index: priority|fairshare|fifo */
 	int min_change;
 	int64_t cooldown;
+	/* 1: a job not resized since it started is held by the cool-down
+	 * too (the timing before issue 13, for benches); 0: it grows to its
+	 * share at once (starting is no churn). */
+	int cooldown_from_start;
 };
 
 struct ed_target {
@@ -203,5 +207,8 @@ extern const struct ed_channel_handlers ed_ctl_handlers;
 /* The earliest release deadline (ms since the epoch), 0 if none: the main
  * loop runs a tick then, so forced releases are not a tick late. */
 uint64_t ed_ctl_next_deadline(const struct ed_ctl *ctl);
+/* 1 while a change is under way (a release not done, a job growing or
+ * shrinking): the main loop then looks for slurmctld's events more often. */
+int ed_ctl_busy(const struct ed_ctl *ctl);
 
 #endif

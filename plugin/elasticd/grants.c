@@ -49,33 +49,72 @@ int elastic__gres_gpus(const char *gres)
 	return total;
 }
 
-int elastic__split_grow(int gpus, int *parts, int max_parts)
+/* Reach of n sizes plus extra[0..nextra) (see grants.h), skipping the
+ * sizes whose bit is set in skip. Sizes are few (one job's grants on one
+ * node): an insertion sort does. */
+static int _reach(const int *gpus, int n, unsigned skip, const int *extra, int nextra)
+{
+	int sorted[64], m = 0, reach = 0;
+	for (int i = 0; i < n + nextra && m < 64; i++) {
+		int v = i < n ? gpus[i] : extra[i - n];
+		if (i < n && i < 32 && (skip & (1u << i)))
+			continue;
+		if (v <= 0)
+			continue;
+		int k = m++;
+		while (k > 0 && sorted[k - 1] > v) {
+			sorted[k] = sorted[k - 1];
+			k--;
+		}
+		sorted[k] = v;
+	}
+	for (int i = 0; i < m && sorted[i] <= reach + 1; i++)
+		reach += sorted[i];
+	return reach;
+}
+
+int elastic__grant_reach(const int *gpus, int n)
+{
+	return _reach(gpus, n, 0, NULL, 0);
+}
+
+int elastic__split_grow(const int *have, int nhave, int gpus, int *parts, int max_parts)
 {
 	int n = 0;
-	for (int bit = 30; bit >= 0 && n < max_parts; bit--)
-		if (gpus > 0 && (gpus & (1 << bit)))
-			parts[n++] = 1 << bit;
+	if (nhave < 0 || !have)
+		nhave = 0;
+	while (gpus > 0 && n < max_parts) {
+		int next = _reach(have, nhave, 0, parts, n) + 1;
+		int p = n == max_parts - 1 || next > gpus ? gpus : next;
+		parts[n++] = p;
+		gpus -= p;
+	}
 	return n;
 }
 
-/* The fewest grants whose sizes add up to exactly excess, by trying every
- * subset (n is small: the grants of one job on one node). */
+/* The grants whose sizes add up to exactly excess and leave the rest most
+ * complete, then the fewest, by trying every subset (n is small: the
+ * grants of one job on one node). */
 static int _exact_subset(const int *gpus, int n, int excess, int *pick, int max_pick)
 {
 	unsigned best = 0;
-	int best_count = 0;
+	int best_count = 0, best_reach = -1;
 	if (n > EXACT_SEARCH_MAX)
 		return 0;
 	for (unsigned m = 1; m < (1u << n); m++) {
-		int sum = 0, count = 0;
+		int sum = 0, count = 0, reach;
 		for (int i = 0; i < n; i++)
 			if (m & (1u << i)) {
 				sum += gpus[i];
 				count++;
 			}
-		if (sum == excess && count <= max_pick && (!best || count < best_count)) {
+		if (sum != excess || count > max_pick)
+			continue;
+		reach = _reach(gpus, n, m, NULL, 0);
+		if (reach > best_reach || (reach == best_reach && count < best_count)) {
 			best = m;
 			best_count = count;
+			best_reach = reach;
 		}
 	}
 	for (int i = 0, k = 0; i < n && best; i++)
@@ -97,12 +136,14 @@ int elastic__pick_release(const int *gpus, int n, int excess, int *pick, int max
 		if (gpus[i] > excess && (cover < 0 || gpus[i] < gpus[cover]))
 			cover = i;
 	}
-	if (exact >= 0) {
+	/* One grant of exactly excess when the search cannot run. */
+	if (exact >= 0 && n > EXACT_SEARCH_MAX) {
 		pick[0] = exact;
 		return 1;
 	}
-	/* Several grants that make excess exactly: no GPU released too many
-	 * (which would have to be granted again: a second re-form). */
+	/* Grants that make excess exactly, leaving the rest most complete: no
+	 * GPU released too many (which would have to be granted again: a
+	 * second re-form), now or at the next shrink. */
 	if ((npick = _exact_subset(gpus, n, excess, pick, max_pick)) > 0)
 		return npick;
 	if (cover >= 0) {

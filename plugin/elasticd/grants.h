@@ -10,18 +10,29 @@
  * "gpu" alone is one. 0 for NULL, "" or no GPU entry. */
 int elastic__gres_gpus(const char *gres);
 
-/* Split a grow of gpus GPUs on one node into grants of powers of two,
- * largest first (7 -> 4, 2, 1): later shrinks of any size can then release
- * exactly, never more than asked (which would have to be granted again).
- * Returns the number of parts written (at most max_parts). */
-int elastic__split_grow(int gpus, int *parts, int max_parts);
+/* Split a grow of gpus GPUs of one job on one node into grant sizes, given
+ * the sizes of the grants it holds there already (have[0..nhave), not those
+ * being released), so that every later shrink there can release exactly
+ * what the policy asks, in one re-form. Sizes sorted ascending are
+ * "complete" when each is at most 1 + the sum of those before it: then
+ * every count from 0 to their sum is the sum of some of them. Each part is
+ * the largest that keeps the sizes complete (1 + the count reachable so
+ * far), the last one the rest: from nothing 7 -> 1, 2, 4 and 4 -> 1, 2, 1;
+ * onto a 4-GPU grant, 3 -> 1, 2. Returns the number of parts written (at
+ * most max_parts: the last part then takes what is left). */
+int elastic__split_grow(const int *have, int nhave, int gpus, int *parts, int max_parts);
+
+/* The largest count such that every count from 0 to it is the sum of some
+ * of the n sizes (0 when none is 1). */
+int elastic__grant_reach(const int *gpus, int n);
 
 /* Which of n grants (gpus[i] GPUs each, on one node) to release so that at
- * least excess GPUs go: one grant of exactly excess if there is one, else
- * the fewest grants adding up to exactly excess (searched when n <= 16),
- * else the smallest grant larger than excess, else the largest ones first
- * until covered. Writes indexes into pick (at most max_pick); returns how
- * many, 0 if nothing is to go, -1 (ENOMEM). */
+ * least excess GPUs go: grants adding up to exactly excess if some do
+ * (searched when n <= 16; among those, the ones that leave the rest most
+ * complete (elastic__grant_reach), then the fewest grants, then the lowest
+ * indexes), else the smallest grant larger than excess, else the largest
+ * ones first until covered. Writes indexes into pick (at most max_pick);
+ * returns how many, 0 if nothing is to go, -1 (ENOMEM). */
 int elastic__pick_release(const int *gpus, int n, int excess, int *pick, int max_pick);
 
 #endif

@@ -49,7 +49,13 @@ int ed_plan_compute(const struct ed_snapshot *s, const struct ed_place *const *h
 		pj->priority = j->priority;
 		pj->weight = (uint32_t)j->weight;
 		pj->submit_time = j->submit;
-		pj->last_resize = last_resize[i];
+		/* A job whose GPUs have not changed since it started is at
+		 * its start-up size (its MIN): growing to its share is no
+		 * churn, so the cool-down does not hold it (0: never). */
+		pj->last_resize = !p->cooldown_from_start && j->running &&
+						  last_resize[i] == j->start
+					  ? 0
+					  : last_resize[i];
 		pj->place = &places[nplaces];
 		for (int k = 0; k < nheld[i]; k++) {
 			places[nplaces].node = held[i][k].node;

@@ -293,6 +293,8 @@ static int _release(const struct ed_rc_in *in, struct ed_rc *rc, int i, int node
 		a->to = to;
 		a->deadline_ms =
 			in->now_ms + (uint64_t)(j->grace > 0 ? j->grace : 30) * 1000;
+		/* Being released from now on: never announced to the job. */
+		rc->gclass[idx[pick[k]]] = ED_RC_RELEASING;
 	}
 	free(idx);
 	free(sizes);
@@ -330,6 +332,31 @@ static int _place_gpus(const struct ed_place *pl, int n, int node)
 	return 0;
 }
 
+/* Grow job i by gpus on node: one grant per part of elastic__split_grow,
+ * sized with the grants it holds there so that any later shrink is exact. */
+static int _grow(const struct ed_rc_in *in, struct ed_rc *rc, int i, int node, int gpus,
+		 int from, int to)
+{
+	const struct ed_snapshot *s = in->s;
+	int have[64], nhave = 0, parts[32], nparts;
+	for (int g = 0; g < s->ngrants && nhave < 64; g++)
+		if (s->grants[g].job == s->jobs[i].id && s->grants[g].node == node &&
+		    rc->gclass[g] == ED_RC_HELD)
+			have[nhave++] = s->grants[g].gpus;
+	nparts = elastic__split_grow(have, nhave, gpus, parts, 32);
+	for (int p = 0; p < nparts; p++) {
+		struct ed_rc_action *a = _act(rc, ED_RC_GROW, i, s->jobs[i].id, 0);
+		if (!a)
+			return -1;
+		a->node = node;
+		a->gpus = parts[p];
+		a->from = from;
+		a->to = to;
+	}
+	rc->jobs[i].growing += nparts;
+	return 0;
+}
+
 /* Job i (running) to its target placement t: shrink where it holds more,
  * grow where the placement gives more. */
 static int _resize(const struct ed_rc_in *in, struct ed_rc *rc, int i,
@@ -349,16 +376,30 @@ static int _resize(const struct ed_rc_in *in, struct ed_rc *rc, int i,
 	for (int q = 0; q < t->nplace; q++) {
 		int node = t->place[q].node;
 		int deficit = t->place[q].gpus - _place_gpus(h->held, h->nheld, node);
-		if (deficit <= 0)
-			continue;
-		struct ed_rc_action *a = _act(rc, ED_RC_GROW, i, t->job, 0);
-		if (!a)
+		if (deficit > 0 &&
+		    _grow(in, rc, i, node, deficit, have_total, t->gpus) < 0)
 			return -1;
-		a->node = node;
-		a->gpus = deficit;
-		a->from = have_total;
-		a->to = t->gpus;
 	}
+	return 0;
+}
+
+/* Started grants of job i are told of together, once none of its grants is
+ * pending (nor submitted this tick): each announcement makes the job
+ * re-form, so a grow in several grants is one re-form, not one per grant.
+ * A grant started ANNOUNCE_WAIT_S ago is told of anyway (another grant of
+ * the job may stay pending for long: a limit, another job's GPUs). */
+#define ANNOUNCE_WAIT_S 2
+static int _announce_now(const struct ed_rc_in *in, const struct ed_rc *rc, int i)
+{
+	const struct ed_snapshot *s = in->s;
+	time_t now = (time_t)(in->now_ms / 1000);
+	if (rc->jobs[i].pending == 0 && rc->jobs[i].growing == 0)
+		return 1;
+	for (int g = 0; g < s->ngrants; g++)
+		if (s->grants[g].job == s->jobs[i].id && rc->gclass[g] == ED_RC_HELD &&
+		    s->grants[g].state == ED_GRANT_RUNNING &&
+		    now - s->grants[g].start >= ANNOUNCE_WAIT_S)
+			return 1;
 	return 0;
 }
 
@@ -373,6 +414,8 @@ static int _tell(const struct ed_rc_in *in, struct ed_rc *rc, int i, int target)
 			return -1;
 		a->gpus = target;
 	}
+	if (!_announce_now(in, rc, i))
+		return 0;
 	for (int g = 0; g < s->ngrants; g++) {
 		const struct ed_grant *gr = &s->grants[g];
 		int told = 0;

@@ -52,9 +52,12 @@ enum ed_rc_kind {
 	ED_RC_FORGET,	    /* the release's grant is gone: forget it */
 	ED_RC_EXPLAIN,	    /* the target changed: log why (why) */
 	ED_RC_RELEASE,	    /* order a release: remember it, mark it, tell */
-	ED_RC_GROW,	    /* submit grants for gpus more on node */
+	ED_RC_GROW,	    /* submit a grant of gpus on node (one per grant: the
+			       sizes keep later shrinks exact, grants.h) */
 	ED_RC_TARGET,	    /* tell the job its target (gpus) */
-	ED_RC_ANNOUNCE,	    /* tell the job that grant (gpus on node) started */
+	ED_RC_ANNOUNCE,	    /* tell the job that grant (gpus on node) started;
+			       a job's started grants are told of together,
+			       once none is pending (one re-form per grow) */
 };
 
 struct ed_rc_action {
@@ -76,6 +79,7 @@ struct ed_rc_hold {
 	int cur_gpus, ngrants; /* ngrants: not dropped */
 	time_t last_resize;
 	int releasing, pending; /* grants being released, not started */
+	int growing;		/* grants submitted this tick (ED_RC_GROW) */
 	char nodes[ELASTIC_PROTO_NODES_MAX];
 };
 

@@ -6,6 +6,7 @@
 # printed, not from the driver's verdict: the GPU allocations in order (8;
 # 4/4; 3/5; job 2 below 5 after its node loss, then back to 5; job 2 on 8
 # after job 1 ended), job 1's lost rank healed in place without a relaunch,
+# no job re-formed more often than the scenario needs (per cause),
 # every step of both jobs committed once and in order, and each final model
 # equal to a static run of the same training.
 # Uses the suite's cluster when it is 2 nodes x 4 GPUs; otherwise starts its
@@ -120,6 +121,41 @@ sizes2=$(grep -aEo '^step [0-9]+ epoch [0-9]+ size [0-9]+' "$out/job2.out" | awk
 echo " $sizes2 " | grep -Eq ' 5( [1-4])+ 5 ' ||
 	t_fail "job 2's sizes do not show 5 -> fewer -> 5 around its node loss: $sizes2"
 grep -q 'NODE LOST' "$out/events.tsv" || t_fail "no node loss in the events"
+
+# 4. One re-form per job per change: re-forms counted by cause from each
+# job's own output (as examples/demo/elastic_cluster.py counts them): how
+# each mpirun ended ("N asked to re-form": the controller's last order
+# before it, a started grant = grow, a release = shrink; none asked and
+# ranks failed, killed or lost = failure), and "redo step" = healed in
+# place. Never more than the scenario's minimum (examples/demo/demo.py's
+# MIN_REFORMS): job 1 grow 1, shrink 2, heal 1; job 2 grow 4, failure 1.
+reform_counts() { # job output -> "grow N shrink N failure N other N heal N"
+	tr -d '\000' <"$1" | awk '
+		/controller: release grant/ { order = "shrink" }
+		/controller: grant [0-9]+ started/ { order = "grow" }
+		/mpirun ended after .*: [0-9]+ ranks? ok, / {
+			for (i = 1; i <= NF; i++) {
+				if ($(i + 1) ~ /^failed,/) failed = $i
+				if ($(i + 1) == "asked") asked = $i
+				if ($(i + 1) ~ /^killed,/) killed = $i
+				if ($(i + 1) ~ /^lost/) lost = $i
+			}
+			cause = asked > 0 ? (order != "" ? order : "other") : failed + killed + lost > 0 ? "failure" : "other"
+			order = ""
+		}
+		/elastic-run [^ ]+: re-form [0-9]+: [0-9]+ ranks? on/ { n[cause != "" ? cause : "other"]++; cause = "" }
+		/^redo step [0-9]+: size now/ { n["heal"]++ }
+		END { printf "grow %d shrink %d failure %d other %d heal %d\n", n["grow"], n["shrink"], n["failure"], n["other"], n["heal"] }'
+}
+for n in 1 2; do
+	got=$(reform_counts "$out/job$n.out")
+	want=$([ $n = 1 ] && echo "grow 1 shrink 2 failure 0 other 0 heal 1" || echo "grow 4 shrink 0 failure 1 other 0 heal 0")
+	t_log "job $n re-forms by cause: $got (minimum: $want)"
+	paste -d' ' <(echo "$got" | tr ' ' '\n' | paste - -) <(echo "$want" | tr ' ' '\n' | paste - -) |
+		awk '$2 > $4 { bad = bad " " $1 " " $2 " > " $4 } END { if (bad != "") { print bad; exit 1 } }' ||
+		t_fail "job $n: more re-forms than the scenario needs ($got; minimum $want)"
+	[ $n = 2 ] || echo "$got" | grep -q 'heal 1$' || t_fail "job 1: its lost rank was not healed in place once ($got)"
+done
 [ -s "$out/gpus.png" ] || t_fail "no chart"
 t_log "job 2 trained at sizes: $sizes2"
 t_log "PASS in $((SECONDS - t0)) s: $(grep -a 'priority update ->' "$T_DIR/demo.log" | sed 's/^ *//')"

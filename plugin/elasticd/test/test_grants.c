@@ -95,27 +95,83 @@ static void release_choice(void **state)
 	pick(two, 3, 4, (int[]){0, 1}, 2); /* fewest grants among exact subsets */
 }
 
+static void parts_are(const int *have, int nhave, int gpus, const int *want, int nwant)
+{
+	int parts[16], n = elastic__split_grow(have, nhave, gpus, parts, 16);
+	if (n != nwant)
+		fail_msg("grow of %d onto %d grants: %d parts, expected %d", gpus, nhave,
+			 n, nwant);
+	for (int i = 0; i < n; i++)
+		if (parts[i] != want[i])
+			fail_msg("grow of %d onto %d grants: part %d is %d, expected %d",
+				 gpus, nhave, i, parts[i], want[i]);
+}
+
 static void grow_split(void **state)
 {
 	int parts[8];
-	assert_int_equal(elastic__split_grow(7, parts, 8), 3);
-	assert_int_equal(parts[0], 4);
-	assert_int_equal(parts[1], 2);
-	assert_int_equal(parts[2], 1);
-	assert_int_equal(elastic__split_grow(4, parts, 8), 1);
-	assert_int_equal(parts[0], 4);
-	assert_int_equal(elastic__split_grow(3, parts, 8), 2);
-	assert_int_equal(parts[0] + parts[1], 3);
-	assert_int_equal(elastic__split_grow(0, parts, 8), 0);
-	assert_int_equal(elastic__split_grow(-2, parts, 8), 0);
-	assert_int_equal(elastic__split_grow(255, parts, 3), 3); /* bounded */
-	/* Every shrink of a 7-GPU grow is exact. */
-	int g[3] = {4, 2, 1}, pk[3];
-	for (int e = 1; e <= 7; e++) {
-		int n = elastic__pick_release(g, 3, e, pk, 3), sum = 0;
-		for (int i = 0; i < n; i++)
+	(void)state;
+	parts_are(NULL, 0, 7, (int[]){1, 2, 4}, 3);
+	parts_are(NULL, 0, 4, (int[]){1, 2, 1}, 3); /* not one 4: 4 -> 3 must be exact */
+	parts_are(NULL, 0, 3, (int[]){1, 2}, 2);
+	parts_are(NULL, 0, 1, (int[]){1}, 1);
+	parts_are(NULL, 0, 5, (int[]){1, 2, 2}, 3);
+	parts_are((int[]){4}, 1, 3, (int[]){1, 2}, 2); /* fills the gap under the 4 */
+	parts_are((int[]){2, 1}, 2, 1, (int[]){1}, 1); /* {1, 2} reaches 3: a 1 more */
+	parts_are((int[]){1, 2}, 2, 4, (int[]){4}, 1); /* reach 3: one 4 keeps it */
+	parts_are((int[]){2, 4}, 2, 2, (int[]){1, 1},
+		  2); /* a released 1 comes back as 1 */
+	assert_int_equal(elastic__split_grow(NULL, 0, 0, parts, 8), 0);
+	assert_int_equal(elastic__split_grow(NULL, 0, -2, parts, 8), 0);
+	/* bounded: the last part takes the rest */
+	assert_int_equal(elastic__split_grow(NULL, 0, 255, parts, 3), 3);
+	assert_int_equal(parts[0] + parts[1] + parts[2], 255);
+	assert_int_equal(elastic__grant_reach((int[]){2, 4}, 2), 0);
+	assert_int_equal(elastic__grant_reach((int[]){4, 1, 2}, 3), 7);
+	assert_int_equal(elastic__grant_reach((int[]){1, 1, 4}, 3), 2);
+}
+
+/* Any grow from nothing onto a node of up to 16 GPUs: any shrink after it
+ * releases exactly what was asked. Then a walk of shrinks and grows on 8
+ * GPUs where each grow makes the grants complete again (a grow after a
+ * shrink, as in the reference scenario): each shrink is exact. Two shrinks
+ * in a row need not be: {1, 2, 4, 1} - 3 leaves {4, 1}. */
+static void every_shrink_exact(void **state)
+{
+	(void)state;
+	for (int total = 1; total <= 16; total++) {
+		for (int e = 1; e <= total; e++) {
+			int g[16], n = elastic__split_grow(NULL, 0, total, g, 16), pk[16];
+			int k = elastic__pick_release(g, n, e, pk, 16), sum = 0;
+			for (int i = 0; i < k; i++)
+				sum += g[pk[i]];
+			if (sum != e)
+				fail_msg("grants of a %d-GPU grow: release of %d took %d",
+					 total, e, sum);
+		}
+	}
+	int g[32], n = elastic__split_grow(NULL, 0, 8, g, 16);
+	const int walk[] = {-1, 1, -3, 4, -5, 2, -2, 3, -6};
+	for (size_t w = 0; w < sizeof(walk) / sizeof(walk[0]); w++) {
+		if (walk[w] > 0) {
+			n += elastic__split_grow(g, n, walk[w], g + n, 32 - n);
+			assert_true(elastic__grant_reach(g, n) > 0);
+			continue;
+		}
+		int pk[32], k = elastic__pick_release(g, n, -walk[w], pk, 32), sum = 0;
+		char drop[32] = {0};
+		for (int i = 0; i < k; i++) {
 			sum += g[pk[i]];
-		assert_int_equal(sum, e);
+			drop[pk[i]] = 1;
+		}
+		if (sum != -walk[w])
+			fail_msg("walk step %zu: release of %d took %d", w, -walk[w],
+				 sum);
+		int m = 0;
+		for (int i = 0; i < n; i++)
+			if (!drop[i])
+				g[m++] = g[i];
+		n = m;
 	}
 }
 
@@ -125,6 +181,7 @@ int main(void)
 		cmocka_unit_test(gres_counts),
 		cmocka_unit_test(release_choice),
 		cmocka_unit_test(grow_split),
+		cmocka_unit_test(every_shrink_exact),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

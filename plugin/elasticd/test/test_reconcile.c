@@ -31,6 +31,7 @@ struct tgrant {
 	int node, gpus, running;
 	int64_t release_by; /* ms from now, as slurmctld keeps it; 0 none */
 	uid_t uid;	    /* 0: the job's */
+	int fresh;	    /* started this second (else 100 s ago) */
 };
 struct trel {
 	uint32_t grant, job;
@@ -60,12 +61,12 @@ static const struct tcase cases[] = {
 	{.name = "grow: 2 more GPUs on the job's node, then tell it",
 	 .jobs = {{1, 1, 0, 2, 30, 1, 2, 2}},
 	 .targets = {{{4, 0}}},
-	 .want = "explain j1 4; grow j1 n0 +2 (2->4); target j1 4",
+	 .want = "explain j1 4; grow j1 n0 +1 (2->4); grow j1 n0 +1 (2->4); target j1 4",
 	 .holds = "1:2/2 r0 p0"},
 	{.name = "grow across nodes, the job not connected: no orders",
 	 .jobs = {{1, 1, 0, 4, 30, 0, 4, 0}},
 	 .targets = {{{4, 3}}},
-	 .want = "explain j1 7; grow j1 n1 +3 (4->7)",
+	 .want = "explain j1 7; grow j1 n1 +1 (4->7); grow j1 n1 +2 (4->7)",
 	 .holds = "1:4/4 r0 p0"},
 	{.name = "shrink at a grant's boundary: release it with the job's grace",
 	 .jobs = {{1, 1, 0, 2, 10, 1, 4, 4, 101}},
@@ -119,6 +120,36 @@ static const struct tcase cases[] = {
 	 .targets = {{{0, 0}}, {{0, 2}}},
 	 .want = "explain j3 2; target j3 2; announce j3 g301 n1 1",
 	 .holds = "2:0/0 r0 p0 3:2/2 r0 p0"},
+	{.name = "grow onto a 2-GPU grant: a 1 and a 1 (then 3 -> any count is exact)",
+	 .jobs = {{1, 1, 0, 2, 30, 1, 4, 4, 101}},
+	 .grants = {{101, 1, 1, 2, 1}},
+	 .targets = {{{2, 4}}},
+	 .want = "explain j1 6; grow j1 n1 +1 (4->6); grow j1 n1 +1 (4->6); target j1 6",
+	 .holds = "1:4/4 r0 p0"},
+	{.name = "shrink by 1 where the grants are 1 and 2: the 1, not the 2",
+	 .jobs = {{1, 1, 0, 1, 30, 1, 4, 4, 101}},
+	 .grants = {{101, 1, 1, 2, 1}, {102, 1, 1, 1, 1}},
+	 .targets = {{{1, 2}}},
+	 .want = "explain j1 3; release j1 g102 n1 1 (4->3) dl+30000; target j1 3",
+	 .holds = "1:4/4 r1 p0"},
+	{.name = "one grant of a grow started, one pending: not told yet (one re-form)",
+	 .jobs = {{1, 1, 0, 1, 30, 1, 4, 1}},
+	 .grants = {{101, 1, 1, 1, 1, 0, 0, 1}, {102, 1, 1, 2, 0}},
+	 .targets = {{{1, 3}}},
+	 .want = "target j1 4",
+	 .holds = "1:4/2 r0 p1"},
+	{.name = "... both started: told of both together",
+	 .jobs = {{1, 1, 0, 1, 30, 1, 4, 4}},
+	 .grants = {{101, 1, 1, 1, 1, 0, 0, 1}, {102, 1, 1, 2, 1, 0, 0, 1}},
+	 .targets = {{{1, 3}}},
+	 .want = "announce j1 g101 n1 1; announce j1 g102 n1 2",
+	 .holds = "1:4/4 r0 p0"},
+	{.name = "... the other still pending after 2 s: told of the started one",
+	 .jobs = {{1, 1, 0, 1, 30, 1, 4, 4}},
+	 .grants = {{101, 1, 1, 1, 1}, {102, 1, 1, 2, 0}},
+	 .targets = {{{1, 3}}},
+	 .want = "announce j1 g101 n1 1",
+	 .holds = "1:4/2 r0 p1"},
 	{.name = "a grant not started and not needed any more goes first, at once",
 	 .jobs = {{1, 1, 0, 2, 10, 1, 4, 4}},
 	 .grants = {{106, 1, 0, 2, 0}},
@@ -130,7 +161,7 @@ static const struct tcase cases[] = {
 	 .grants = {{107, 1, 0, 2, 0}},
 	 .busy = {1, 0},
 	 .targets = {{{4, 0}}},
-	 .want = "cancel g107 (cannot start: its GPUs were taken meanwhile); grow j1 n0 +2 (2->4)",
+	 .want = "cancel g107 (cannot start: its GPUs were taken meanwhile); grow j1 n0 +1 (2->4); grow j1 n0 +1 (2->4)",
 	 .holds = "1:2/2 r0 p0"},
 };
 
@@ -247,6 +278,7 @@ static void _build(const struct tcase *c, struct world *w)
 			.gpus = t->gpus,
 			.node = t->node,
 			.state = t->running ? ED_GRANT_RUNNING : ED_GRANT_PENDING,
+			.start = t->running ? NOW_S - (t->fresh ? 0 : 100) : 0,
 			.release_by_ms =
 				t->release_by ? NOW_MS + (uint64_t)t->release_by : 0};
 		w->s.ngrants++;

@@ -1,0 +1,306 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# examples/demo/elastic_cluster.py: what the demo and the benches share to drive
+# elastic training jobs on a testbed cluster: commands, the cluster's shape,
+# a private elasticd, job submission, GPUs held as squeue shows them, the
+# trainer's step lines, the processes of a job, and re-forms by cause.
+"""Helpers for drivers that run inside `testbed/cluster exec` as root
+(examples/demo/demo.py, bench/compare.py, bench/latency.py).
+
+Each driver names itself once (set_name) so that errors read
+"<name>: error: ...". Nothing here keeps state between calls except the
+Elasticd object.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))  # examples/demo
+SRC = os.path.dirname(os.path.dirname(HERE))
+TRAIN_SBATCH = os.path.join(HERE, "train.sbatch")
+# Open MPI on one loopback host, no coll/han under ULFM (TESTBED-NOTES).
+OMPI = ("export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo "
+        "OMPI_MCA_coll=^han OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+USERS = (("alice", "acct_a"), ("bob", "acct_b"))  # job 1's and job 2's owner
+
+_name = "elastic"
+
+
+def set_name(name):
+    global _name
+    _name = name
+
+
+def die(msg):
+    print(f"{_name}: error: {msg}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def run(cmd, check=True, timeout=60, env=None):
+    """Run cmd (a list); return its stdout. A failure with check ends the driver."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        if check:
+            die(f"{' '.join(cmd)}: no answer in {timeout} s")
+        return ""
+    if check and p.returncode != 0:
+        die(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip() or p.stdout.strip()}")
+    return p.stdout
+
+
+def wait_for(what, cond, timeout=300, step=0.2):
+    """Poll cond() until it returns something true; return that. Dies after timeout."""
+    end = time.time() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.time() > end:
+            die(f"{what}: not reached in {timeout} s")
+        time.sleep(step)
+
+
+def need_cluster(gpus_per_node=4, nodes=2, build=None):
+    """The environment of `testbed/cluster exec`, root, and a cluster of
+    nodes x gpus_per_node with the elastic plugins (and build's programs)."""
+    for v in ("SLURM_CONF", "ELASTIC_TESTBED_DIR", "ELASTIC_MUNGE_SOCKET"):
+        if not os.environ.get(v):
+            die(f"{v} is not set: run inside 'testbed/cluster exec'")
+    if os.geteuid() != 0:
+        die("run as root (it submits jobs for alice and bob and kills processes)")
+    if build:
+        for b in ("plugin/elasticd/elasticd", "launcher/elastic-run", "examples/elastic_train"):
+            if not os.access(os.path.join(build, b), os.X_OK):
+                die(f"{build}/{b} is not built")
+    if "--elastic-gpus" not in run(["sbatch", "--help"], check=False):
+        die("sbatch has no --elastic-gpus: the cluster was started without the elastic "
+            "plugins (ELASTIC_BUILD_DIR)")
+    rows = [line.split() for line in run(["sinfo", "-h", "-N", "-o", "%N %G"]).splitlines()
+            if line.strip()]
+    have = {r[0]: r[1] for r in rows if len(r) > 1}
+    if len(have) != nodes or any(g != f"gpu:{gpus_per_node}" for g in have.values()):
+        die(f"needs a cluster of exactly {nodes} nodes x {gpus_per_node} GPUs "
+            f"(ELASTIC_TESTBED_NODES={nodes}); this one has {have}")
+
+
+def out_dir(out, prefix):
+    """The output directory (a new one under the cluster's jobs/ when None),
+    writable by the jobs' users."""
+    if not out:
+        out = os.path.join(os.environ["ELASTIC_TESTBED_DIR"], "jobs",
+                           time.strftime(f"{prefix}-%Y%m%d-%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    os.chmod(out, 0o1777)
+    return out
+
+
+def sbatch(args, user=None):
+    """Submit (as user when given); return the job id."""
+    cmd = ["sbatch", "--parsable"] + args
+    if user:
+        cmd = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={os.environ['SLURM_CONF']}"] + cmd
+    out = run(cmd).strip().split(";")[0]
+    if not out.isdigit():
+        die(f"sbatch printed no job id: {out}")
+    return out
+
+
+def submit_train(build, user, account, out, workdir, settings, priority=5000):
+    """examples/demo/train.sbatch (--elastic-gpus=1-8) as user, with the
+    trainer of build and settings (a dict: EPOCHS, SEED, SAMPLE_US, ...).
+    Returns the job id; its priority is set to priority."""
+    env = ",".join(["ALL", f"ELASTIC_BIN={build}/launcher",
+                    f"TRAIN={build}/examples/elastic_train", f"DEMO_DIR={HERE}"] +
+                   [f"{k}={v}" for k, v in settings.items()])
+    job = sbatch(["-A", account, "-J", f"train-{user}", "-D", workdir, "-o", out,
+                  f"--export={env}", TRAIN_SBATCH], user=user)
+    if priority is not None:
+        run(["scontrol", "update", f"JobId={job}", f"Priority={priority}"])
+    return job
+
+
+def state(job):
+    """The job's state in squeue, GONE when it left."""
+    return run(["squeue", "-h", "-j", job, "-o", "%T"], check=False).strip() or "GONE"
+
+
+def cancel_with_grants(jobs):
+    for j in jobs:
+        subprocess.run(["scancel", j], stderr=subprocess.DEVNULL)
+        subprocess.run(["scancel", "-n", f"elastic:{j}"], stderr=subprocess.DEVNULL)
+
+
+def held(jobs):
+    """{job: [(nodes, gpus, own)]} of running Slurm jobs: each elastic job's
+    own allocation (own True) and its grants (named elastic:<job>)."""
+    out = run(["squeue", "-h", "-t", "R", "-O", "JobID:16,Name:40,NodeList:40,tres-alloc:300"],
+              check=False, timeout=10)
+    res = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) < 3:
+            continue
+        jid, name = f[0], f[1]
+        nodes = f[2] if len(f) > 3 else ""
+        m = re.search(r"gres/gpu=(\d+)", f[-1])
+        n = int(m.group(1)) if m else 0
+        for j in jobs:
+            if j and (jid == j or name == f"elastic:{j}"):
+                res.setdefault(j, []).append((nodes, n, jid == j))
+    return res
+
+
+def gpus(jobs):
+    """{job: GPUs it holds now (own allocation + running grants)}."""
+    h = held(jobs)
+    return {j: sum(n for _, n, _ in h.get(j, [])) for j in jobs}
+
+
+STEP_RE = re.compile(r"step (\d+) epoch (\d+) size (\d+) .*loss ([0-9.]+) t=([0-9.]+)")
+
+
+def steps(path):
+    """[(step, size, t)] of the trainer's step lines in path, in file order."""
+    out = []
+    try:
+        with open(path, "rb") as f:
+            for line in f.read().decode(errors="replace").split("\n"):
+                m = STEP_RE.match(line)
+                if m:
+                    out.append((int(m.group(1)), int(m.group(3)), float(m.group(5))))
+    except OSError:
+        pass
+    return out
+
+
+def done(path):
+    try:
+        with open(path, "rb") as f:
+            return b"\ndone: " in f.read()
+    except OSError:
+        return False
+
+
+def proc_env(pid):
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return dict(kv.split("=", 1) for kv in f.read().decode(errors="replace").split("\0")
+                    if "=" in kv)
+
+
+def procs(pred):
+    """[(pid, cmdline)] of this cluster's processes whose environment (a
+    dict) and command line satisfy pred(env, cmd)."""
+    res = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == os.getpid():
+            continue
+        try:
+            env = proc_env(p)
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if env.get("SLURM_CONF") == os.environ["SLURM_CONF"] and pred(env, cmd):
+            res.append((int(p), cmd.strip()))
+    return res
+
+
+def kill(pids):
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+class Elasticd:
+    """A private elasticd on the cluster's elastic.conf (one per cluster),
+    its log in log; env adds to its environment."""
+
+    def __init__(self, build, log, env=None):
+        self.build, self.log, self.env, self.p = build, log, env, None
+
+    def ctl(self):
+        return os.path.join(self.build, "plugin/elasticd/elastic-ctl")
+
+    def answers(self):
+        return subprocess.run([self.ctl(), "status", "-p"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode == 0
+
+    def start(self):
+        conf = os.path.join(os.environ["ELASTIC_TESTBED_DIR"], "etc/elastic.conf")
+        if not os.path.exists(conf):
+            die(f"{conf} is missing: start the cluster with the plugins built (ELASTIC_BUILD_DIR)")
+        if self.answers():
+            die("an elasticd already answers for this cluster: stop it first (one per cluster)")
+        self.p = subprocess.Popen(
+            [os.path.join(self.build, "plugin/elasticd/elasticd"), "-D", "-f", conf, "-L",
+             self.log], stdout=subprocess.DEVNULL, stderr=open(self.log + ".stderr", "w"),
+            env=dict(os.environ, **(self.env or {})))
+        end = time.time() + 15
+        while not self.answers():
+            if self.p.poll() is not None or time.time() > end:
+                die(f"elasticd did not start (see {self.log})")
+            time.sleep(0.1)
+        return self
+
+    def alive(self):
+        return self.p is not None and self.p.poll() is None
+
+    def stop(self):
+        if self.alive():
+            self.p.terminate()
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+        self.p = None
+
+
+# ---- re-forms of a job, by cause, from its output ---------------------------
+# elastic-run says how each launch ended ("mpirun ended after ...: N ranks
+# ok, N failed, N asked to re-form, N killed, N lost"): ranks asked to
+# re-form mean an order of the controller, the last one before it (a grant
+# started: grow; a release: shrink); none asked and some failed, killed or
+# lost mean a failure (a node or daemon lost). libelastic prints "redo step"
+# for a heal in place (no relaunch). tests/demo/scenario.sh counts the same
+# way in awk.
+CAUSES = ("grow", "shrink", "failure", "other", "heal")
+_REFORM_RE = re.compile(r"elastic-run \S+: re-form \d+: (\d+) ranks? on")
+_ENDED_RE = re.compile(r"mpirun ended after .*: \d+ ranks? ok, (\d+) failed, (\d+) asked to "
+                       r"re-form, (\d+) killed, (\d+) lost")
+
+
+def reforms(path):
+    """[(cause, ranks)] of the job's re-forms and in-place heals in order;
+    cause is one of CAUSES."""
+    res, order, cause = [], None, "other"
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return res
+    for line in text.split("\n"):
+        if "controller: release grant" in line:
+            order = "shrink"
+        elif re.search(r"controller: grant \d+ started", line):
+            order = "grow"
+        m = _ENDED_RE.search(line)
+        if m:
+            failed, asked, killed, lost = (int(x) for x in m.groups())
+            cause = (order or "other") if asked else "failure" if failed + killed + lost \
+                else "other"
+            order = None
+        m = _REFORM_RE.search(line)
+        if m:
+            res.append((cause, int(m.group(1))))
+            cause = "other"
+            continue
+        m = re.match(r"redo step \d+: size now (\d+)", line)
+        if m:
+            res.append(("heal", int(m.group(1))))
+    return res
