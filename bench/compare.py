@@ -43,8 +43,10 @@ import time
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO = os.path.join(SRC, "examples", "demo")
-OMPI = ("export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo "
-        "OMPI_MCA_coll=^han OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+# The testbed's Open MPI settings, as export lines for the job scripts, from
+# the one place that names them (testbed/cluster env --ompi).
+OMPI = subprocess.run(["bash", os.path.join(SRC, "testbed", "cluster-inner.sh"), "env", "--ompi"],
+                      stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
 
 
 def die(msg):
