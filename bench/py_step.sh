@@ -9,7 +9,7 @@ top_builddir=${top_builddir:-$(cd "${PWD}/.." && pwd)}
 [ -e "$top_builddir/python/slurm_elastic/_core.so" ] || { echo "py_step: the Python binding is not built; skipped"; exit 0; }
 python3 -c 'import mpi4py' 2>/dev/null || { echo "py_step: no mpi4py (python3-mpi4py); skipped"; exit 0; }
 export PYTHONPATH=$top_builddir/python${PYTHONPATH:+:$PYTHONPATH} OMP_NUM_THREADS=1
-export OMPI_MCA_coll=^han OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# the testbed's Open MPI settings (testbed/cluster env --ompi)
+eval "$(bash "$here/../testbed/cluster-inner.sh" env --ompi)"
 exec mpirun --with-ft ulfm --oversubscribe --bind-to none -x PYTHONPATH -x OMP_NUM_THREADS \
 	-np "${BENCH_PY_NP:-2}" python3 "$here/py_step.py" "${BENCH_PY_STEPS:-200}"

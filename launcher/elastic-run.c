@@ -20,9 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpuset.h"
 #include "ctlclient.h"
+#include "gpuset.h"
+#include "orders.h"
 #include "report.h"
+#include "runstate.h"
 
 #define EXIT_REFORM  ELASTIC_EXIT_REFORM /* common/contract.h */
 #define EXIT_USAGE   ELASTIC_EXIT_USAGE
@@ -31,8 +33,30 @@
 static int verbose;
 static volatile sig_atomic_t got_signal;
 static pid_t child = -1;
-static struct elastic_ctlclient ctl;
-static int have_ctl;
+
+/* One run of the job: what the user asked, the job, the files of the run,
+ * and the launch under way. main() drives it through the states below. */
+struct run {
+	/* options */
+	const char *mpirun, *extra[32];
+	int nextra, max_relaunch, max_stuck, dry;
+	char **prog; /* the program and its arguments, NULL-terminated */
+	/* the job */
+	unsigned long jobid;
+	struct elastic_request req; /* MIN, MAX, sizes (ELASTIC_* variables) */
+	int have_ctl;		    /* ELASTIC_CONTROLLER given: ctl and orders in use */
+	struct elastic_ctlclient ctl;
+	struct elastic_orders orders;
+	/* the run's files (in dir) and the ranks' reports */
+	char self[PATH_MAX], dir[PATH_MAX], hostfile[PATH_MAX + 16];
+	char agent[PATH_MAX + 32], progress[PATH_MAX + 32];
+	struct elastic_report rep;
+	/* launches: the GPU set launched on, and the one seen now */
+	struct elastic_gpuset set, now;
+	int launches, stuck, status, stop_sent, mstatus;
+	double t0, t_end;
+	struct elastic_report_summary sum;
+};
 
 static double _now(void)
 {
@@ -162,9 +186,10 @@ static int _add_job(struct elastic_gpuset *set, unsigned long job, elastic_error
 
 /* The GPUs of the elastic job now: its own allocation, then its running
  * grant jobs in job id order. */
-static int _discover(struct elastic_gpuset *set, unsigned long jobid,
+static int _discover(const struct run *r, struct elastic_gpuset *set,
 		     elastic_error_t *err)
 {
+	unsigned long jobid = r->jobid;
 	char name[64], user[64];
 	int st;
 
@@ -185,7 +210,7 @@ static int _discover(struct elastic_gpuset *set, unsigned long jobid,
 		elastic_error_t e;
 		unsigned long g = strtoul(line, NULL, 10);
 		/* Grants ordered released stay out, even while still running. */
-		if (have_ctl && elastic__ctl_released(&ctl, (uint32_t)g))
+		if (r->have_ctl && elastic__orders_released(&r->orders, (uint32_t)g))
 			continue;
 		/* A grant that ended between squeue and scontrol is just gone. */
 		if (g && _add_job(set, g, &e) < 0 && verbose)
@@ -243,8 +268,9 @@ static int _map_find(const char *map, const char *host, unsigned long *job, char
  * file named by ELASTIC_RUN_PROGRESS at most once a second; when the step
  * moved, tell elasticd the step and the samples/s since the last record
  * (elastic-ctl status). Read at most once a second too. */
-static void _progress(const char *path)
+static void _progress(struct run *r)
 {
+	const char *path = r->progress;
 	static double t_read, t_last;
 	static unsigned long long step_last = ~0ULL, seen_last;
 	static double rate;
@@ -270,7 +296,7 @@ static void _progress(const char *path)
 	if (step_last != ~0ULL && seen >= seen_last && t > t_last)
 		rate = (double)(seen - seen_last) / (t - t_last);
 	step_last = step, seen_last = seen, t_last = t;
-	elastic__ctl_status(&ctl, step, rate, _say);
+	elastic__orders_status(&r->ctl, step, rate, _say);
 }
 
 /* PRRTE launch agent: "elastic-run --agent HOST CMD..." starts the daemon on
@@ -315,9 +341,9 @@ static int _agent(int argc, char **argv)
 static void _on_signal(int sig);
 static void _on_parent_death(int sig);
 
-/* Rank wrapper: "elastic-run --rank PROGRAM ARGS": one GPU per rank, by the
- * rank's local rank among the GPUs of its host. */
-static int _rank(int argc, char **argv)
+/* The rank's GPU: by its local rank among the GPUs of its host in
+ * ELASTIC_RUN_MAP, as CUDA_VISIBLE_DEVICES and ELASTIC_GPU. */
+static void _rank_gpu(void)
 {
 	const char *map = getenv("ELASTIC_RUN_MAP");
 	const char *host = getenv("SLURMD_NODENAME");
@@ -325,10 +351,6 @@ static int _rank(int argc, char **argv)
 	char gpus[512], hn[256];
 	unsigned long job;
 
-	if (argc < 1) {
-		fprintf(stderr, "elastic-run --rank: no program (internal mode)\n");
-		return EXIT_USAGE;
-	}
 	if (!host) {
 		gethostname(hn, sizeof(hn));
 		host = hn;
@@ -344,8 +366,12 @@ static int _rank(int argc, char **argv)
 			setenv("ELASTIC_GPU", v, 1);
 		}
 	}
-	/* Run the program as a child so that its end can be reported: mpirun's
-	 * own status says nothing under --with-ft ulfm. */
+}
+
+/* Signals for the program, and the wrapper's end with its launch. -1 to go
+ * on, or the exit status when the launch is already over. */
+static int _rank_signals(void)
+{
 	struct sigaction sa = {.sa_handler = _on_signal};
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
@@ -366,54 +392,80 @@ static int _rank(int argc, char **argv)
 			(long)daemon, strerror(errno));
 	else if (getppid() != daemon)
 		return 128 + SIGHUP; /* the launch ended before this rank began */
+	return -1;
+}
+
+/* In the child: become the program (parent: the wrapper's pid). */
+static void _rank_exec(pid_t parent, char **argv) __attribute__((noreturn));
+static void _rank_exec(pid_t parent, char **argv)
+{
+	/* The program dies with its wrapper (a killed daemon kills us). */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGUSR1, SIG_DFL);
+	signal(SIGUSR2, SIG_DFL);
+	signal(SIGCONT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGALRM, SIG_DFL);
+	/* A re-form asked for before the program is ready (a Python rank
+	 * spends seconds importing torch before elastic_init) must wait,
+	 * not kill it: SIGUSR1 stays blocked, hence pending, across exec
+	 * until libelastic has its handler and unblocks it. */
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	execvp(argv[0], argv);
+	fprintf(stderr, "elastic-run: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Tell elastic-run how the program ended (wait status ws). */
+static void _rank_report(int ws)
+{
+	const char *addr = getenv("ELASTIC_RUN_REPORT"),
+		   *token = getenv("ELASTIC_RUN_TOKEN");
+	const char *gen = getenv("ELASTIC_RUN_GEN"),
+		   *rank = getenv("OMPI_COMM_WORLD_RANK");
+	char line[200];
+
+	if (!addr || !token || !gen || !rank)
+		return;
+	elastic__report_format(
+		line, sizeof(line), token, (unsigned)strtoul(gen, NULL, 10), atoi(rank),
+		WIFSIGNALED(ws) ? ELASTIC_RANK_SIGNALED : ELASTIC_RANK_EXITED,
+		WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws));
+	if (elastic__report_send(addr, line) < 0)
+		fprintf(stderr, "elastic-run --rank: cannot report to %s\n", addr);
+}
+
+/* Rank wrapper: "elastic-run --rank PROGRAM ARGS": one GPU per rank; the
+ * program runs as a child so that its end can be reported: mpirun's own
+ * status says nothing under --with-ft ulfm. The wrapper ends as it did. */
+static int _rank(int argc, char **argv)
+{
+	int ws, rc;
+
+	if (argc < 1) {
+		fprintf(stderr, "elastic-run --rank: no program (internal mode)\n");
+		return EXIT_USAGE;
+	}
+	_rank_gpu();
+	if ((rc = _rank_signals()) >= 0)
+		return rc;
 	pid_t parent = getpid();
 	if ((child = fork()) < 0) {
 		fprintf(stderr, "elastic-run --rank: fork: %s\n", strerror(errno));
 		return 1;
 	}
-	if (child == 0) {
-		/* The program dies with its wrapper (a killed daemon kills us). */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGUSR1, SIG_DFL);
-		signal(SIGUSR2, SIG_DFL);
-		signal(SIGCONT, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		signal(SIGALRM, SIG_DFL);
-		/* A re-form asked for before the program is ready (a Python rank
-		 * spends seconds importing torch before elastic_init) must wait,
-		 * not kill it: SIGUSR1 stays blocked, hence pending, across exec
-		 * until libelastic has its handler and unblocks it. */
-		sigset_t usr1;
-		sigemptyset(&usr1);
-		sigaddset(&usr1, SIGUSR1);
-		sigprocmask(SIG_BLOCK, &usr1, NULL);
-		execvp(argv[0], argv);
-		fprintf(stderr, "elastic-run: cannot run %s: %s\n", argv[0],
-			strerror(errno));
-		_exit(127);
-	}
-	int ws;
+	if (child == 0)
+		_rank_exec(parent, argv);
 	while (waitpid(child, &ws, 0) < 0 && errno == EINTR)
 		;
-	const char *addr = getenv("ELASTIC_RUN_REPORT"),
-		   *token = getenv("ELASTIC_RUN_TOKEN");
-	const char *gen = getenv("ELASTIC_RUN_GEN"),
-		   *rank = getenv("OMPI_COMM_WORLD_RANK");
-	if (addr && token && gen && rank) {
-		char line[200];
-		elastic__report_format(line, sizeof(line), token,
-				       (unsigned)strtoul(gen, NULL, 10), atoi(rank),
-				       WIFSIGNALED(ws) ? ELASTIC_RANK_SIGNALED
-						       : ELASTIC_RANK_EXITED,
-				       WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws));
-		if (elastic__report_send(addr, line) < 0)
-			fprintf(stderr, "elastic-run --rank: cannot report to %s\n",
-				addr);
-	}
+	_rank_report(ws);
 	if (WIFSIGNALED(ws)) {
 		signal(WTERMSIG(ws), SIG_DFL);
 		raise(WTERMSIG(ws));
@@ -453,23 +505,49 @@ static int _same_set(const struct elastic_gpuset *a, const struct elastic_gpuset
 	return 1;
 }
 
-int main(int argc, char **argv)
+/* ---- Setting up the run: options, the job, the run's files. ----
+ * Each returns -1 to go on, or the exit status to end with. */
+
+/* "-n N", "--max-stuck N": an integer in [0, 100000]. */
+static int _count_opt(const char *opt, const char *v, int *out)
 {
-	static struct elastic_gpuset set, now;
-	struct elastic_request req;
-	char self[PATH_MAX], dir[PATH_MAX], hostfile[PATH_MAX + 16], agent[PATH_MAX + 32];
-	char progress[PATH_MAX + 32];
-	const char *mpirun = "mpirun", *extra[32];
-	int nextra = 0, max_relaunch = 20, max_stuck = 3, dry = 0;
-	unsigned long jobid;
-	elastic_error_t err;
-	int i;
+	char *end;
+	long x = strtol(v, &end, 10);
+	if (*end || end == v || x < 0 || x > 100000) {
+		fprintf(stderr, "elastic-run: %s %s: not an integer in [0, 100000]\n",
+			opt, v);
+		return EXIT_USAGE;
+	}
+	*out = (int)x;
+	return -1;
+}
 
-	if (argc > 1 && strcmp(argv[1], "--agent") == 0)
-		return _agent(argc - 2, argv + 2);
-	if (argc > 1 && strcmp(argv[1], "--rank") == 0)
-		return _rank(argc - 2, argv + 2);
+/* An option that takes a value: a is the option, v its value. */
+static int _value_opt(struct run *r, const char *a, const char *v)
+{
+	if (strcmp(a, "--mpirun") == 0) {
+		r->mpirun = v;
+	} else if (strcmp(a, "--mpirun-arg") == 0) {
+		if (r->nextra >= 32) {
+			fprintf(stderr, "elastic-run: at most 32 --mpirun-arg\n");
+			return EXIT_USAGE;
+		}
+		r->extra[r->nextra++] = v;
+	} else if (strcmp(a, "--max-stuck") == 0) {
+		return _count_opt(a, v, &r->max_stuck);
+	} else {
+		return _count_opt(a, v, &r->max_relaunch);
+	}
+	return -1;
+}
 
+static int _options(struct run *r, int argc, char **argv)
+{
+	int i, rc;
+
+	r->mpirun = "mpirun";
+	r->max_relaunch = 20;
+	r->max_stuck = 3;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0) {
@@ -481,7 +559,7 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
 			verbose++;
 		} else if (strcmp(a, "--dry-run") == 0) {
-			dry = 1;
+			r->dry = 1;
 		} else if ((strcmp(a, "-n") == 0 || strcmp(a, "--max-relaunch") == 0 ||
 			    strcmp(a, "--max-stuck") == 0 || strcmp(a, "--mpirun") == 0 ||
 			    strcmp(a, "--mpirun-arg") == 0)) {
@@ -491,30 +569,8 @@ int main(int argc, char **argv)
 					a);
 				return EXIT_USAGE;
 			}
-			const char *v = argv[++i];
-			if (strcmp(a, "--mpirun") == 0) {
-				mpirun = v;
-			} else if (strcmp(a, "--mpirun-arg") == 0) {
-				if (nextra >= 32) {
-					fprintf(stderr,
-						"elastic-run: at most 32 --mpirun-arg\n");
-					return EXIT_USAGE;
-				}
-				extra[nextra++] = v;
-			} else {
-				char *end;
-				long x = strtol(v, &end, 10);
-				if (*end || end == v || x < 0 || x > 100000) {
-					fprintf(stderr,
-						"elastic-run: %s %s: not an integer in [0, 100000]\n",
-						a, v);
-					return EXIT_USAGE;
-				}
-				if (strcmp(a, "--max-stuck") == 0)
-					max_stuck = (int)x;
-				else
-					max_relaunch = (int)x;
-			}
+			if ((rc = _value_opt(r, a, argv[++i])) >= 0)
+				return rc;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "elastic-run: unknown option '%s' (try --help)\n",
 				a);
@@ -527,19 +583,28 @@ int main(int argc, char **argv)
 		fprintf(stderr, "elastic-run: no program given (try --help)\n");
 		return EXIT_USAGE;
 	}
+	r->prog = argv + i;
+	return -1;
+}
+
+/* The Slurm job and the elastic settings from the environment. */
+static int _job(struct run *r)
+{
 	const char *jid = getenv("SLURM_JOB_ID");
 	char *end;
+	elastic_error_t err;
+
 	if (!jid || !*jid) {
 		fprintf(stderr,
 			"elastic-run: not inside a Slurm allocation (SLURM_JOB_ID is unset): run it from an sbatch script or an salloc shell\n");
 		return EXIT_NOALLOC;
 	}
-	jobid = strtoul(jid, &end, 10);
-	if (*end || !jobid) {
+	r->jobid = strtoul(jid, &end, 10);
+	if (*end || !r->jobid) {
 		fprintf(stderr, "elastic-run: SLURM_JOB_ID=%s is not a job id\n", jid);
 		return EXIT_NOALLOC;
 	}
-	if (elastic_request_from_env(&req, NULL, &err) < 0) {
+	if (elastic_request_from_env(&r->req, NULL, &err) < 0) {
 		fprintf(stderr, "elastic-run: %s\n", err.text);
 		return EXIT_USAGE;
 	}
@@ -553,236 +618,328 @@ int main(int argc, char **argv)
 		setenv("ELASTIC_JOB_STAMP", start, 1);
 	const char *ctlspec = getenv("ELASTIC_CONTROLLER");
 	if (ctlspec && *ctlspec) {
-		if (elastic__ctl_init(&ctl, ctlspec, (uint32_t)jobid, &err) < 0) {
+		if (elastic__ctl_init(&r->ctl, ctlspec, (uint32_t)r->jobid, &err) < 0) {
 			fprintf(stderr, "elastic-run: %s\n", err.text);
 			return EXIT_USAGE;
 		}
-		have_ctl = 1;
+		elastic__orders_init(&r->orders, (uint32_t)r->jobid);
+		r->have_ctl = 1;
 	}
+	return -1;
+}
 
-	/* The agent and the rank wrapper are this binary. */
-	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+/* The run's directory: the hostfile, the launch agent (this binary, as
+ * PRRTE runs it: "AGENT HOST CMD"), the progress record; and the socket
+ * the ranks report their end to. */
+static int _files(struct run *r)
+{
+	elastic_error_t err;
+	ssize_t sl = readlink("/proc/self/exe", r->self, sizeof(r->self) - 1);
 	if (sl <= 0) {
 		fprintf(stderr, "elastic-run: cannot find its own path: %s\n",
 			strerror(errno));
 		return 1;
 	}
-	self[sl] = '\0';
-	snprintf(dir, sizeof(dir), "%s/elastic-run.%lu.XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", jobid);
-	if (!mkdtemp(dir)) {
-		fprintf(stderr, "elastic-run: mkdtemp %s: %s\n", dir, strerror(errno));
+	r->self[sl] = '\0';
+	snprintf(r->dir, sizeof(r->dir), "%s/elastic-run.%lu.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", r->jobid);
+	if (!mkdtemp(r->dir)) {
+		fprintf(stderr, "elastic-run: mkdtemp %s: %s\n", r->dir, strerror(errno));
 		return 1;
 	}
-	snprintf(hostfile, sizeof(hostfile), "%s/hostfile", dir);
-	snprintf(agent, sizeof(agent), "%s/agent", dir);
-	snprintf(progress, sizeof(progress), "%s/progress", dir);
-	setenv("ELASTIC_RUN_PROGRESS", progress, 1);
-	/* PRRTE runs the agent as "AGENT HOST CMD": a script naming our mode. */
-	FILE *af = fopen(agent, "w");
-	if (!af || fprintf(af, "#!/bin/sh\nexec '%s' --agent \"$@\"\n", self) < 0 ||
-	    fclose(af) != 0 || chmod(agent, 0755) < 0) {
-		fprintf(stderr, "elastic-run: cannot write %s: %s\n", agent,
+	snprintf(r->hostfile, sizeof(r->hostfile), "%s/hostfile", r->dir);
+	snprintf(r->agent, sizeof(r->agent), "%s/agent", r->dir);
+	snprintf(r->progress, sizeof(r->progress), "%s/progress", r->dir);
+	setenv("ELASTIC_RUN_PROGRESS", r->progress, 1);
+	FILE *af = fopen(r->agent, "w");
+	if (!af || fprintf(af, "#!/bin/sh\nexec '%s' --agent \"$@\"\n", r->self) < 0 ||
+	    fclose(af) != 0 || chmod(r->agent, 0755) < 0) {
+		fprintf(stderr, "elastic-run: cannot write %s: %s\n", r->agent,
 			strerror(errno));
 		return 1;
 	}
-
-	static struct elastic_report rep;
-	if (elastic__report_open(&rep, &err) < 0) {
+	if (elastic__report_open(&r->rep, &err) < 0) {
 		fprintf(stderr, "elastic-run: %s\n", err.text);
 		return 1;
 	}
-	setenv("ELASTIC_RUN_REPORT", rep.addr, 1);
-	setenv("ELASTIC_RUN_TOKEN", rep.token, 1);
+	setenv("ELASTIC_RUN_REPORT", r->rep.addr, 1);
+	setenv("ELASTIC_RUN_TOKEN", r->rep.token, 1);
+	return -1;
+}
+
+/* ---- The state machine: launch, watch, re-form, finish. ---- */
+
+enum run_state { RUN_LAUNCH, RUN_WATCH, RUN_REFORM, RUN_FINISH };
+
+/* The job's GPUs now, cut to what it may use (--elastic-gpus MAX, sizes). */
+static int _look(const struct run *r, struct elastic_gpuset *set, elastic_error_t *err)
+{
+	if (_discover(r, set, err) < 0)
+		return -1;
+	elastic__gpuset_trim(set, &r->req);
+	return 0;
+}
+
+/* Choose the launch set (r->set) and write what the agent and the ranks
+ * read: the hostfile and ELASTIC_RUN_MAP. 0, or -1 (logged; r->status is
+ * the run's exit status). */
+static int _choose(struct run *r)
+{
+	elastic_error_t err;
+
+	if (_look(r, &r->set, &err) < 0) {
+		_say("cannot find this job's GPUs: %s", err.text);
+		r->status = 1;
+		return -1;
+	}
+	if (r->have_ctl) {
+		elastic__orders_releases_done(&r->orders);
+		r->ctl.gpus = r->set.total;
+		elastic__orders_poll(&r->orders, &r->ctl, 0, _say);
+	}
+	if (r->set.total < r->req.min_gpus) {
+		_say("only %d GPU%s usable, below the job's minimum of %ld: giving up",
+		     r->set.total, r->set.total == 1 ? "" : "s", r->req.min_gpus);
+		r->status = 1;
+		return -1;
+	}
+	if (elastic__gpuset_write_hostfile(&r->set, r->hostfile, &err) < 0) {
+		_say("%s", err.text);
+		return -1;
+	}
+	char *map = _map_env(&r->set);
+	if (!map) {
+		_say("out of memory");
+		return -1;
+	}
+	setenv("ELASTIC_RUN_MAP", map, 1);
+	free(map);
+	return 0;
+}
+
+#define MPIRUN_ARGV_MAX (64 + 32)
+
+/* The mpirun command line of a launch on r->set (np: its rank count). */
+static void _mpirun_argv(const struct run *r, const char *np, const char **av)
+{
+	int n = 0;
+	av[n++] = r->mpirun;
+	av[n++] = "--with-ft";
+	av[n++] = "ulfm";
+	av[n++] = "--bind-to";
+	av[n++] = "none";
+	av[n++] = "--hostfile";
+	av[n++] = r->hostfile;
+	av[n++] = "--prtemca";
+	av[n++] = "plm";
+	av[n++] = "ssh";
+	av[n++] = "--prtemca";
+	av[n++] = "plm_ssh_agent";
+	av[n++] = r->agent;
+	av[n++] = "--prtemca";
+	av[n++] = "ras";
+	av[n++] = "^slurm";
+	av[n++] = "-np";
+	av[n++] = np;
+	for (int e = 0; e < r->nextra; e++)
+		av[n++] = r->extra[e];
+	av[n++] = r->self;
+	av[n++] = "--rank";
+	for (char **a = r->prog; *a && n < MPIRUN_ARGV_MAX - 2; a++)
+		av[n++] = *a;
+	av[n] = NULL;
+}
+
+/* Start mpirun (av) for a new launch of the report socket: 0 or -1. */
+static int _spawn(struct run *r, const char **av)
+{
+	char gen[16];
+
+	if (elastic__report_begin(&r->rep, r->set.total) < 0) {
+		_say("out of memory");
+		return -1;
+	}
+	snprintf(gen, sizeof(gen), "%u", r->rep.gen);
+	setenv("ELASTIC_RUN_GEN", gen, 1);
+	r->t0 = _now();
+	child = fork();
+	if (child < 0) {
+		_say("fork: %s", strerror(errno));
+		return -1;
+	}
+	if (child == 0) {
+		execvp(av[0], (char **)av);
+		fprintf(stderr, "elastic-run: cannot run %s: %s\n", av[0],
+			strerror(errno));
+		_exit(127);
+	}
+	return 0;
+}
+
+/* LAUNCH: mpirun over every GPU the job holds now. */
+static enum run_state _launch(struct run *r)
+{
+	const char *av[MPIRUN_ARGV_MAX];
+	char desc[2048], np[16];
+
+	if (_choose(r) < 0)
+		return RUN_FINISH;
+	elastic__gpuset_describe(&r->set, desc, sizeof(desc));
+	snprintf(np, sizeof(np), "%d", r->set.total);
+	_mpirun_argv(r, np, av);
+	if (r->launches == 0)
+		_say("job %lu: %d rank%s on %s", r->jobid, r->set.total,
+		     r->set.total == 1 ? "" : "s", desc);
+	else
+		_say("re-form %d: %d rank%s on %s (%.0f ms after the previous mpirun ended)",
+		     r->launches, r->set.total, r->set.total == 1 ? "" : "s", desc,
+		     (_now() - r->t_end) * 1e3);
+	if (r->dry || verbose > 1) {
+		fprintf(stderr, "elastic-run: ");
+		for (int a = 0; av[a]; a++)
+			fprintf(stderr, "%s ", av[a]);
+		fprintf(stderr, "\n");
+		if (r->dry) {
+			r->status = 0;
+			return RUN_FINISH;
+		}
+	}
+	return _spawn(r, av) < 0 ? RUN_FINISH : RUN_WATCH;
+}
+
+/* While mpirun runs: an order that changes the job's GPUs makes the ranks
+ * stop at their next committed step (libelastic acts on SIGUSR1) and the
+ * job re-form on the new set. */
+static void _follow_orders(struct run *r)
+{
+	elastic_error_t err;
+
+	_progress(r);
+	if (elastic__orders_poll(&r->orders, &r->ctl, 50, _say) && !r->stop_sent &&
+	    _look(r, &r->now, &err) == 0 && !_same_set(&r->set, &r->now)) {
+		_say("asking the %d ranks to re-form at the next step boundary (SIGUSR1)",
+		     r->set.total);
+		kill(child, SIGUSR1);
+		r->stop_sent = 1;
+	}
+}
+
+/* WATCH: wait for mpirun while taking the ranks' reports and the
+ * controller's orders; then sum up how the launch ended. */
+static enum run_state _watch(struct run *r)
+{
+	int ws;
+
+	r->stop_sent = 0;
+	for (;;) {
+		elastic__report_poll(&r->rep, r->have_ctl ? 50 : 200);
+		pid_t w = waitpid(child, &ws, WNOHANG);
+		if (w == child || (w < 0 && errno != EINTR))
+			break;
+		if (r->have_ctl)
+			_follow_orders(r);
+	}
+	child = -1;
+	r->t_end = _now();
+	/* Reports sent just before the ranks ended may still be in flight. */
+	for (double until = _now() + 0.5; _now() < until;) {
+		struct elastic_report_summary q;
+		elastic__report_summary(&r->rep, EXIT_REFORM, &q);
+		if (!q.missing || elastic__report_poll(&r->rep, 100) == 0)
+			break;
+	}
+	r->mstatus = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+	elastic__report_summary(&r->rep, EXIT_REFORM, &r->sum);
+	r->launches++;
+	if (verbose)
+		_say("mpirun status %d; ranks: %d ok, %d failed, %d re-form, %d signalled, %d silent",
+		     r->mstatus, r->sum.ok, r->sum.failed, r->sum.reform, r->sum.signaled,
+		     r->sum.missing);
+	return RUN_REFORM;
+}
+
+/* REFORM: finished, or launch again, or give up (elastic__run_* decide). */
+static enum run_state _reform(struct run *r)
+{
+	const struct elastic_report_summary *sum = &r->sum;
+	elastic_error_t err;
+
+	switch (elastic__run_ended(sum, r->mstatus, got_signal, &r->status)) {
+	case ELASTIC_RUN_FINISHED:
+		_say("job %lu: finished (%d launch%s, %d of %d ranks at the end)",
+		     r->jobid, r->launches, r->launches == 1 ? "" : "es", sum->ok,
+		     r->set.total);
+		return RUN_FINISH;
+	case ELASTIC_RUN_STOPPED:
+		_say("stopped by signal %d; not re-forming", (int)got_signal);
+		return RUN_FINISH;
+	case ELASTIC_RUN_NOSTART:
+		_say("%s could not be started (status 127)", r->mpirun);
+		return RUN_FINISH;
+	default:
+		break;
+	}
+	_look(r, &r->now, &err);
+	int changed = !_same_set(&r->set, &r->now);
+	_say("mpirun ended after %.1f s: %d rank%s ok, %d failed, %d asked to re-form, %d killed, %d lost%s",
+	     r->t_end - r->t0, sum->ok, sum->ok == 1 ? "" : "s", sum->failed, sum->reform,
+	     sum->signaled, sum->missing, changed ? "; the job's GPUs changed" : "");
+	switch (elastic__run_retry(sum->reform > 0 || changed || r->stop_sent, &r->stuck,
+				   r->launches, r->max_stuck, r->max_relaunch)) {
+	case ELASTIC_RUN_STUCK:
+		_say("%d failures in a row on the same GPUs: giving up", r->stuck);
+		return RUN_FINISH;
+	case ELASTIC_RUN_TOO_MANY:
+		_say("relaunched %d times: giving up (--max-relaunch)", r->launches - 1);
+		return RUN_FINISH;
+	default:
+		return RUN_LAUNCH;
+	}
+}
+
+/* FINISH: close the channel and remove the run's files. */
+static int _finish(struct run *r)
+{
+	elastic__report_close(&r->rep);
+	if (r->have_ctl)
+		elastic__ctl_fini(&r->ctl);
+	unlink(r->hostfile);
+	unlink(r->agent);
+	unlink(r->progress);
+	rmdir(r->dir);
+	return r->status;
+}
+
+int main(int argc, char **argv)
+{
+	static struct run r = {.status = 1};
+	enum run_state s = RUN_LAUNCH;
+	int rc;
+
+	if (argc > 1 && strcmp(argv[1], "--agent") == 0)
+		return _agent(argc - 2, argv + 2);
+	if (argc > 1 && strcmp(argv[1], "--rank") == 0)
+		return _rank(argc - 2, argv + 2);
+	if ((rc = _options(&r, argc, argv)) >= 0 || (rc = _job(&r)) >= 0 ||
+	    (rc = _files(&r)) >= 0)
+		return rc;
 
 	struct sigaction sa = {.sa_handler = _on_signal};
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGUSR2, &sa, NULL);
-
-	int launches = 0, stuck = 0, status = 1;
-	double t_end = 0;
-	for (;;) {
-		char desc[2048], np[16];
-		if (_discover(&set, jobid, &err) < 0) {
-			_say("cannot find this job's GPUs: %s", err.text);
-			status = 1;
+	while (s != RUN_FINISH) {
+		switch (s) {
+		case RUN_LAUNCH:
+			s = _launch(&r);
 			break;
-		}
-		elastic__gpuset_trim(&set, &req);
-		if (have_ctl) {
-			elastic__ctl_releases_done(&ctl);
-			ctl.gpus = set.total;
-			elastic__ctl_poll(&ctl, 0, _say);
-		}
-		if (set.total < req.min_gpus) {
-			_say("only %d GPU%s usable, below the job's minimum of %ld: giving up",
-			     set.total, set.total == 1 ? "" : "s", req.min_gpus);
-			status = 1;
+		case RUN_WATCH:
+			s = _watch(&r);
 			break;
-		}
-		elastic__gpuset_describe(&set, desc, sizeof(desc));
-		if (elastic__gpuset_write_hostfile(&set, hostfile, &err) < 0) {
-			_say("%s", err.text);
-			break;
-		}
-		char *map = _map_env(&set);
-		if (!map) {
-			_say("out of memory");
-			break;
-		}
-		setenv("ELASTIC_RUN_MAP", map, 1);
-		free(map);
-		snprintf(np, sizeof(np), "%d", set.total);
-
-		const char *av[64 + 32];
-		int n = 0;
-		av[n++] = mpirun;
-		av[n++] = "--with-ft";
-		av[n++] = "ulfm";
-		av[n++] = "--bind-to";
-		av[n++] = "none";
-		av[n++] = "--hostfile";
-		av[n++] = hostfile;
-		av[n++] = "--prtemca";
-		av[n++] = "plm";
-		av[n++] = "ssh";
-		av[n++] = "--prtemca";
-		av[n++] = "plm_ssh_agent";
-		av[n++] = agent;
-		av[n++] = "--prtemca";
-		av[n++] = "ras";
-		av[n++] = "^slurm";
-		av[n++] = "-np";
-		av[n++] = np;
-		for (int e = 0; e < nextra; e++)
-			av[n++] = extra[e];
-		av[n++] = self;
-		av[n++] = "--rank";
-		for (int a = i; a < argc && n < 64 + 30; a++)
-			av[n++] = argv[a];
-		av[n] = NULL;
-
-		if (launches == 0)
-			_say("job %lu: %d rank%s on %s", jobid, set.total,
-			     set.total == 1 ? "" : "s", desc);
-		else
-			_say("re-form %d: %d rank%s on %s (%.0f ms after the previous mpirun ended)",
-			     launches, set.total, set.total == 1 ? "" : "s", desc,
-			     (_now() - t_end) * 1e3);
-		if (dry || verbose > 1) {
-			fprintf(stderr, "elastic-run: ");
-			for (int a = 0; av[a]; a++)
-				fprintf(stderr, "%s ", av[a]);
-			fprintf(stderr, "\n");
-			if (dry) {
-				status = 0;
-				break;
-			}
-		}
-		char gen[16];
-		if (elastic__report_begin(&rep, set.total) < 0) {
-			_say("out of memory");
-			break;
-		}
-		snprintf(gen, sizeof(gen), "%u", rep.gen);
-		setenv("ELASTIC_RUN_GEN", gen, 1);
-		double t0 = _now();
-		child = fork();
-		if (child < 0) {
-			_say("fork: %s", strerror(errno));
-			break;
-		}
-		if (child == 0) {
-			execvp(av[0], (char **)av);
-			fprintf(stderr, "elastic-run: cannot run %s: %s\n", av[0],
-				strerror(errno));
-			_exit(127);
-		}
-		/* Wait for mpirun while taking the ranks' reports. */
-		int ws, stop_sent = 0;
-		for (;;) {
-			elastic__report_poll(&rep, have_ctl ? 50 : 200);
-			pid_t w = waitpid(child, &ws, WNOHANG);
-			if (w == child || (w < 0 && errno != EINTR))
-				break;
-			/* An order that changes the job's GPUs: the ranks stop at
-			 * their next committed step (libelastic acts on SIGUSR1)
-			 * and the job re-forms on the new set. */
-			if (have_ctl)
-				_progress(progress);
-			if (have_ctl && elastic__ctl_poll(&ctl, 50, _say) && !stop_sent &&
-			    _discover(&now, jobid, &err) == 0) {
-				elastic__gpuset_trim(&now, &req);
-				if (!_same_set(&set, &now)) {
-					_say("asking the %d ranks to re-form at the next step boundary (SIGUSR1)",
-					     set.total);
-					kill(child, SIGUSR1);
-					stop_sent = 1;
-				}
-			}
-		}
-		child = -1;
-		t_end = _now();
-		/* Reports sent just before the ranks ended may still be in flight. */
-		for (double until = _now() + 0.5; _now() < until;) {
-			struct elastic_report_summary q;
-			elastic__report_summary(&rep, EXIT_REFORM, &q);
-			if (!q.missing || elastic__report_poll(&rep, 100) == 0)
-				break;
-		}
-		int mstatus = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-		struct elastic_report_summary sum;
-		elastic__report_summary(&rep, EXIT_REFORM, &sum);
-		launches++;
-		if (verbose)
-			_say("mpirun status %d; ranks: %d ok, %d failed, %d re-form, %d signalled, %d silent",
-			     mstatus, sum.ok, sum.failed, sum.reform, sum.signaled,
-			     sum.missing);
-		/* Finished: some ranks ended the program normally and none failed
-		 * (ranks lost on the way were healed in place by ULFM). */
-		if (sum.ok > 0 && sum.failed == 0 && sum.reform == 0) {
-			status = 0;
-			_say("job %lu: finished (%d launch%s, %d of %d ranks at the end)",
-			     jobid, launches, launches == 1 ? "" : "es", sum.ok,
-			     set.total);
-			break;
-		}
-		status = sum.failed ? 1 : mstatus ? mstatus : 1;
-		if (got_signal == SIGTERM || got_signal == SIGINT) {
-			_say("stopped by signal %d; not re-forming", (int)got_signal);
-			break;
-		}
-		if (mstatus == 127) {
-			_say("%s could not be started (status 127)", mpirun);
-			break;
-		}
-		if (_discover(&now, jobid, &err) == 0)
-			elastic__gpuset_trim(&now, &req);
-		int changed = !_same_set(&set, &now);
-		_say("mpirun ended after %.1f s: %d rank%s ok, %d failed, %d asked to re-form, %d killed, %d lost%s",
-		     t_end - t0, sum.ok, sum.ok == 1 ? "" : "s", sum.failed, sum.reform,
-		     sum.signaled, sum.missing,
-		     changed ? "; the job's GPUs changed" : "");
-		if (sum.reform > 0 || changed || stop_sent)
-			stuck = 0;
-		else if (++stuck > max_stuck) {
-			_say("%d failures in a row on the same GPUs: giving up", stuck);
-			break;
-		}
-		if (launches > max_relaunch) {
-			_say("relaunched %d times: giving up (--max-relaunch)",
-			     launches - 1);
-			break;
+		default:
+			s = _reform(&r);
 		}
 	}
-	elastic__report_close(&rep);
-	if (have_ctl)
-		elastic__ctl_fini(&ctl);
-	unlink(hostfile);
-	unlink(agent);
-	unlink(progress);
-	rmdir(dir);
-	return status;
+	return _finish(&r);
 }

@@ -450,13 +450,30 @@ do_status() {
 	return $bad
 }
 
+# Open MPI on the testbed, the one place that names these settings (tests,
+# benches and examples source them: `env --ompi`, tests/lib.sh t_ompi_env):
+# the fake nodes share one host and its loopback, so TCP and PRRTE's
+# out-of-band channel use lo only; coll/han crashes under ULFM in Open MPI
+# 5.0.7 (TESTBED-NOTES); mpirun runs as root inside the root.
+_ompi_env() {
+	echo "export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han"
+	echo "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+}
+
+# env [--ompi]: the cluster's environment; --ompi: Open MPI's part only
+# (needs no cluster).
 do_env() {
+	if [ "${1:-}" = --ompi ]; then
+		_ompi_env
+		return
+	fi
+	[ $# = 0 ] || die "env: unknown argument '$1' (env [--ompi])"
 	echo "export SLURM_CONF=$SLURM_CONF"
 	echo "export ELASTIC_MUNGE_SOCKET=$MUNGE_SOCK"
 	echo "export ELASTIC_TESTBED_DIR=$I"
 	echo "export ELASTIC_TESTBED_INSTANCE=$INST"
 	echo "export ELASTIC_TESTBED_ELASTICD_PORT=$P_ELASTIC"
-	echo "export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han"
+	_ompi_env
 }
 
 do_logs() {
@@ -491,7 +508,7 @@ up) do_up ;;
 down) do_down ;;
 restart) do_down && do_up ;;
 status) do_status ;;
-env) do_env ;;
+env) do_env "$@" ;;
 logs) do_logs ;;
 exec) do_exec "$@" ;;
 esac

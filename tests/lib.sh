@@ -35,6 +35,16 @@ t_need_spank() {
 	t_have_spank || t_skip "the SPANK plugin is not loaded (cluster started without this build's plugins)"
 }
 
+# The testbed's Open MPI settings (loopback only, no coll/han under ULFM,
+# mpirun as root), exported from `testbed/cluster env --ompi`, the one place
+# that names them. Jobs the test submits inherit them (sbatch --export=ALL).
+t_ompi_env() {
+	local env
+	env=$(bash "$(dirname "${BASH_SOURCE[0]}")/../testbed/cluster-inner.sh" env --ompi) ||
+		t_fail "testbed/cluster-inner.sh env --ompi failed"
+	eval "$env"
+}
+
 # A scratch directory every test user can write (job output lands here).
 t_scratch() {
 	T_DIR=$(mktemp -d "/tmp/$T_NAME.XXXXXX")

@@ -20,9 +20,24 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))  # examples/demo
 SRC = os.path.dirname(os.path.dirname(HERE))
 TRAIN_SBATCH = os.path.join(HERE, "train.sbatch")
-# Open MPI on one loopback host, no coll/han under ULFM (TESTBED-NOTES).
-OMPI = ("export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo "
-        "OMPI_MCA_coll=^han OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+
+
+
+def _ompi():
+    """The testbed's Open MPI settings ("export K=V ..."), from the one place
+    that names them (testbed/cluster env --ompi), also put into this
+    process's environment: the static runs and the jobs (sbatch's
+    --export=ALL) get them from there."""
+    line = subprocess.run(["bash", os.path.join(SRC, "testbed", "cluster-inner.sh"), "env",
+                           "--ompi"], stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
+    for kv in line.split():
+        k, eq, v = kv.partition("=")
+        if eq:
+            os.environ.setdefault(k, v)
+    return line
+
+
+OMPI = _ompi()
 USERS = (("alice", "acct_a"), ("bob", "acct_b"))  # job 1's and job 2's owner
 
 _name = "elastic"

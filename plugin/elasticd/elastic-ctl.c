@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctlclient.h"
 #include "site_conf.h"
 #include "snapshots.h"
 #include "proto.h"
@@ -40,19 +41,19 @@ static void _usage(FILE *f)
 		"of elastic.conf. See elastic-ctl(1).\n");
 }
 
-static int _connect(elastic_error_t *err)
+/* The controller's address: -c, else $ELASTIC_CONTROLLER, else elastic.conf
+ * (which may also name the munge socket). 0, or -1 with err. */
+static int _controller(char *host, size_t hlen, int *port, elastic_error_t *err)
 {
-	char host[256];
-	int port = 0;
 	const char *addr = _ctl_addr ? _ctl_addr : getenv(ELASTIC_ENV_CONTROLLER);
 	if (addr && *addr) {
 		const char *colon = strrchr(addr, ':');
 		char *e;
-		if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof(host))
+		if (!colon || colon == addr || (size_t)(colon - addr) >= hlen)
 			return elastic__errorf(err, "controller '%s' is not HOST:PORT",
 					       addr);
-		port = (int)strtol(colon + 1, &e, 10);
-		if (*e || port <= 0 || port > 65535)
+		*port = (int)strtol(colon + 1, &e, 10);
+		if (*e || *port <= 0 || *port > 65535)
 			return elastic__errorf(err, "controller '%s': bad port", addr);
 		memcpy(host, addr, (size_t)(colon - addr));
 		host[colon - addr] = '\0';
@@ -60,12 +61,21 @@ static int _connect(elastic_error_t *err)
 		struct elastic_site_conf c;
 		if (elastic_site_conf_load(&c, _conf_path, 1, err) < 0)
 			return -1;
-		snprintf(host, sizeof(host), "%s", c.controller_host);
-		port = (int)c.controller_port;
+		snprintf(host, hlen, "%s", c.controller_host);
+		*port = (int)c.controller_port;
 		if (!_munge_socket && c.munge_socket && *c.munge_socket)
 			_munge_socket = strdup(c.munge_socket);
 		elastic_site_conf_free(&c);
 	}
+	return 0;
+}
+
+static int _connect(elastic_error_t *err)
+{
+	char host[256];
+	int port = 0;
+	if (_controller(host, sizeof(host), &port, err) < 0)
+		return -1;
 	return elastic_proto_connect(host, port, 5000, err);
 }
 
@@ -194,57 +204,67 @@ static void _event(const char *fmt, ...)
 	fflush(stdout);
 }
 
+/* ---- proto-client: a stand-in for an elastic job on the channel. The
+ * channel is common/ctlclient (as elastic-run's); what the stand-in does
+ * with the orders is scripted by its options, and every event is printed
+ * as one line "TIME WHAT ..." for the tests to read. */
+
 struct _pending_ack {
 	uint64_t order;
 	uint32_t grant;
 	double when;
 };
 
-/* A stand-in for an elastic job: registers, follows orders, reports. */
-static int _proto_client(int argc, char **argv)
-{
-	uint32_t job = 0;
-	char host[ELASTIC_PROTO_NAME_MAX] = "";
-	int base = 1, mode = 0 /* 0 ack, 1 never, 2 refuse */, opt, reconnect = 0;
-	double ack_delay = 0, status_every = 0, exit_after = 0;
-	elastic_error_t err;
-	elastic_auth_t *a;
+enum { STANDIN_ACK, STANDIN_NEVER, STANDIN_REFUSE };
+
+struct _standin {
+	struct elastic_ctlclient c;
+	int mode; /* STANDIN_*: what to answer a release order */
+	int reconnect, base;
+	double ack_delay, status_every, exit_after, start, last_status;
 	uint32_t grants[256];
-	int grant_gpus[256], ngrants = 0;
+	int grant_gpus[256], ngrants;
 	struct _pending_ack acks[64];
-	int nacks = 0;
-	uint64_t step = 0;
+	int nacks;
+	uint64_t step;
+};
+
+/* Options; -1 to go on, else the exit status. */
+static int _standin_args(struct _standin *s, int argc, char **argv, uint32_t *job,
+			 char *host, size_t hlen)
+{
+	int opt;
 
 	optind = 1;
 	while ((opt = getopt(argc, argv, "j:H:g:a:NRs:x:r")) != -1) {
 		char *e = NULL;
 		switch (opt) {
 		case 'j':
-			job = (uint32_t)strtoul(optarg, &e, 10);
+			*job = (uint32_t)strtoul(optarg, &e, 10);
 			break;
 		case 'H':
-			snprintf(host, sizeof(host), "%s", optarg);
+			snprintf(host, hlen, "%s", optarg);
 			break;
 		case 'g':
-			base = (int)strtol(optarg, &e, 10);
+			s->base = (int)strtol(optarg, &e, 10);
 			break;
 		case 'a':
-			ack_delay = strtod(optarg, &e);
+			s->ack_delay = strtod(optarg, &e);
 			break;
 		case 'N':
-			mode = 1;
+			s->mode = STANDIN_NEVER;
 			break;
 		case 'R':
-			mode = 2;
+			s->mode = STANDIN_REFUSE;
 			break;
 		case 's':
-			status_every = strtod(optarg, &e);
+			s->status_every = strtod(optarg, &e);
 			break;
 		case 'x':
-			exit_after = strtod(optarg, &e);
+			s->exit_after = strtod(optarg, &e);
 			break;
 		case 'r':
-			reconnect = 1;
+			s->reconnect = 1;
 			break;
 		default:
 			_usage(stderr);
@@ -257,6 +277,157 @@ static int _proto_client(int argc, char **argv)
 			return 2;
 		}
 	}
+	return -1;
+}
+
+/* GPUs the job holds: its own and those of the grants not released. */
+static int _standin_held(const struct _standin *s)
+{
+	int held = s->base;
+	for (int i = 0; i < s->ngrants; i++)
+		held += s->grant_gpus[i];
+	return held;
+}
+
+static void _standin_forget_grant(struct _standin *s, uint32_t grant)
+{
+	for (int g = 0; g < s->ngrants; g++)
+		if (s->grants[g] == grant) {
+			s->grants[g] = s->grants[--s->ngrants];
+			s->grant_gpus[g] = s->grant_gpus[s->ngrants];
+		}
+}
+
+/* Answer the release orders that are due. 0, or -1 with err when a send
+ * failed (the connection is closed). */
+static int _standin_acks(struct _standin *s, double now, elastic_error_t *err)
+{
+	int refuse = s->mode == STANDIN_REFUSE, rc = 0;
+
+	for (int i = 0; i < s->nacks;) {
+		struct _pending_ack a = s->acks[i];
+		if (now < a.when) {
+			i++;
+			continue;
+		}
+		if (rc == 0 &&
+		    (rc = elastic__ctl_ack(&s->c, a.order, a.grant,
+					   refuse ? ELASTIC_ACK_REFUSED : ELASTIC_ACK_OK,
+					   refuse ? "proto-client told to refuse" : NULL,
+					   err)) == 0)
+			_event("%s grant=%u order=%" PRIu64, refuse ? "refused" : "ack",
+			       a.grant, a.order);
+		if (!refuse)
+			_standin_forget_grant(s, a.grant);
+		s->acks[i] = s->acks[--s->nacks];
+	}
+	return rc;
+}
+
+static void _standin_release(struct _standin *s, const struct elastic_msg *m)
+{
+	double left = (double)m->deadline_ms / 1000.0 - _now();
+	int dup = 0;
+
+	_event("release %u deadline_in=%.1f order=%" PRIu64, m->grant, left, m->order);
+	for (int i = 0; i < s->nacks; i++)
+		dup |= s->acks[i].order == m->order;
+	if (s->mode != STANDIN_NEVER && !dup && s->nacks < 64) {
+		s->acks[s->nacks].order = m->order;
+		s->acks[s->nacks].grant = m->grant;
+		s->acks[s->nacks].when = _now() + s->ack_delay;
+		s->nacks++;
+	}
+}
+
+/* A message from the controller: -1 to go on, else the exit status. */
+static int _standin_msg(struct _standin *s, const struct elastic_msg *m)
+{
+	int known = 0;
+
+	switch (m->type) {
+	case ELASTIC_MSG_TARGET:
+		_event("target %u order=%" PRIu64, m->target, m->order);
+		break;
+	case ELASTIC_MSG_GRANT:
+		for (int i = 0; i < s->ngrants; i++)
+			known |= s->grants[i] == m->grant;
+		if (!known && s->ngrants < 256) {
+			s->grants[s->ngrants] = m->grant;
+			s->grant_gpus[s->ngrants++] = (int)m->gpus;
+		}
+		_event("grant %u node=%s gpus=%u", m->grant, m->node, m->gpus);
+		break;
+	case ELASTIC_MSG_RELEASE:
+		_standin_release(s, m);
+		break;
+	case ELASTIC_MSG_ERROR:
+		_event("error %s", m->reason);
+		if (!s->reconnect)
+			return 3;
+		break;
+	default:
+		_event("unexpected %s", elastic_msg_type_name(m->type));
+	}
+	return -1;
+}
+
+/* A channel event: -1 to go on, else the exit status. */
+static int _standin_event(struct _standin *s, const struct elastic_ctl_ev *ev)
+{
+	switch (ev->type) {
+	case ELASTIC_CTL_EV_HELLO:
+		_event("hello job=%u gpus=%d", s->c.job, s->c.gpus);
+		return -1;
+	case ELASTIC_CTL_EV_IGNORED:
+		/* Orders come from root/SlurmUser only; here, root. */
+		_event("ignored message from uid %u", (unsigned)ev->uid);
+		return -1;
+	case ELASTIC_CTL_EV_MSG:
+		return _standin_msg(s, &ev->msg);
+	case ELASTIC_CTL_EV_DOWN:
+		if (ev->down == ELASTIC_CTL_DOWN_LOST) {
+			_event("closed %s", ev->err.text);
+			return s->reconnect ? -1 : 4;
+		}
+		_event("%s %s",
+		       ev->down == ELASTIC_CTL_DOWN_HELLO ? "send-failed"
+							  : "connect-failed",
+		       ev->err.text);
+		return s->reconnect ? -1 : 1;
+	default:
+		return -1;
+	}
+}
+
+/* One turn while connected: due acks and status; -1 or the exit status. */
+static int _standin_turn(struct _standin *s, double now)
+{
+	struct elastic_ctl_ev ev = {.type = ELASTIC_CTL_EV_DOWN,
+				    .down = ELASTIC_CTL_DOWN_LOST};
+
+	if (_standin_acks(s, now, &ev.err) < 0)
+		return _standin_event(s, &ev);
+	if (s->status_every > 0 && now - s->last_status >= s->status_every) {
+		s->c.gpus = _standin_held(s);
+		if (elastic__ctl_status(&s->c, ++s->step, -1, &ev.err) < 0)
+			return _standin_event(s, &ev);
+		s->last_status = now;
+	}
+	return -1;
+}
+
+/* A stand-in for an elastic job: registers, follows orders, reports. */
+static int _proto_client(int argc, char **argv)
+{
+	static struct _standin s = {.base = 1};
+	char host[ELASTIC_PROTO_NAME_MAX] = "", chost[256];
+	uint32_t job = 0;
+	int cport, rc;
+	elastic_error_t err;
+
+	if ((rc = _standin_args(&s, argc, argv, &job, host, sizeof(host))) >= 0)
+		return rc;
 	if (!job) {
 		const char *env = getenv("SLURM_JOB_ID");
 		job = env ? (uint32_t)strtoul(env, NULL, 10) : 0;
@@ -266,167 +437,36 @@ static int _proto_client(int argc, char **argv)
 			"elastic-ctl proto-client: no job id (-j or $SLURM_JOB_ID)\n");
 		return 2;
 	}
-	if (!host[0])
-		gethostname(host, sizeof(host) - 1);
-	double start = _now(), last_status = start;
-	signal(SIGPIPE, SIG_IGN);
-
-	while (1) {
-		int fd = _connect(&err);
-		if (fd < 0 || !(a = elastic_auth_create(_munge_socket, &err))) {
-			_event("connect-failed %s", err.text);
-			if (fd >= 0)
-				close(fd);
-			a = NULL;
-			if (!reconnect)
-				return 1;
-			usleep(300000);
-			if (exit_after > 0 && _now() - start > exit_after)
-				return 0;
-			continue;
-		}
-		int held = base;
-		for (int i = 0; i < ngrants; i++)
-			held += grant_gpus[i];
-		struct elastic_msg h = {.type = ELASTIC_MSG_HELLO,
-					.present = ELASTIC_K_JOB | ELASTIC_K_HOST |
-						   ELASTIC_K_GPUS | ELASTIC_K_STEP,
-					.job = job,
-					.gpus = (uint32_t)held,
-					.step = step};
-		snprintf(h.host, sizeof(h.host), "%s", host);
-		if (elastic_proto_send(fd, a, &h, &err) < 0) {
-			_event("send-failed %s", err.text);
-			close(fd);
-			elastic_auth_destroy(a);
-			if (!reconnect)
-				return 1;
-			usleep(300000);
-			continue;
-		}
-		_event("hello job=%u gpus=%d", job, held);
-		for (;;) {
-			struct elastic_msg m;
-			uid_t uid;
-			double now = _now();
-			int wait = 200;
-			if (exit_after > 0 && now - start > exit_after) {
-				_event("exit");
-				close(fd);
-				elastic_auth_destroy(a);
-				return 0;
-			}
-			/* Acks that are due. */
-			for (int i = 0; i < nacks;) {
-				if (now >= acks[i].when) {
-					struct elastic_msg k = {
-						.type = ELASTIC_MSG_ACK,
-						.present = ELASTIC_K_JOB |
-							   ELASTIC_K_ORDER |
-							   ELASTIC_K_RESULT |
-							   ELASTIC_K_GRANT,
-						.job = job,
-						.order = acks[i].order,
-						.grant = acks[i].grant,
-						.result = mode == 2 ? ELASTIC_ACK_REFUSED
-								    : ELASTIC_ACK_OK};
-					if (mode == 2) {
-						k.present |= ELASTIC_K_REASON;
-						snprintf(k.reason, sizeof(k.reason),
-							 "proto-client told to refuse");
-					}
-					if (elastic_proto_send(fd, a, &k, &err) == 0)
-						_event("%s grant=%u order=%" PRIu64,
-						       mode == 2 ? "refused" : "ack",
-						       acks[i].grant, acks[i].order);
-					if (mode != 2)
-						for (int g = 0; g < ngrants; g++)
-							if (grants[g] == acks[i].grant) {
-								grants[g] =
-									grants[--ngrants];
-								grant_gpus[g] = grant_gpus
-									[ngrants];
-							}
-					acks[i] = acks[--nacks];
-				} else {
-					i++;
-				}
-			}
-			if (status_every > 0 && now - last_status >= status_every) {
-				struct elastic_msg st = {.type = ELASTIC_MSG_STATUS,
-							 .present = ELASTIC_K_JOB |
-								    ELASTIC_K_GPUS |
-								    ELASTIC_K_STEP,
-							 .job = job,
-							 .step = ++step};
-				int g = base;
-				for (int i = 0; i < ngrants; i++)
-					g += grant_gpus[i];
-				st.gpus = (uint32_t)g;
-				elastic_proto_send(fd, a, &st, NULL);
-				last_status = now;
-			}
-			int rc = elastic_proto_recv(fd, a, &m, &uid, NULL, wait, &err);
-			if (rc == 0)
-				continue;
-			if (rc < 0) {
-				_event("closed %s", err.text);
-				break;
-			}
-			if (uid != 0 && uid != getuid()) {
-				/* Orders come from root/SlurmUser only; here, root. */
-				_event("ignored message from uid %u", (unsigned)uid);
-				continue;
-			}
-			switch (m.type) {
-			case ELASTIC_MSG_TARGET:
-				_event("target %u order=%" PRIu64, m.target, m.order);
-				break;
-			case ELASTIC_MSG_GRANT: {
-				int known = 0;
-				for (int i = 0; i < ngrants; i++)
-					known |= grants[i] == m.grant;
-				if (!known && ngrants < 256) {
-					grants[ngrants] = m.grant;
-					grant_gpus[ngrants++] = (int)m.gpus;
-				}
-				_event("grant %u node=%s gpus=%u", m.grant, m.node,
-				       m.gpus);
-				break;
-			}
-			case ELASTIC_MSG_RELEASE: {
-				double left = (double)m.deadline_ms / 1000.0 - _now();
-				_event("release %u deadline_in=%.1f order=%" PRIu64,
-				       m.grant, left, m.order);
-				int dup = 0;
-				for (int i = 0; i < nacks; i++)
-					dup |= acks[i].order == m.order;
-				if (mode != 1 && !dup && nacks < 64) {
-					acks[nacks].order = m.order;
-					acks[nacks].grant = m.grant;
-					acks[nacks].when = _now() + ack_delay;
-					nacks++;
-				}
-				break;
-			}
-			case ELASTIC_MSG_ERROR:
-				_event("error %s", m.reason);
-				if (!reconnect) {
-					close(fd);
-					elastic_auth_destroy(a);
-					return 3;
-				}
-				break;
-			default:
-				_event("unexpected %s", elastic_msg_type_name(m.type));
-			}
-		}
-		close(fd);
-		elastic_auth_destroy(a);
-		if (!reconnect)
-			return 4;
-		usleep(300000);
+	if (_controller(chost, sizeof(chost), &cport, &err) < 0) {
+		_event("connect-failed %s", err.text);
+		return 1;
 	}
+	elastic__ctl_init_at(&s.c, chost, cport, job);
+	if (host[0])
+		snprintf(s.c.node, sizeof(s.c.node), "%s", host);
+	s.c.munge_socket = _munge_socket;
+	s.c.connect_ms = 5000;
+	s.c.backoff_min = s.c.backoff_max = s.c.backoff = s.c.auth_retry = 0.3;
+	s.start = s.last_status = _now();
+	signal(SIGPIPE, SIG_IGN);
+	for (rc = -1; rc < 0;) {
+		struct elastic_ctl_ev ev;
+		double now = _now();
+		if (s.exit_after > 0 && now - s.start > s.exit_after) {
+			if (elastic__ctl_connected(&s.c))
+				_event("exit");
+			rc = 0;
+			break;
+		}
+		if (elastic__ctl_connected(&s.c) && (rc = _standin_turn(&s, now)) >= 0)
+			break;
+		s.c.gpus = _standin_held(&s);
+		s.c.step = s.step;
+		elastic__ctl_next(&s.c, 200, &ev);
+		rc = _standin_event(&s, &ev);
+	}
+	elastic__ctl_fini(&s.c);
+	return rc;
 }
 
 /* seal TYPE KEY=VALUE...: build the payload text, decode it (so the rules

@@ -20,6 +20,14 @@ tt_run "$C" env --instance nosuchinst
 tt_expect_out "env after the action" '^export ELASTIC_TESTBED_INSTANCE=nosuchinst$'
 tt_ok "'cluster env --instance nosuchinst' prints that instance's environment"
 
+tt_run "$C" env --ompi
+tt_expect_out "env --ompi" '^export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=\^han$'
+grep -q SLURM_CONF <<<"$TT_OUT" && tt_fail "'cluster env --ompi' printed more than Open MPI's settings: $TT_OUT"
+tt_ok "'cluster env --ompi' prints the testbed's Open MPI settings only"
+tt_expect_fail "--ompi outside env" "$C" up --ompi
+tt_expect_out "--ompi outside env" "--ompi is an option of env only"
+tt_ok "--ompi is refused outside env"
+
 tt_expect_fail "unknown option" "$C" up --frobnicate
 tt_expect_out "unknown option" "unknown option '--frobnicate'"
 tt_ok "an unknown option after the action is refused by name"

@@ -11,12 +11,12 @@
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
 ctl_need_trainer
+t_ompi_env
 ctl_block_nodes node2 node3 node4
 ctl_start
 
 cat >"$T_DIR/job.sh" <<JOB
 #!/bin/bash
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
 exec $run -v -- $train --epochs 30 --samples 4096 --global-batch 128 --step-sleep 50000
 JOB
 chmod 755 "$T_DIR/job.sh"

@@ -13,14 +13,13 @@
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
 ctl_need_trainer
+t_ompi_env
 ctl_block_nodes node3 node4
 
 # Static references: the same trainings at 2 ranks, once each, no resize.
 targs="--samples 4096 --global-batch 128"
 for e in 20 26; do
-	OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han \
-		OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-		timeout 120 mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 "$train" --quiet \
+	timeout 120 mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 "$train" --quiet \
 		--epochs $e $targs --out "$T_DIR/ref-$e.model" >"$T_DIR/ref-$e.out" 2>&1 ||
 		{ tail "$T_DIR/ref-$e.out"; t_fail "the static reference run of $e epochs failed"; }
 	chmod 644 "$T_DIR/ref-$e.model"
@@ -32,7 +31,6 @@ train_job() { # user account epochs
 	local id
 	cat >"$T_DIR/job-$1.sh" <<EOF
 #!/bin/bash
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
 exec $run -v -- $train --epochs $3 $targs --step-sleep 25000 --compare $T_DIR/ref-$3.model
 EOF
 	chmod 755 "$T_DIR/job-$1.sh"

@@ -5,6 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 t_need_cluster
+t_ompi_env
 t_scratch
 prog=${top_builddir:-..}/tests/foundation/ulfm_smoke
 [ -x "$prog" ] || prog=$(dirname "$0")/ulfm_smoke
@@ -12,9 +13,7 @@ prog=${top_builddir:-..}/tests/foundation/ulfm_smoke
 cp "$prog" "$T_DIR/ulfm_smoke"
 cat >"$T_DIR/job.sh" <<'JOB'
 #!/bin/bash
-# All fake nodes share one host and its loopback (TESTBED-NOTES).
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# (the testbed's Open MPI settings come from the test's environment: t_ompi_env)
 timeout 120 mpirun --with-ft ulfm --bind-to none -np 4 ./ulfm_smoke 200 2 50
 echo "mpirun exit $?"
 JOB

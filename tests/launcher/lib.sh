@@ -8,14 +8,13 @@
 lr_start() {
 	local args=$1 ggpus=$2
 	t_need_cluster
+	t_ompi_env
 	t_scratch
 	train=${top_builddir:?}/examples/elastic_train
 	[ -x "$train" ] || t_skip "examples/elastic_train not built"
 	cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
 	# (elastic_train in place: its libtool wrapper finds libelastic in the build tree)
 	lead=$(t_sbatch root -N1 -n2 -w node1 --gres=gpu:2 -H -o "$T_DIR/lead.out" -D "$T_DIR" --wrap "
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # the reference: the same training, no change, 2 ranks
 ELASTIC_JOB_ID=ref\$SLURM_JOB_ID mpirun --bind-to none -np 2 $train $args --quiet --out ref.model > ref.out 2>&1 || echo 'reference failed'
 echo reference-done

@@ -8,10 +8,10 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 t_need_cluster
+t_ompi_env
 t_scratch
 cp "${top_builddir:?}/launcher/elastic-run" "$top_builddir/tests/foundation/ulfm_smoke" "$T_DIR/"
 lead=$(t_sbatch root -N1 -w node1 --gres=gpu:1 -H -o "$T_DIR/lead.out" -D "$T_DIR" --wrap "
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
 ./elastic-run -v -- ./ulfm_smoke 100 1 40")
 t_grant_release "$lead" 2
 t_wait_job "$lead" 120

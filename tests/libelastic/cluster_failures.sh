@@ -35,9 +35,7 @@ targs="--quiet --step-sleep 4000 --epochs 3 --samples 4096 --global-batch 128"
 cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
 cat >"$T_DIR/job.sh" <<JOB
 #!/bin/bash
-# One host, two fake nodes: loopback only (TESTBED-NOTES); coll/han crashes under ULFM.
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# (the testbed's Open MPI settings come from the test's environment: t_ompi_env)
 export ELASTIC_JOB_ID=\$SLURM_JOB_ID
 mkdir -p "$T_DIR/tmp.\$SLURM_JOB_ID"
 export TMPDIR="$T_DIR/tmp.\$SLURM_JOB_ID"
@@ -71,8 +69,6 @@ _run_b() {
 	local end victims p comm env t_kill last size first rec reforms
 	target=$((3 + RANDOM % 80))
 	lead=$(t_sbatch root -N1 -n"$per" -w node1 --gres=gpu:"$per" -H -o "$out" -D "$T_DIR" --wrap "
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 exec timeout 150 ./elastic-run -v -- $TRAIN $targs --step-sleep 20000 --progress $prog --compare ref.model")
 	t_grant_release "$lead" "$per"
 	# (steps of 20 ms: the kill lands well before the end)

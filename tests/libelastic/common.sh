@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # tests/libelastic/common.sh: shared setup of the libelastic mpirun tests (sourced): paths,
-# the ULFM check, the Open MPI settings the testbed needs, and statistics helpers.
+# the ULFM check, the testbed's Open MPI settings (t_ompi_env), and statistics helpers.
 here=$(cd "$(dirname "$0")" && pwd)
 : "${top_srcdir:=$(cd "$here/../.." && pwd)}"
 : "${top_builddir:=$(cd "${PWD}/.." && pwd)}"
@@ -12,10 +12,7 @@ command -v mpirun >/dev/null || t_skip "no mpirun in PATH"
 ompi_info 2>/dev/null | grep -q "FT MPI support: yes" ||
 	t_skip "this Open MPI has no ULFM fault tolerance (ompi_info: FT MPI support)"
 
-# Open MPI 5.0.7 here: coll/han crashes under ULFM (TESTBED-NOTES); one host,
-# loopback only; tests run as root inside the testbed.
-export OMPI_MCA_coll=^han OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+t_ompi_env
 MPIRUN="mpirun --with-ft ulfm --oversubscribe --bind-to none"
 
 # median and max of the numbers on stdin (one a line), as "MEDIAN MAX COUNT"

@@ -13,8 +13,7 @@ export PYTHONDONTWRITEBYTECODE=1
 command -v mpirun >/dev/null || t_skip "no mpirun in PATH"
 ompi_info 2>/dev/null | grep -q "FT MPI support: yes" ||
 	t_skip "this Open MPI has no ULFM fault tolerance (ompi_info: FT MPI support)"
-export OMPI_MCA_coll=^han OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+t_ompi_env
 # one thread per rank: these 2 cores run several ranks
 export OMP_NUM_THREADS=1
 MPIRUN="mpirun --with-ft ulfm --oversubscribe --bind-to none -x PYTHONPATH -x OMP_NUM_THREADS"

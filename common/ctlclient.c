@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* common/ctlclient.c: the job side of the controller channel (common/proto):
+ * munge-sealed messages over one TCP connection, reconnecting with backoff. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctlclient.h"
+
+static double _mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void elastic__ctl_init_at(struct elastic_ctlclient *c, const char *host, int port,
+			  uint32_t job)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	c->port = port;
+	c->job = job;
+	gethostname(c->node, sizeof(c->node) - 1);
+	c->connect_ms = 2000;
+	c->backoff_min = c->backoff = 0.5;
+	c->backoff_max = 8;
+	c->auth_retry = 5;
+}
+
+int elastic__ctl_init(struct elastic_ctlclient *c, const char *spec, uint32_t job,
+		      elastic_error_t *err)
+{
+	const char *colon = spec ? strrchr(spec, ':') : NULL;
+	char *end, host[sizeof(c->host)];
+	long port;
+
+	if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(host))
+		return elastic__fail(err, EINVAL,
+				     "ELASTIC_CONTROLLER=%s is not host:port",
+				     spec ? spec : "");
+	port = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || port < 1 || port > 65535)
+		return elastic__fail(err, EINVAL,
+				     "ELASTIC_CONTROLLER=%s: port is not in [1, 65535]",
+				     spec);
+	memcpy(host, spec, colon - spec);
+	host[colon - spec] = '\0';
+	elastic__ctl_init_at(c, host, (int)port, job);
+	return 0;
+}
+
+void elastic__ctl_fini(struct elastic_ctlclient *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	elastic_auth_destroy(c->auth);
+	c->auth = NULL;
+}
+
+/* Close and plan the next attempt: backoff_min, doubling up to backoff_max. */
+static void _drop(struct elastic_ctlclient *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->failures++;
+	c->next_try = _mono() + c->backoff;
+	if (c->backoff < c->backoff_max)
+		c->backoff *= 2;
+	if (c->backoff > c->backoff_max)
+		c->backoff = c->backoff_max;
+}
+
+static enum elastic_ctl_ev_type
+_down(struct elastic_ctlclient *c, struct elastic_ctl_ev *ev, enum elastic_ctl_down why)
+{
+	ev->type = ELASTIC_CTL_EV_DOWN;
+	ev->down = why;
+	if (why == ELASTIC_CTL_DOWN_AUTH)
+		c->next_try = _mono() + c->auth_retry;
+	else
+		_drop(c);
+	ev->failures = c->failures;
+	return ev->type;
+}
+
+static int _send(struct elastic_ctlclient *c, const struct elastic_msg *m,
+		 elastic_error_t *err)
+{
+	if (c->fd < 0) {
+		elastic__fail(err, ENOTCONN, "controller %s:%d: not connected", c->host,
+			      c->port);
+		return -1;
+	}
+	if (elastic_proto_send(c->fd, c->auth, m, err) < 0) {
+		_drop(c);
+		return -1;
+	}
+	return 0;
+}
+
+/* Connect and say hello: EV_HELLO or EV_DOWN. */
+static enum elastic_ctl_ev_type _connect(struct elastic_ctlclient *c,
+					 struct elastic_ctl_ev *ev)
+{
+	if (!c->auth && !(c->auth = elastic_auth_create(c->munge_socket, &ev->err)))
+		return _down(c, ev, ELASTIC_CTL_DOWN_AUTH);
+	if ((c->fd = elastic_proto_connect(c->host, c->port, c->connect_ms, &ev->err)) <
+	    0)
+		return _down(c, ev, ELASTIC_CTL_DOWN_CONNECT);
+	struct elastic_msg h = {.type = ELASTIC_MSG_HELLO,
+				.present = ELASTIC_K_JOB | ELASTIC_K_HOST |
+					   ELASTIC_K_GPUS | ELASTIC_K_STEP,
+				.job = c->job,
+				.gpus = (uint32_t)c->gpus,
+				.step = c->step};
+	snprintf(h.host, sizeof(h.host), "%s", c->node);
+	if (elastic_proto_send(c->fd, c->auth, &h, &ev->err) < 0)
+		return _down(c, ev, ELASTIC_CTL_DOWN_HELLO);
+	c->backoff = c->backoff_min;
+	c->failures = 0;
+	return ev->type = ELASTIC_CTL_EV_HELLO;
+}
+
+enum elastic_ctl_ev_type elastic__ctl_next(struct elastic_ctlclient *c, int timeout_ms,
+					   struct elastic_ctl_ev *ev)
+{
+	gid_t gid;
+	int rc;
+
+	memset(ev, 0, sizeof(*ev));
+	if (c->fd < 0) {
+		double wait = c->next_try - _mono();
+		if (wait * 1000 > timeout_ms) {
+			if (timeout_ms > 0)
+				usleep(timeout_ms * 1000);
+			return ev->type = ELASTIC_CTL_EV_NONE;
+		}
+		if (wait > 0)
+			usleep((useconds_t)(wait * 1e6));
+		return _connect(c, ev);
+	}
+	rc = elastic_proto_recv(c->fd, c->auth, &ev->msg, &ev->uid, &gid, timeout_ms,
+				&ev->err);
+	if (rc == 0)
+		return ev->type = ELASTIC_CTL_EV_NONE;
+	if (rc < 0)
+		return _down(c, ev, ELASTIC_CTL_DOWN_LOST);
+	/* Orders come only from the controller (root or SlurmUser). */
+	if (ev->uid != 0 && ev->uid != geteuid())
+		return ev->type = ELASTIC_CTL_EV_IGNORED;
+	return ev->type = ELASTIC_CTL_EV_MSG;
+}
+
+int elastic__ctl_status(struct elastic_ctlclient *c, uint64_t step, double rate,
+			elastic_error_t *err)
+{
+	c->step = step;
+	struct elastic_msg m = {.type = ELASTIC_MSG_STATUS,
+				.present =
+					ELASTIC_K_JOB | ELASTIC_K_GPUS | ELASTIC_K_STEP,
+				.job = c->job,
+				.gpus = (uint32_t)c->gpus,
+				.step = step};
+	if (rate >= 0) {
+		m.present |= ELASTIC_K_RATE;
+		m.rate = rate;
+	}
+	return _send(c, &m, err);
+}
+
+int elastic__ctl_ack(struct elastic_ctlclient *c, uint64_t order, uint32_t grant,
+		     int result, const char *reason, elastic_error_t *err)
+{
+	struct elastic_msg k = {.type = ELASTIC_MSG_ACK,
+				.present = ELASTIC_K_JOB | ELASTIC_K_ORDER |
+					   ELASTIC_K_RESULT | ELASTIC_K_GRANT,
+				.job = c->job,
+				.order = order,
+				.grant = grant,
+				.result = result};
+	if (reason) {
+		k.present |= ELASTIC_K_REASON;
+		snprintf(k.reason, sizeof(k.reason), "%s", reason);
+	}
+	return _send(c, &k, err);
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* common/test/test_ctlclient.c: unit tests of the job-side channel client
+ * without a controller: the address it takes, and how it reports and
+ * retries a controller that is not there or a hello that cannot be sealed. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "ctlclient.h"
+
+static void spec(void **state)
+{
+	struct elastic_ctlclient c;
+	elastic_error_t err;
+	assert_int_equal(elastic__ctl_init(&c, "ctl.example:6820", 7, &err), 0);
+	assert_string_equal(c.host, "ctl.example");
+	assert_int_equal(c.port, 6820);
+	assert_int_equal(c.job, 7);
+	assert_false(elastic__ctl_connected(&c));
+	assert_int_equal(elastic__ctl_init(&c, "[::1]:1", 7, &err), 0); /* last colon */
+	assert_string_equal(c.host, "[::1]");
+	const char *bad[] = {"nocolon", ":6820", "h:", "h:0", "h:65536", "h:12x", NULL};
+	for (int i = 0; bad[i]; i++) {
+		errno = 0;
+		assert_int_equal(elastic__ctl_init(&c, bad[i], 7, &err), -1);
+		assert_int_equal(errno, EINVAL);
+		assert_non_null(strstr(err.text, bad[i]));
+	}
+}
+
+/* Not connected: status and ack fail, and change nothing but the step. */
+static void not_connected(void **state)
+{
+	struct elastic_ctlclient c;
+	elastic_error_t err;
+	elastic__ctl_init_at(&c, "127.0.0.1", 9, 7);
+	assert_int_equal(elastic__ctl_status(&c, 12, -1, &err), -1);
+	assert_int_equal(c.step, 12); /* the next hello carries it */
+	assert_int_equal(elastic__ctl_ack(&c, 1, 2, ELASTIC_ACK_OK, NULL, &err), -1);
+	assert_false(elastic__ctl_connected(&c));
+	elastic__ctl_fini(&c);
+}
+
+/* A TCP port on 127.0.0.1: listening (backlog only) or, closed, refusing. */
+static int _port(int *fd, int listening)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(*fd >= 0);
+	assert_int_equal(bind(*fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(*fd, (struct sockaddr *)&a, &len), 0);
+	if (listening)
+		assert_int_equal(listen(*fd, 4), 0);
+	else
+		close(*fd);
+	return ntohs(a.sin_port);
+}
+
+/* Nobody listens: each attempt is one DOWN (CONNECT) event, counted; the
+ * next waits for the backoff, which doubles up to its maximum. */
+static void refused(void **state)
+{
+	struct elastic_ctlclient c;
+	struct elastic_ctl_ev ev;
+	int fd;
+	elastic__ctl_init_at(&c, "127.0.0.1", _port(&fd, 0), 7);
+	c.backoff_min = c.backoff = 0.01;
+	c.backoff_max = 0.04;
+	assert_int_equal(elastic__ctl_next(&c, 0, &ev), ELASTIC_CTL_EV_DOWN);
+	assert_int_equal(ev.down, ELASTIC_CTL_DOWN_CONNECT);
+	assert_int_equal(ev.failures, 1);
+	assert_true(ev.err.text[0]);
+	/* not due yet: nothing, at once */
+	assert_int_equal(elastic__ctl_next(&c, 0, &ev), ELASTIC_CTL_EV_NONE);
+	/* due within the timeout: the next attempt */
+	assert_int_equal(elastic__ctl_next(&c, 1000, &ev), ELASTIC_CTL_EV_DOWN);
+	assert_int_equal(ev.failures, 2);
+	assert_int_equal(elastic__ctl_next(&c, 1000, &ev), ELASTIC_CTL_EV_DOWN);
+	assert_int_equal(elastic__ctl_next(&c, 1000, &ev), ELASTIC_CTL_EV_DOWN);
+	assert_int_equal(ev.failures, 4);
+	assert_true(c.backoff <= c.backoff_max);
+	elastic__ctl_fini(&c);
+}
+
+/* Connected, but the hello cannot be sealed (no munged there): DOWN
+ * (HELLO), the connection closed again. */
+static void hello_unsealed(void **state)
+{
+	struct elastic_ctlclient c;
+	struct elastic_ctl_ev ev;
+	int fd;
+	elastic__ctl_init_at(&c, "127.0.0.1", _port(&fd, 1), 7);
+	c.munge_socket = "/nonexistent/munge.socket";
+	assert_int_equal(elastic__ctl_next(&c, 0, &ev), ELASTIC_CTL_EV_DOWN);
+	assert_int_equal(ev.down, ELASTIC_CTL_DOWN_HELLO);
+	assert_int_equal(ev.failures, 1);
+	assert_false(elastic__ctl_connected(&c));
+	elastic__ctl_fini(&c);
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(spec),
+		cmocka_unit_test(not_connected),
+		cmocka_unit_test(refused),
+		cmocka_unit_test(hello_unsealed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/orders.c: elastic-run's book of the controller's orders, and the
+ * loop that feeds it from the channel. */
+#include "config.h"
+
+#include <string.h>
+
+#include "orders.h"
+
+void elastic__orders_init(struct elastic_orders *o, uint32_t job)
+{
+	memset(o, 0, sizeof(*o));
+	o->job = job;
+}
+
+static int _known(const uint32_t *list, int n, uint32_t v)
+{
+	for (int i = 0; i < n; i++)
+		if (list[i] == v)
+			return 1;
+	return 0;
+}
+
+int elastic__orders_released(const struct elastic_orders *o, uint32_t grant)
+{
+	for (int i = 0; i < o->nrel; i++)
+		if (o->rel[i].grant == grant)
+			return 1;
+	return 0;
+}
+
+static int _release(struct elastic_orders *o, const struct elastic_msg *m,
+		    elastic_say_fn say)
+{
+	if (elastic__orders_released(o, m->grant))
+		return 0;
+	if (o->nrel == ELASTIC_ORDERS_MAX) /* forget the oldest */
+		memmove(o->rel, o->rel + 1, sizeof(o->rel[0]) * --o->nrel);
+	o->rel[o->nrel].order = m->order;
+	o->rel[o->nrel].acked = o->rel[o->nrel].done = 0;
+	o->rel[o->nrel++].grant = m->grant;
+	say("controller: release grant %u (order %llu): re-forming at the next step boundary",
+	    m->grant, (unsigned long long)m->order);
+	return 1;
+}
+
+static int _grant(struct elastic_orders *o, const struct elastic_msg *m,
+		  elastic_say_fn say)
+{
+	if (_known(o->grow, o->ngrow, m->grant))
+		return 0;
+	if (o->ngrow < ELASTIC_ORDERS_MAX)
+		o->grow[o->ngrow++] = m->grant;
+	say("controller: grant %u started (%u GPUs on %s): growing at the next step boundary",
+	    m->grant, m->gpus, m->node);
+	return 1;
+}
+
+int elastic__orders_take(struct elastic_orders *o, const struct elastic_msg *m,
+			 elastic_say_fn say)
+{
+	if (m->job != o->job) {
+		say("controller: message about job %u ignored (this is job %u)", m->job,
+		    o->job);
+		return 0;
+	}
+	switch (m->type) {
+	case ELASTIC_MSG_RELEASE:
+		return _release(o, m, say);
+	case ELASTIC_MSG_GRANT:
+		return _grant(o, m, say);
+	case ELASTIC_MSG_TARGET:
+		say("controller: target %u GPUs", m->target);
+		return 0;
+	case ELASTIC_MSG_ERROR:
+		say("controller refused: %s", m->reason);
+		return 0;
+	default:
+		say("controller: unexpected %s message ignored",
+		    elastic_msg_type_name(m->type));
+		return 0;
+	}
+}
+
+void elastic__orders_releases_done(struct elastic_orders *o)
+{
+	for (int i = 0; i < o->nrel; i++)
+		o->rel[i].done = 1;
+	o->ack_due = 1;
+}
+
+int elastic__orders_next_ack(const struct elastic_orders *o)
+{
+	for (int i = 0; i < o->nrel; i++)
+		if (o->rel[i].done && !o->rel[i].acked)
+			return i;
+	return -1;
+}
+
+/* A connection lost while sending: logged as the old client did. */
+static void _send_failed(const struct elastic_ctlclient *c, const elastic_error_t *err,
+			 elastic_say_fn say)
+{
+	say("controller %s:%d: send failed: %s (reconnecting)", c->host, c->port,
+	    err->text);
+}
+
+static void _ack_releases(struct elastic_orders *o, struct elastic_ctlclient *c,
+			  elastic_say_fn say)
+{
+	elastic_error_t err;
+	int i;
+
+	while (elastic__ctl_connected(c) && (i = elastic__orders_next_ack(o)) >= 0) {
+		if (elastic__ctl_ack(c, o->rel[i].order, o->rel[i].grant, ELASTIC_ACK_OK,
+				     NULL, &err) < 0) {
+			_send_failed(c, &err, say);
+			return;
+		}
+		say("controller: job runs without grant %u now (acknowledged)",
+		    o->rel[i].grant);
+		o->rel[i].acked = 1;
+	}
+	if (elastic__ctl_connected(c))
+		o->ack_due = 0;
+}
+
+/* Log a channel event; 1 when the loop should stop reading for now. */
+static int _event(const struct elastic_ctlclient *c, const struct elastic_ctl_ev *ev,
+		  elastic_say_fn say)
+{
+	switch (ev->type) {
+	case ELASTIC_CTL_EV_HELLO:
+		say("controller %s:%d: registered job %u (%d GPUs)", c->host, c->port,
+		    c->job, c->gpus);
+		return 0;
+	case ELASTIC_CTL_EV_IGNORED:
+		say("controller: message from uid %u ignored", (unsigned)ev->uid);
+		return 0;
+	case ELASTIC_CTL_EV_DOWN:
+		if (ev->down == ELASTIC_CTL_DOWN_AUTH)
+			say("controller: munge: %s", ev->err.text);
+		else if (ev->down == ELASTIC_CTL_DOWN_HELLO)
+			_send_failed(c, &ev->err, say);
+		else if (ev->down == ELASTIC_CTL_DOWN_LOST)
+			say("controller %s:%d: %s (reconnecting)", c->host, c->port,
+			    ev->err.text);
+		else if (ev->failures == 1)
+			say("controller %s:%d: %s (retrying)", c->host, c->port,
+			    ev->err.text);
+		return 1;
+	default:
+		return ev->type == ELASTIC_CTL_EV_NONE;
+	}
+}
+
+int elastic__orders_poll(struct elastic_orders *o, struct elastic_ctlclient *c,
+			 int timeout_ms, elastic_say_fn say)
+{
+	struct elastic_ctl_ev ev;
+	int act = 0;
+
+	for (;;) {
+		elastic__ctl_next(c, timeout_ms, &ev);
+		if (ev.type == ELASTIC_CTL_EV_MSG)
+			act |= elastic__orders_take(o, &ev.msg, say);
+		else if (_event(c, &ev, say))
+			break;
+		timeout_ms = 0;
+	}
+	if (o->ack_due)
+		_ack_releases(o, c, say);
+	return act;
+}
+
+void elastic__orders_status(struct elastic_ctlclient *c, uint64_t step, double rate,
+			    elastic_say_fn say)
+{
+	elastic_error_t err;
+
+	if (!elastic__ctl_connected(c)) {
+		c->step = step; /* the next hello carries it */
+		return;
+	}
+	if (elastic__ctl_status(c, step, rate, &err) < 0)
+		_send_failed(c, &err, say);
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/orders.h: elastic-run's book of the controller's orders: grants
+ * ordered released stay out of the job and are acknowledged once the job
+ * runs without them; grants that started make the job grow. The book is
+ * pure; elastic__orders_poll drives it from the channel (common/ctlclient). */
+#ifndef ELASTIC_LAUNCHER_ORDERS_H
+#define ELASTIC_LAUNCHER_ORDERS_H
+
+#include <stdint.h>
+
+#include "ctlclient.h"
+
+#define ELASTIC_ORDERS_MAX 64
+
+typedef void (*elastic_say_fn)(const char *fmt, ...);
+
+struct elastic_orders {
+	uint32_t job;
+	/* Release orders: acked once the job runs without them (ack_due). */
+	int nrel, ack_due;
+	struct {
+		uint64_t order;
+		uint32_t grant;
+		int done, acked;
+	} rel[ELASTIC_ORDERS_MAX];
+	int ngrow;
+	uint32_t grow[ELASTIC_ORDERS_MAX]; /* grants announced as started */
+};
+
+void elastic__orders_init(struct elastic_orders *o, uint32_t job);
+
+/* Take one message from the controller: 1 when it is an order that needs a
+ * re-form (a new release, or a grant that started), else 0. Messages about
+ * another job are ignored. say logs what happened. */
+int elastic__orders_take(struct elastic_orders *o, const struct elastic_msg *m,
+			 elastic_say_fn say);
+
+/* 1 if grant was ordered released (it must not be used again). */
+int elastic__orders_released(const struct elastic_orders *o, uint32_t grant);
+
+/* The job runs without every grant ordered released so far (call it when
+ * the old mpirun has ended and the next launch set is chosen): they are due
+ * to be acknowledged. */
+void elastic__orders_releases_done(struct elastic_orders *o);
+
+/* The next release to acknowledge (done, not acked yet): its index, or -1. */
+int elastic__orders_next_ack(const struct elastic_orders *o);
+
+/* On the channel c: read what arrived within timeout_ms into the book and
+ * send the acknowledgements that are due. Returns 1 when an order arrived
+ * that needs a re-form, else 0. Never fails: problems are logged through
+ * say and the connection is retried. */
+int elastic__orders_poll(struct elastic_orders *o, struct elastic_ctlclient *c,
+			 int timeout_ms, elastic_say_fn say);
+
+/* Progress to the controller (elastic__ctl_status), failures logged. */
+void elastic__orders_status(struct elastic_ctlclient *c, uint64_t step, double rate,
+			    elastic_say_fn say);
+
+#endif

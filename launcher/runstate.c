@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/runstate.c: elastic-run's decisions after each mpirun (pure). */
+#include "config.h"
+
+#include <signal.h>
+
+#include "runstate.h"
+
+enum elastic_run_next elastic__run_ended(const struct elastic_report_summary *sum,
+					 int mstatus, int sig, int *status)
+{
+	/* Finished: some ranks ended the program normally and none failed
+	 * (ranks lost on the way were healed in place by ULFM). */
+	if (sum->ok > 0 && sum->failed == 0 && sum->reform == 0) {
+		*status = 0;
+		return ELASTIC_RUN_FINISHED;
+	}
+	*status = sum->failed ? 1 : mstatus ? mstatus : 1;
+	if (sig == SIGTERM || sig == SIGINT)
+		return ELASTIC_RUN_STOPPED;
+	if (mstatus == 127)
+		return ELASTIC_RUN_NOSTART;
+	return ELASTIC_RUN_REFORM;
+}
+
+enum elastic_run_next elastic__run_retry(int progress, int *stuck, int launches,
+					 int max_stuck, int max_relaunch)
+{
+	if (progress)
+		*stuck = 0;
+	else if (++*stuck > max_stuck)
+		return ELASTIC_RUN_STUCK;
+	if (launches > max_relaunch)
+		return ELASTIC_RUN_TOO_MANY;
+	return ELASTIC_RUN_REFORM;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/runstate.h: elastic-run's decisions after each mpirun (pure):
+ * finished, stopped, or re-form again, or give up. elastic-run.c is the
+ * state machine (launch, watch, re-form, finish) that acts on them. */
+#ifndef ELASTIC_LAUNCHER_RUNSTATE_H
+#define ELASTIC_LAUNCHER_RUNSTATE_H
+
+#include "report.h"
+
+enum elastic_run_next {
+	ELASTIC_RUN_REFORM,   /* launch again on the GPUs the job holds now */
+	ELASTIC_RUN_FINISHED, /* the program ended normally: exit 0 */
+	ELASTIC_RUN_STOPPED,  /* elastic-run was told to stop (SIGTERM, SIGINT) */
+	ELASTIC_RUN_NOSTART,  /* mpirun could not be started (status 127) */
+	ELASTIC_RUN_STUCK,    /* too many failures in a row without progress */
+	ELASTIC_RUN_TOO_MANY, /* --max-relaunch reached */
+};
+
+/* A launch ended with mpirun status mstatus and the ranks' reports in sum;
+ * sig is the signal elastic-run got (0: none). Returns FINISHED (some ranks
+ * ended the program normally, none failed or asked to re-form), STOPPED,
+ * NOSTART, or REFORM (look at the GPUs, then ask elastic__run_retry).
+ * *status gets the exit status of the run if it ends here. */
+enum elastic_run_next elastic__run_ended(const struct elastic_report_summary *sum,
+					 int mstatus, int sig, int *status);
+
+/* Whether to launch again: progress is whether the last launch moved the
+ * job on (ranks asked to re-form, the GPUs changed, or elastic-run asked
+ * for the re-form). *stuck counts the failures in a row without progress
+ * (reset by progress); launches is how many mpiruns ran so far. Returns
+ * REFORM, STUCK (*stuck > max_stuck) or TOO_MANY (launches > max_relaunch). */
+enum elastic_run_next elastic__run_retry(int progress, int *stuck, int launches,
+					 int max_stuck, int max_relaunch);
+
+#endif

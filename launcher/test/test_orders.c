@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/test/test_orders.c: unit tests of elastic-run's book of the
+ * controller's orders: which orders re-form the job, which grants stay
+ * out, which releases are acknowledged and when. */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "orders.h"
+
+static char said[4096];
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+	size_t n = strlen(said);
+	va_start(ap, fmt);
+	vsnprintf(said + n, sizeof(said) - n, fmt, ap);
+	va_end(ap);
+	strncat(said, "\n", sizeof(said) - strlen(said) - 1);
+}
+
+static struct elastic_msg msg(int type, uint32_t job, uint64_t order, uint32_t grant)
+{
+	struct elastic_msg m = {.type = type, .job = job, .order = order, .grant = grant};
+	snprintf(m.node, sizeof(m.node), "node2");
+	m.gpus = 2;
+	return m;
+}
+
+static void release_once(void **state)
+{
+	struct elastic_orders o;
+	struct elastic_msg m = msg(ELASTIC_MSG_RELEASE, 7, 41, 12);
+	elastic__orders_init(&o, 7);
+	said[0] = '\0';
+	assert_false(elastic__orders_released(&o, 12));
+	assert_int_equal(elastic__orders_take(&o, &m, say), 1);
+	assert_true(elastic__orders_released(&o, 12));
+	assert_non_null(strstr(said, "release grant 12 (order 41)"));
+	/* the same grant again (even under a new order): nothing new */
+	m.order = 42;
+	assert_int_equal(elastic__orders_take(&o, &m, say), 0);
+	assert_int_equal(o.nrel, 1);
+	/* not acknowledged before the job runs without it */
+	assert_int_equal(elastic__orders_next_ack(&o), -1);
+	elastic__orders_releases_done(&o);
+	assert_int_equal(o.ack_due, 1);
+	assert_int_equal(elastic__orders_next_ack(&o), 0);
+	assert_int_equal(o.rel[0].order, 41);
+	o.rel[0].acked = 1;
+	assert_int_equal(elastic__orders_next_ack(&o), -1);
+}
+
+/* A release that arrives after releases_done waits for the next launch. */
+static void release_after_done(void **state)
+{
+	struct elastic_orders o;
+	struct elastic_msg a = msg(ELASTIC_MSG_RELEASE, 7, 1, 10);
+	struct elastic_msg b = msg(ELASTIC_MSG_RELEASE, 7, 2, 11);
+	elastic__orders_init(&o, 7);
+	elastic__orders_take(&o, &a, say);
+	elastic__orders_releases_done(&o);
+	elastic__orders_take(&o, &b, say);
+	assert_int_equal(elastic__orders_next_ack(&o), 0);
+	o.rel[0].acked = 1;
+	assert_int_equal(elastic__orders_next_ack(&o), -1);
+	elastic__orders_releases_done(&o);
+	assert_int_equal(elastic__orders_next_ack(&o), 1);
+}
+
+static void grants_and_others(void **state)
+{
+	struct elastic_orders o;
+	struct elastic_msg g = msg(ELASTIC_MSG_GRANT, 7, 0, 20);
+	struct elastic_msg t = msg(ELASTIC_MSG_TARGET, 7, 3, 0);
+	struct elastic_msg e = msg(ELASTIC_MSG_ERROR, 7, 0, 0);
+	struct elastic_msg other = msg(ELASTIC_MSG_RELEASE, 8, 5, 30);
+	elastic__orders_init(&o, 7);
+	said[0] = '\0';
+	assert_int_equal(elastic__orders_take(&o, &g, say), 1);
+	assert_non_null(strstr(said, "grant 20 started (2 GPUs on node2)"));
+	assert_int_equal(elastic__orders_take(&o, &g, say), 0); /* known */
+	assert_int_equal(elastic__orders_take(&o, &t, say), 0);
+	assert_int_equal(elastic__orders_take(&o, &e, say), 0);
+	/* an order about another job changes nothing */
+	assert_int_equal(elastic__orders_take(&o, &other, say), 0);
+	assert_false(elastic__orders_released(&o, 30));
+	assert_non_null(strstr(said, "message about job 8 ignored (this is job 7)"));
+}
+
+/* The book is bounded: the oldest release is forgotten. */
+static void release_overflow(void **state)
+{
+	struct elastic_orders o;
+	elastic__orders_init(&o, 7);
+	for (uint32_t g = 1; g <= ELASTIC_ORDERS_MAX + 1; g++) {
+		struct elastic_msg m = msg(ELASTIC_MSG_RELEASE, 7, g, g);
+		assert_int_equal(elastic__orders_take(&o, &m, say), 1);
+		said[0] = '\0';
+	}
+	assert_int_equal(o.nrel, ELASTIC_ORDERS_MAX);
+	assert_false(elastic__orders_released(&o, 1));
+	assert_true(elastic__orders_released(&o, ELASTIC_ORDERS_MAX + 1));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(release_once),
+		cmocka_unit_test(release_after_done),
+		cmocka_unit_test(grants_and_others),
+		cmocka_unit_test(release_overflow),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/test/test_runstate.c: unit tests of elastic-run's decisions
+ * after each mpirun: finished, stopped, not started, re-form, give up. */
+#include "config.h"
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "runstate.h"
+
+static struct elastic_report_summary sum(int ok, int failed, int reform, int signaled,
+					 int missing)
+{
+	struct elastic_report_summary s = {ok, failed, reform, signaled, missing};
+	return s;
+}
+
+/* Some ranks ended the program, none failed: finished with 0, whatever
+ * mpirun says and even when others were lost (healed in place). */
+static void finished(void **state)
+{
+	struct elastic_report_summary s = sum(3, 0, 0, 1, 0);
+	int status = -1;
+	assert_int_equal(elastic__run_ended(&s, 0, 0, &status), ELASTIC_RUN_FINISHED);
+	assert_int_equal(status, 0);
+	s = sum(1, 0, 0, 0, 3);
+	assert_int_equal(elastic__run_ended(&s, 1, SIGTERM, &status),
+			 ELASTIC_RUN_FINISHED);
+	assert_int_equal(status, 0);
+}
+
+/* Not finished: a rank that failed, one that asked to re-form, or none ok. */
+static void not_finished(void **state)
+{
+	struct elastic_report_summary s = sum(3, 1, 0, 0, 0);
+	int status = -1;
+	assert_int_equal(elastic__run_ended(&s, 0, 0, &status), ELASTIC_RUN_REFORM);
+	assert_int_equal(status, 1); /* a failed rank: 1 */
+	s = sum(3, 0, 1, 0, 0);
+	assert_int_equal(elastic__run_ended(&s, 0, 0, &status), ELASTIC_RUN_REFORM);
+	assert_int_equal(status, 1); /* mpirun 0 but not finished: 1 */
+	s = sum(0, 0, 0, 0, 4);
+	assert_int_equal(elastic__run_ended(&s, 137, 0, &status), ELASTIC_RUN_REFORM);
+	assert_int_equal(status, 137); /* no failed rank: mpirun's status */
+}
+
+static void stopped_and_nostart(void **state)
+{
+	struct elastic_report_summary s = sum(0, 0, 0, 2, 0);
+	int status = -1;
+	assert_int_equal(elastic__run_ended(&s, 143, SIGTERM, &status),
+			 ELASTIC_RUN_STOPPED);
+	assert_int_equal(status, 143);
+	assert_int_equal(elastic__run_ended(&s, 130, SIGINT, &status),
+			 ELASTIC_RUN_STOPPED);
+	/* SIGUSR1 (a re-form asked for) is no reason to stop */
+	assert_int_equal(elastic__run_ended(&s, 1, SIGUSR1, &status), ELASTIC_RUN_REFORM);
+	s = sum(0, 0, 0, 0, 2);
+	assert_int_equal(elastic__run_ended(&s, 127, 0, &status), ELASTIC_RUN_NOSTART);
+	assert_int_equal(status, 127);
+	/* a signal wins over a mpirun that could not start */
+	assert_int_equal(elastic__run_ended(&s, 127, SIGTERM, &status),
+			 ELASTIC_RUN_STOPPED);
+}
+
+/* Failures without progress count up to max_stuck, progress resets them. */
+static void stuck(void **state)
+{
+	int st = 0;
+	assert_int_equal(elastic__run_retry(0, &st, 1, 2, 20), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_retry(0, &st, 2, 2, 20), ELASTIC_RUN_REFORM);
+	assert_int_equal(st, 2);
+	assert_int_equal(elastic__run_retry(1, &st, 3, 2, 20), ELASTIC_RUN_REFORM);
+	assert_int_equal(st, 0);
+	assert_int_equal(elastic__run_retry(0, &st, 4, 2, 20), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_retry(0, &st, 5, 2, 20), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_retry(0, &st, 6, 2, 20), ELASTIC_RUN_STUCK);
+	assert_int_equal(st, 3);
+	st = 0; /* --max-stuck 0: the first failure without progress ends it */
+	assert_int_equal(elastic__run_retry(0, &st, 1, 0, 20), ELASTIC_RUN_STUCK);
+}
+
+/* launches counts mpiruns: --max-relaunch N allows N + 1 of them. */
+static void max_relaunch(void **state)
+{
+	int st = 0;
+	assert_int_equal(elastic__run_retry(1, &st, 3, 3, 3), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_retry(1, &st, 4, 3, 3), ELASTIC_RUN_TOO_MANY);
+	st = 3; /* stuck is judged first */
+	assert_int_equal(elastic__run_retry(0, &st, 4, 3, 3), ELASTIC_RUN_STUCK);
+	st = 0;
+	assert_int_equal(elastic__run_retry(1, &st, 1, 3, 0), ELASTIC_RUN_TOO_MANY);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(finished),
+		cmocka_unit_test(not_finished),
+		cmocka_unit_test(stopped_and_nostart),
+		cmocka_unit_test(stuck),
+		cmocka_unit_test(max_relaunch),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
