@@ -807,16 +807,31 @@ static enum run_state _launch(struct run *r)
 	return _spawn(r, av) < 0 ? RUN_FINISH : RUN_WATCH;
 }
 
+/* 1 if a GPU of the running set belongs to a grant ordered released: the
+ * set changes for sure, no need to ask Slurm first. */
+static int _uses_released(const struct run *r)
+{
+	for (int h = 0; h < r->set.nhosts; h++)
+		for (int g = 0; g < r->set.host[h].ngpus; g++)
+			if (elastic__orders_released(&r->orders,
+						     (uint32_t)r->set.host[h].gpu_job[g]))
+				return 1;
+	return 0;
+}
+
 /* While mpirun runs: an order that changes the job's GPUs makes the ranks
  * stop at their next committed step (libelastic acts on SIGUSR1) and the
- * job re-form on the new set. */
+ * job re-form on the new set. A release of GPUs in use stops them at once;
+ * a started grant is checked against Slurm first (it may add no usable GPU,
+ * e.g. under --elastic-sizes). */
 static void _follow_orders(struct run *r)
 {
 	elastic_error_t err;
 
 	_progress(r);
 	if (elastic__orders_poll(&r->orders, &r->ctl, 50, _say) && !r->stop_sent &&
-	    _look(r, &r->now, &err) == 0 && !_same_set(&r->set, &r->now)) {
+	    (_uses_released(r) ||
+	     (_look(r, &r->now, &err) == 0 && !_same_set(&r->set, &r->now)))) {
 		_say("asking the %d ranks to re-form at the next step boundary (SIGUSR1)",
 		     r->set.total);
 		kill(child, SIGUSR1);
