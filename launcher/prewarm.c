@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,6 +36,7 @@ static struct {
 	struct {
 		char host[64];
 		pid_t pid;
+		int lifeline; /* the zygote's stdin: it ends when this closes */
 	} z[MAX_ZYGOTE];
 	int nz;
 } pw;
@@ -137,26 +139,38 @@ static void _start(const struct elastic_host *h)
 	av[n++] = "-N1";
 	av[n++] = "-n1";
 	av[n++] = "--kill-on-bad-exit=0";
-	av[n++] = "--input=none";
 	av[n++] = "-w";
 	av[n++] = h->name;
 	for (int f = 0; f <= pw.nflags; f++)
 		av[n++] = pw.argv[f];
 	av[n++] = "-m";
 	av[n++] = "slurm_elastic.warm";
+	av[n++] = "--lifeline";
 	if (pw.verbose)
 		av[n++] = "-v";
 	av[n++] = name;
 	av[n++] = pw.script;
 	av[n] = NULL;
-	pid_t pid = fork();
-	if (pid < 0)
+	/* srun forwards its stdin to the zygote: a pipe that elastic-run holds
+	 * (close-on-exec: mpirun and the ranks do not), so that the zygote ends
+	 * when elastic-run closes it or dies, and its step ends quietly */
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
 		return;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
 	if (pid == 0) {
+		dup2(p[0], 0);
 		execvp("srun", (char **)av);
 		_exit(127);
 	}
+	close(p[0]);
 	snprintf(pw.z[pw.nz].host, sizeof(pw.z[0].host), "%s", h->name);
+	pw.z[pw.nz].lifeline = p[1];
 	pw.z[pw.nz++].pid = pid;
 }
 
@@ -170,9 +184,10 @@ void elastic__prewarm_launch(const struct elastic_gpuset *set, double t_end)
 		return;
 	/* forget the zygotes that ended (their node lost, or they failed) */
 	for (int i = 0; i < pw.nz;) {
-		if (waitpid(pw.z[i].pid, NULL, WNOHANG) == pw.z[i].pid)
+		if (waitpid(pw.z[i].pid, NULL, WNOHANG) == pw.z[i].pid) {
+			close(pw.z[i].lifeline);
 			pw.z[i] = pw.z[--pw.nz];
-		else
+		} else
 			i++;
 	}
 	for (int h = 0; h < set->nhosts; h++) {
@@ -187,8 +202,11 @@ void elastic__prewarm_launch(const struct elastic_gpuset *set, double t_end)
 void elastic__prewarm_stop(void)
 {
 	for (int i = 0; i < pw.nz; i++)
-		kill(pw.z[i].pid, SIGTERM);
-	for (int t = 0; t < 50 && pw.nz; t++) {
+		close(pw.z[i].lifeline);
+	for (int t = 0; t < 100 && pw.nz; t++) {
+		if (t == 50) /* 1 s: the zygotes did not see the end of stdin */
+			for (int i = 0; i < pw.nz; i++)
+				kill(pw.z[i].pid, SIGTERM);
 		for (int i = 0; i < pw.nz;) {
 			if (waitpid(pw.z[i].pid, NULL, WNOHANG) != 0)
 				pw.z[i] = pw.z[--pw.nz];

@@ -8,7 +8,7 @@ A re-form (node lost, grow, shrink) restarts every rank; a fresh ``python3``
 spends seconds importing torch and the script's other modules before MPI
 starts. elastic-run therefore starts, once per node and job, ahead of need::
 
-    python3 [FLAGS] -m slurm_elastic.warm SOCKET SCRIPT
+    python3 [FLAGS] -m slurm_elastic.warm --lifeline SOCKET SCRIPT
 
 which imports torch and the modules SCRIPT imports at its top level (read
 with :mod:`ast`; ``mpi4py.MPI`` and anything that initializes MPI are left
@@ -22,7 +22,10 @@ the zygote) and runs SCRIPT as ``__main__``, exactly as ``python3 SCRIPT``
 would from there on. The zygote tells the wrapper the child's pid and, at
 the end, its wait status; the wrapper relays signals and ends with that
 status, so PRRTE and ULFM see the rank end as before. When the wrapper dies
-the zygote kills the child.
+the zygote kills the child; when the zygote dies its children die
+(PR_SET_PDEATHSIG) and their wrappers report them killed. With
+``--lifeline`` the zygote ends at the end of its stdin (elastic-run holds
+the other end of that pipe, through srun).
 
 A request is refused (the wrapper then starts ``python3`` itself and says
 so with ``-v``) when the interpreter or its flags differ, or when a
@@ -166,8 +169,9 @@ def _recv_request(conn):
 
 
 class Zygote:
-    def __init__(self, name, script, verbose, env0, set_by_imports):
+    def __init__(self, name, script, verbose, env0, set_by_imports, lifeline=False):
         self.name, self.script, self.verbose = name, script, verbose
+        self.lifeline = lifeline
         self.set_by_imports = set_by_imports
         self.exe = os.path.realpath(sys.executable)
         self.flags = [a for a in sys.orig_argv[1:sys.orig_argv.index("-m")]]
@@ -201,9 +205,16 @@ class Zygote:
         signal.signal(signal.SIGHUP, lambda *a: sys.exit(0))
         poller = select.poll()
         poller.register(lsock, select.POLLIN)
+        if self.lifeline:  # stdin: a pipe from elastic-run; its end is ours
+            poller.register(0, select.POLLIN)
         by_fd = {}
         while True:
             for fd, _ev in poller.poll():
+                if fd == 0:
+                    if not os.read(0, 4096):
+                        _log(self.verbose, "elastic-run is done: the zygote ends")
+                        sys.exit(0)
+                    continue
                 if fd == lsock.fileno():
                     conn, _ = lsock.accept()
                     res = self._request(conn, lsock, poller, by_fd)
@@ -314,11 +325,13 @@ class Zygote:
 
 def main(args=None):
     args = sys.argv[1:] if args is None else args
-    verbose = False
-    if args and args[0] == "-v":
-        verbose, args = True, args[1:]
+    verbose = lifeline = False
+    while args and args[0] in ("-v", "--lifeline"):
+        verbose = verbose or args[0] == "-v"
+        lifeline = lifeline or args[0] == "--lifeline"
+        args = args[1:]
     if len(args) != 2:
-        sys.stderr.write("usage: python3 [FLAGS] -m slurm_elastic.warm [-v] SOCKET SCRIPT "
+        sys.stderr.write("usage: python3 [FLAGS] -m slurm_elastic.warm [-v] [--lifeline] SOCKET SCRIPT "
                          "(started by elastic-run)\n")
         return 2
     name, script = args
@@ -336,7 +349,7 @@ def main(args=None):
         return 1
     gc.collect()
     gc.freeze()  # the children share these objects' pages
-    z = Zygote(name, script, verbose, env0, set_by_imports)
+    z = Zygote(name, script, verbose, env0, set_by_imports, lifeline)
     _log(verbose, "ready in %.2f s (%d modules imported ahead, %d in all)"
          % (time.time() - t0, n - len(failed), len(sys.modules)))
     res = z.serve()
