@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -309,10 +311,25 @@ static int _open_fds(int skip, int *fds)
 	return n;
 }
 
-/* Send the request: length + fds, then argv, environ, cwd, fd numbers. */
+/* This process's CPU affinity as "0,1,5" (empty when unknown). */
+static void _cpus(char *buf, size_t len)
+{
+	cpu_set_t set;
+	size_t used = 0;
+	buf[0] = '\0';
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return;
+	for (int c = 0; c < CPU_SETSIZE && used + 8 < len; c++)
+		if (CPU_ISSET(c, &set))
+			used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? "," : "",
+						 c);
+}
+
+/* Send the request: length + fds, then argv, environ, cwd, fd numbers, umask
+ * and CPU affinity (the rank takes the wrapper's, not the zygote's). */
 static int _send_request(int s, char **argv)
 {
-	char *buf = NULL, num[16], cwd[4096], *list;
+	char *buf = NULL, num[16], cwd[4096], *list, cpus[CPU_SETSIZE * 6], mask[8];
 	size_t len = 0, cap = 0;
 	int fds[MAX_FDS], nfds = _open_fds(s, fds), argc = 0, envc = 0, rc = -1;
 
@@ -336,7 +353,12 @@ static int _send_request(int s, char **argv)
 	bad = bad || _put(&buf, &len, &cap, num);
 	for (int i = 0; i < envc && !bad; i++)
 		bad = _put(&buf, &len, &cap, environ[i]);
-	bad = bad || _put(&buf, &len, &cap, cwd) || _put(&buf, &len, &cap, list);
+	mode_t um = umask(0);
+	umask(um);
+	snprintf(mask, sizeof(mask), "%o", (unsigned)um);
+	_cpus(cpus, sizeof(cpus));
+	bad = bad || _put(&buf, &len, &cap, cwd) || _put(&buf, &len, &cap, list) ||
+	      _put(&buf, &len, &cap, mask) || _put(&buf, &len, &cap, cpus);
 	free(list);
 	if (bad)
 		goto out;

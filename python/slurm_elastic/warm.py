@@ -141,9 +141,10 @@ def _env_key(env):
 
 
 def _recv_request(conn):
-    """(argv, env, cwd, fd map) from a rank wrapper: a 4-byte length with the
-    fds attached, then NUL-separated fields: "v1", argc, argv..., envc, env...,
-    cwd, then the fd numbers the received fds take."""
+    """(argv, env, cwd, fd map, umask, cpus) from a rank wrapper: a 4-byte
+    length with the fds attached, then NUL-separated fields: "v1", argc,
+    argv..., envc, env..., cwd, the fd numbers the received fds take, the
+    umask (octal) and the CPU affinity ("0,1,5"; empty: unknown)."""
     head, fds, _flags, _addr = socket.recv_fds(conn, 4, _MAX_FDS)
     if len(head) != 4:
         raise ValueError("short request")
@@ -165,7 +166,10 @@ def _recv_request(conn):
     targets = [int(x) for x in f[4 + argc + envc].split(",") if x]
     if len(targets) != len(fds):
         raise ValueError("%d fds sent for %d targets" % (len(fds), len(targets)))
-    return argv, dict(e.split("=", 1) for e in env if "=" in e), cwd, list(zip(fds, targets))
+    mask = int(f[5 + argc + envc], 8)
+    cpus = {int(x) for x in f[6 + argc + envc].split(",") if x}
+    return (argv, dict(e.split("=", 1) for e in env if "=" in e), cwd,
+            list(zip(fds, targets)), mask, cpus)
 
 
 class Zygote:
@@ -247,8 +251,8 @@ class Zygote:
             if uid != os.getuid():
                 conn.close()
                 return None
-            argv, env, cwd, fds = _recv_request(conn)
-        except (OSError, ValueError) as e:
+            argv, env, cwd, fds, mask, cpus = _recv_request(conn)
+        except (OSError, ValueError, IndexError) as e:
             _log(self.verbose, "bad request: %s" % e)
             conn.close()
             return None
@@ -269,7 +273,7 @@ class Zygote:
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:
-            return self._become(conn, lsock, argv, env, cwd, fds, parent)
+            return self._become(conn, lsock, argv, env, cwd, fds, parent, mask, cpus)
         for fd, _ in fds:
             os.close(fd)
         pidfd = os.pidfd_open(pid)
@@ -284,7 +288,7 @@ class Zygote:
             pass
         return None
 
-    def _become(self, conn, lsock, argv, env, cwd, fds, parent):
+    def _become(self, conn, lsock, argv, env, cwd, fds, parent, mask, cpus):
         """In the child: take over the rank's identity; returns (script, args)."""
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
@@ -304,6 +308,18 @@ class Zygote:
         for fd, _ in fds:
             if fd not in keep:
                 os.close(fd)
+        for fd in (0, 1, 2):  # not open in the wrapper: not the zygote's either
+            if fd not in keep:
+                null = os.open(os.devnull, os.O_RDWR)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
+        os.umask(mask)
+        if cpus:
+            try:
+                os.sched_setaffinity(0, cpus)
+            except OSError:
+                pass
         for pid, (c, pidfd) in self.kids.items():
             c.close()
             os.close(pidfd)
