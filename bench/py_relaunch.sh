@@ -83,7 +83,7 @@ round() { # mode (off|auto)
 	echo "$tl" | awk -v mode="$mode" -v k="$t_kill" -v c="$c" '{
 		n = split($0, a, /[:;,] /)
 		for (i = 1; i <= n; i++) if (a[i] ~ / -?[0-9.]+ s$/) {
-			part = a[i]; sub(/ [0-9.]+ s$/, "", part); v = a[i]; sub(/ s$/, "", v); sub(/.* /, "", v)
+			part = a[i]; sub(/ -?[0-9.]+ s$/, "", part); v = a[i]; sub(/ s$/, "", v); sub(/.* /, "", v)
 			sub(/ \(forked by the warm zygote\)| \(exec\)/, "", part)
 			if (part ~ /^since|^total/) continue
 			print mode "\t" part "\t" v
