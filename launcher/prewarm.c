@@ -32,7 +32,8 @@ extern char **environ;
 static struct {
 	int on, verbose;
 	char key[96];
-	char *argv[MAX_FLAGS + 8]; /* python FLAGS -m slurm_elastic.warm [-v] NAME SCRIPT */
+	/* the interpreter and its FLAGS, as the program names them */
+	char *argv[MAX_FLAGS + 8];
 	int nflags;
 	const char *script;
 	struct {
@@ -93,7 +94,8 @@ int elastic__prewarm_setup(char **prog, unsigned long jobid, int verbose,
 			say("warm interpreters off (ELASTIC_WARM=%s)", mode);
 		return 0;
 	}
-	if (mode && *mode && strcmp(mode, "auto") && strcmp(mode, "on") && strcmp(mode, "1"))
+	if (mode && *mode && strcmp(mode, "auto") && strcmp(mode, "on") &&
+	    strcmp(mode, "1"))
 		say("ELASTIC_WARM=%s is not auto, on or off: taken as auto", mode);
 	if (!prog[0] || !_is_python(prog[0]))
 		return 0; /* not a Python rank: nothing to say */
@@ -107,7 +109,8 @@ int elastic__prewarm_setup(char **prog, unsigned long jobid, int verbose,
 	}
 	pw.nflags = i - 1;
 	pw.script = prog[i];
-	snprintf(pw.key, sizeof(pw.key), "elastic-warm.%lu.%ld.%lx", jobid, (long)getpid(),
+	snprintf(pw.key, sizeof(pw.key), "elastic-warm.%lu.%ld.%lx", jobid,
+		 (long)getpid(),
 		 (unsigned long)(_wall() * 1e6) ^ ((unsigned long)getpid() << 20));
 	setenv("ELASTIC_RUN_WARM", pw.key, 1);
 	if (verbose) {
@@ -321,8 +324,8 @@ static void _cpus(char *buf, size_t len)
 		return;
 	for (int c = 0; c < CPU_SETSIZE && used + 8 < len; c++)
 		if (CPU_ISSET(c, &set))
-			used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? "," : "",
-						 c);
+			used += (size_t)snprintf(buf + used, len - used, "%s%d",
+						 used ? "," : "", c);
 }
 
 /* Send the request: length + fds, then argv, environ, cwd, fd numbers, umask
@@ -362,8 +365,10 @@ static int _send_request(int s, char **argv)
 	free(list);
 	if (bad)
 		goto out;
-	len--; /* no NUL after the last field */
-	uint32_t n32 = (uint32_t)len; /* little-endian hosts only: x86_64, aarch64 */
+	/* no NUL after the last field; the length little-endian (as x86_64
+	 * and aarch64 are: the zygote reads "<I") */
+	len--;
+	uint32_t n32 = (uint32_t)len;
 	union {
 		char b[CMSG_SPACE(sizeof(int) * MAX_FDS)];
 		struct cmsghdr align;
@@ -424,8 +429,8 @@ int elastic__prewarm_run(char **argv, volatile pid_t *child, int *ws,
 		return -1;
 	int s = _connect(key);
 	if (s < 0) {
-		_note("no warm interpreter on this node (%s): starting %s cold", strerror(errno),
-		      argv[0]);
+		_note("no warm interpreter on this node (%s): starting %s cold",
+		      strerror(errno), argv[0]);
 		return -1;
 	}
 	if (_send_request(s, argv) < 0 || _line(s, line, sizeof(line)) < 0) {
