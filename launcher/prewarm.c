@@ -31,6 +31,7 @@ extern char **environ;
 
 static struct {
 	int on, verbose;
+	void (*say)(const char *fmt, ...);
 	char key[96];
 	/* the interpreter and its FLAGS, as the program names them */
 	char *argv[MAX_FLAGS + 8];
@@ -89,6 +90,7 @@ int elastic__prewarm_setup(char **prog, unsigned long jobid, int verbose,
 	int i = 1;
 
 	pw.verbose = verbose;
+	pw.say = say;
 	if (mode && (!strcmp(mode, "off") || !strcmp(mode, "0") || !strcmp(mode, "no"))) {
 		if (verbose)
 			say("warm interpreters off (ELASTIC_WARM=%s)", mode);
@@ -134,8 +136,12 @@ static void _start(const struct elastic_host *h)
 	const char *av[32 + MAX_FLAGS];
 	int n = 0;
 
-	if (pw.nz >= MAX_ZYGOTE)
+	if (pw.nz >= MAX_ZYGOTE) {
+		if (pw.verbose)
+			pw.say("no warm interpreter on %s: at most %d zygotes", h->name,
+			       MAX_ZYGOTE);
 		return;
+	}
 	snprintf(jobopt, sizeof(jobopt), "--jobid=%lu", h->job);
 	snprintf(name, sizeof(name), "%s.%s", pw.key, h->name);
 	av[n++] = "srun";
