@@ -41,6 +41,7 @@ read from the script; ``torch`` is always imported.
 """
 
 import ast
+import fcntl
 import gc
 import os
 import runpy
@@ -298,16 +299,25 @@ class Zygote:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
-        keep = set()
+        # the zygote's own descriptors go first (their numbers may be the
+        # rank's), then the received ones move above every target and down
+        # onto their numbers
+        for pid, (c, pidfd) in self.kids.items():
+            c.close()
+            os.close(pidfd)
+        self.kids.clear()
+        conn.close()
+        lsock.close()
+        top = max([t for _, t in fds] + [2]) + 1
+        staged = []
         for fd, target in fds:
-            if fd != target:
-                os.dup2(fd, target, inheritable=True)
-            else:
-                os.set_inheritable(fd, True)
+            staged.append((fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, top), target))
+            os.close(fd)
+        keep = set()
+        for fd, target in staged:
+            os.dup2(fd, target, inheritable=True)
+            os.close(fd)
             keep.add(target)
-        for fd, _ in fds:
-            if fd not in keep:
-                os.close(fd)
         for fd in (0, 1, 2):  # not open in the wrapper: not the zygote's either
             if fd not in keep:
                 null = os.open(os.devnull, os.O_RDWR)
@@ -320,12 +330,6 @@ class Zygote:
                 os.sched_setaffinity(0, cpus)
             except OSError:
                 pass
-        for pid, (c, pidfd) in self.kids.items():
-            c.close()
-            os.close(pidfd)
-        self.kids.clear()
-        conn.close()
-        lsock.close()
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
