@@ -11,14 +11,15 @@ starts. elastic-run therefore starts, once per node and job, ahead of need::
     python3 [FLAGS] -m slurm_elastic.warm --lifeline SOCKET SCRIPT
 
 which imports torch and the modules SCRIPT imports at its top level (read
-with :mod:`ast`; ``mpi4py.MPI`` and anything that initializes MPI are left
-out), checks that it is still single-threaded with MPI not initialized, and
-then listens on the abstract unix socket SOCKET. The rank wrapper
-(``elastic-run --rank``), started by the PRRTE daemon as usual, connects
-and sends the rank's argv, environment, cwd and open file descriptors
-(SCM_RIGHTS). The zygote forks; the child takes them over (``dup2``, the
-environment replaced, SIGUSR1 blocked until libelastic takes it, dies with
-the zygote) and runs SCRIPT as ``__main__``, exactly as ``python3 SCRIPT``
+with :mod:`ast`; ``mpi4py.MPI``, which initializes MPI, is left out; a module
+that fails to import is left to the rank), checks that it is still
+single-threaded with MPI not initialized (otherwise it says so and exits:
+relaunches start cold), and then listens on the abstract unix socket
+SOCKET. The rank wrapper (``elastic-run --rank``), started by the PRRTE
+daemon as usual, connects and sends the rank's argv, environment, cwd and open file descriptors
+(SCM_RIGHTS), its umask and CPU affinity. The zygote forks; the child takes
+them over (``dup2``, the environment replaced, plus what the zygote's imports
+set in it, SIGUSR1 blocked until libelastic takes it, dies with the zygote) and runs SCRIPT as ``__main__``, exactly as ``python3 SCRIPT``
 would from there on. The zygote tells the wrapper the child's pid and, at
 the end, its wait status; the wrapper relays signals and ends with that
 status, so PRRTE and ULFM see the rank end as before. When the wrapper dies
@@ -34,9 +35,12 @@ variable read while importing differs from the zygote's (``PYTHON*``,
 ``TORCH_*``), or when the peer is another user.
 
 What differs from a fresh interpreter: modules imported by the zygote are
-the versions on disk when the job (re)started elastic-run's zygote on that
-node, not at each relaunch; their import-time side effects happened once, in
-the zygote. ``ELASTIC_WARM_IMPORTS`` (comma-separated) replaces the list
+the versions on disk when elastic-run started the zygote on that node, not
+at each relaunch; their import-time side effects happened once, in the
+zygote; resource limits, nice value and cgroup are the zygote's (its srun
+step's, in the same job); ``ps`` shows the rank as the zygote's command
+line. The rank's first writes to memory it shares with the zygote copy
+pages (copy-on-write): a few tens of ms spread over its start. ``ELASTIC_WARM_IMPORTS`` (comma-separated) replaces the list
 read from the script; ``torch`` is always imported.
 """
 
