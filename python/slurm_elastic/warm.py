@@ -40,8 +40,10 @@ at each relaunch; their import-time side effects happened once, in the
 zygote; resource limits, nice value and cgroup are the zygote's (its srun
 step's, in the same job); ``ps`` shows the rank as the zygote's command
 line. The rank's first writes to memory it shares with the zygote copy
-pages (copy-on-write): a few tens of ms spread over its start. ``ELASTIC_WARM_IMPORTS`` (comma-separated) replaces the list
-read from the script; ``torch`` is always imported.
+pages (copy-on-write), spread over its start (not measured apart).
+
+``ELASTIC_WARM_IMPORTS`` (comma-separated) replaces the list read from the
+script; ``torch`` is always imported.
 """
 
 import ast
