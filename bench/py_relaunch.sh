@@ -7,9 +7,10 @@
 # few steps are committed, every process of the job on node2 is SIGKILLed and the grant
 # cancelled; elastic-run re-forms at 2 ranks. Prints kill -> first commit after the
 # re-form and its breakdown (elastic-run's times and the rank's, train_digits.py
-# --timings), the median of BENCH_RELAUNCH_ROUNDS rounds a mode (default 3), modes
-# alternating. Needs the testbed cluster (run it inside `testbed/cluster exec`) with
-# this build's SPANK plugin, torch and sklearn; says "skipped" otherwise.
+# --timings), and the first launch's start -> first commit, the median of
+# BENCH_RELAUNCH_ROUNDS rounds a mode (default 3), modes alternating. Needs the
+# testbed cluster (run it inside `testbed/cluster exec`) with this build's SPANK
+# plugin, torch and sklearn; says "skipped" otherwise.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/.." && pwd)
@@ -77,6 +78,8 @@ round() { # mode (off|auto)
 	wait_for "$out" '^timings \(resumed' 120 || { echo "round $mode: no relaunch" >&2; tail -20 "$out" >&2; return 1; }
 	wait_for "$out" 'first commit after a change' 10
 	scancel "$lead"
+	# the first launch (both modes cold; with warm on, the zygotes start beside it)
+	grep -a '^timings (fresh' "$out" | head -1 | sed -n "s/.*; total \([0-9.]*\) s.*/$mode\tfirst launch (cold in both modes): process start -> first commit\t\1/p"
 	tl=$(grep -a '^timings (resumed' "$out" | head -1)
 	c=$(awk '/re-form 1:/ { f = 1 } f && /first commit after a change/ {
 		for (i = 1; i <= NF; i++) if ($i ~ /^t=/) print substr($i, 3); exit }' "$out")
@@ -110,7 +113,8 @@ for line in open(sys.argv[1]):
         order.append(part)
     rows.setdefault(part, {}).setdefault(mode, []).append(float(v))
 first = ["kill -> previous mpirun ended"]
-last = ["kill -> first commit after the re-form"]
+last = ["kill -> first commit after the re-form",
+        "first launch (cold in both modes): process start -> first commit"]
 print("%-58s %10s %10s   (median of %s rounds, seconds)" % ("", "cold", "warm", sys.argv[2]))
 for part in first + [p for p in order if p not in first + last + ["warm"]] + last:
     r = rows.get(part, {})
@@ -122,4 +126,6 @@ print("ranks started warm: cold mode %d of %d rounds, warm mode %d of %d"
 for m, name in (("off", "cold"), ("auto", "warm")):
     print("kill -> first commit, %s, every round: %s" % (name, " ".join(
         "%.3f" % x for x in rows[last[0]].get(m, []))))
+print("(first launch row: with warm on, the zygotes import torch beside the first "
+      "launch's ranks, on the same cores)")
 PY

@@ -10,7 +10,9 @@ starts. elastic-run therefore starts, once per node and job, ahead of need::
 
     python3 [FLAGS] -m slurm_elastic.warm --lifeline SOCKET SCRIPT
 
-which imports torch and the modules SCRIPT imports at its top level (read
+which (once the job's first launch committed a step, where elastic-run's
+progress file is visible: the first launch keeps the cores) imports torch
+and the modules SCRIPT imports at its top level (read
 with :mod:`ast`; ``mpi4py.MPI``, which initializes MPI, is left out; a module
 that fails to import is left to the rank), checks that it is still
 single-threaded with MPI not initialized (otherwise it says so and exits:
@@ -130,6 +132,31 @@ def warm_up(script, verbose):
         sys.meta_path.remove(hook)
         del sys.path[0]
     return len(mods), failed
+
+
+def wait_first_commit(lifeline, verbose, limit=300.0):
+    """Leave the cores to the job's first launch: where elastic-run's progress
+    file (ELASTIC_RUN_PROGRESS, written by rank 0 at its commits) is visible,
+    wait until it is written (at most ``limit`` s) before importing anything.
+    Returns False when elastic-run ended meanwhile (the lifeline closed)."""
+    path = os.environ.get("ELASTIC_RUN_PROGRESS")
+    if not path or not os.path.isdir(os.path.dirname(path)):
+        return True  # another node than elastic-run's: warm up now
+    t0 = time.time()
+    while time.time() - t0 < limit:
+        try:
+            if os.path.getsize(path) > 0:
+                _log(verbose, "the job committed a step: warming up (waited %.1f s)"
+                     % (time.time() - t0))
+                return True
+        except OSError:
+            pass
+        if lifeline:
+            if select.select([0], [], [], 0.2)[0] and not os.read(0, 4096):
+                return False
+        else:
+            time.sleep(0.2)
+    return True
 
 
 def _threads():
@@ -361,6 +388,8 @@ def main(args=None):
                          "(started by elastic-run)\n")
         return 2
     name, script = args
+    if not wait_first_commit(lifeline, verbose):
+        return 0
     t0 = time.time()
     env0 = dict(os.environ)
     n, failed = warm_up(script, verbose)
