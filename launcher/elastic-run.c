@@ -23,6 +23,7 @@
 #include "ctlclient.h"
 #include "gpuset.h"
 #include "orders.h"
+#include "prewarm.h"
 #include "report.h"
 #include "runstate.h"
 
@@ -445,6 +446,22 @@ static void _rank_report(int ws)
 /* Rank wrapper: "elastic-run --rank PROGRAM ARGS": one GPU per rank; the
  * program runs as a child so that its end can be reported: mpirun's own
  * status says nothing under --with-ft ulfm. The wrapper ends as it did. */
+/* Start the program as this wrapper's child and wait for it. */
+static int _run_cold(char **argv, int *ws)
+{
+	pid_t parent = getpid();
+
+	if ((child = fork()) < 0) {
+		fprintf(stderr, "elastic-run --rank: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (child == 0)
+		_rank_exec(parent, argv);
+	while (waitpid(child, ws, 0) < 0 && errno == EINTR)
+		;
+	return 0;
+}
+
 static int _rank(int argc, char **argv)
 {
 	int ws, rc;
@@ -456,15 +473,11 @@ static int _rank(int argc, char **argv)
 	_rank_gpu();
 	if ((rc = _rank_signals()) >= 0)
 		return rc;
-	pid_t parent = getpid();
-	if ((child = fork()) < 0) {
-		fprintf(stderr, "elastic-run --rank: fork: %s\n", strerror(errno));
+	/* A warm interpreter on this node (prewarm.h) forks the rank, or it
+	 * starts here. */
+	if (elastic__prewarm_run(argv, &child, &ws, &got_signal) < 0 &&
+	    _run_cold(argv, &ws) < 0)
 		return 1;
-	}
-	if (child == 0)
-		_rank_exec(parent, argv);
-	while (waitpid(child, &ws, 0) < 0 && errno == EINTR)
-		;
 	_rank_report(ws);
 	if (WIFSIGNALED(ws)) {
 		signal(WTERMSIG(ws), SIG_DFL);
@@ -625,6 +638,8 @@ static int _job(struct run *r)
 		elastic__orders_init(&r->orders, (uint32_t)r->jobid);
 		r->have_ctl = 1;
 	}
+	/* warm interpreters for a Python program's relaunches (prewarm.h) */
+	elastic__prewarm_setup(r->prog, r->jobid, verbose, _say);
 	return -1;
 }
 
@@ -761,6 +776,7 @@ static int _spawn(struct run *r, const char **av)
 	}
 	snprintf(gen, sizeof(gen), "%u", r->rep.gen);
 	setenv("ELASTIC_RUN_GEN", gen, 1);
+	elastic__prewarm_launch(&r->set, r->t_end); /* zygotes ahead of need */
 	r->t0 = _now();
 	child = fork();
 	if (child < 0) {
@@ -915,6 +931,7 @@ static enum run_state _reform(struct run *r)
 /* FINISH: close the channel and remove the run's files. */
 static int _finish(struct run *r)
 {
+	elastic__prewarm_stop();
 	elastic__report_close(&r->rep);
 	if (r->have_ctl)
 		elastic__ctl_fini(&r->ctl);
