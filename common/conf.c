@@ -15,29 +15,6 @@
 
 #define MAX_LINE 4096
 
-int elastic__errorf(elastic_error_t *err, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err->text, sizeof(err->text), fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
-
-int elastic__fail(elastic_error_t *err, int e, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err->text, sizeof(err->text), fmt, ap);
-		va_end(ap);
-	}
-	errno = e;
-	return -1;
-}
-
 #define _fail elastic__fail
 
 static const struct elastic_conf_key *_find(const struct elastic_conf_key *keys,

@@ -5,22 +5,7 @@
 
 #include <stddef.h>
 
-/* Human-readable detail beside a -1/errno return (the same type as the one
- * of <elastic/elastic.h>, hence the guard). */
-#ifndef ELASTIC_ERROR_T_DEFINED
-#define ELASTIC_ERROR_T_DEFINED 1
-typedef struct elastic_error {
-	char text[256];
-} elastic_error_t;
-#endif
-
-/* Fill err (may be NULL) printf-style; always returns -1. */
-int elastic__errorf(elastic_error_t *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/* The same, and errno = e: `return elastic__fail(err, EINVAL, "...")`. */
-int elastic__fail(elastic_error_t *err, int e, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+#include "contract.h" /* elastic_error_t, elastic__errorf, elastic__fail */
 
 enum elastic_conf_type {
 	ELASTIC_CONF_STRING, /* char * (malloc'd, owned by the struct) */

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* common/fuzz_proto.c: libFuzzer target for the job channel header, body and payload
- * decoders. */
+ * decoders, and the contract's parsers of what users and admins write (tag, sizes). */
 #include "config.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "contract.h"
 #include "proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -39,6 +40,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    back.job != m.job || back.step != m.step || back.order != m.order ||
 		    back.grant != m.grant || strcmp(back.host, m.host) ||
 		    strcmp(back.reason, m.reason) || strcmp(back.nodes, m.nodes))
+			abort();
+	}
+	/* As an AdminComment tag and a size list: what parses formats back to
+	 * text that parses to the same. */
+	if (size < ELASTIC_TAG_MAX) {
+		struct elastic_request r, r2;
+		struct elastic_sizes s, s2;
+		char in[ELASTIC_TAG_MAX], out[ELASTIC_TAG_MAX];
+		memcpy(in, data, size);
+		in[size] = '\0';
+		if (elastic_tag_parse(in, &r, &err) == 0 &&
+		    (elastic_tag_format(&r, out, sizeof(out)) < 0 ||
+		     elastic_tag_parse(out, &r2, &err) != 0 ||
+		     memcmp(&r, &r2, sizeof(r))))
+			abort();
+		if (elastic_sizes_parse(in, ',', &s, &err) == 0 &&
+		    (elastic_sizes_format(&s, ',', out, sizeof(out)) < 0 ||
+		     elastic_sizes_parse(out, ',', &s2, &err) != 0 ||
+		     memcmp(&s, &s2, sizeof(s))))
 			abort();
 	}
 	return 0;

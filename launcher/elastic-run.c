@@ -24,9 +24,9 @@
 #include "ctlclient.h"
 #include "report.h"
 
-#define EXIT_REFORM  75 /* libelastic's ELASTIC_EXIT_REFORM */
-#define EXIT_USAGE   2
-#define EXIT_NOALLOC 3
+#define EXIT_REFORM  ELASTIC_EXIT_REFORM /* common/contract.h */
+#define EXIT_USAGE   ELASTIC_EXIT_USAGE
+#define EXIT_NOALLOC ELASTIC_EXIT_NOALLOC
 
 static int verbose;
 static volatile sig_atomic_t got_signal;
@@ -453,30 +453,14 @@ static int _same_set(const struct elastic_gpuset *a, const struct elastic_gpuset
 	return 1;
 }
 
-static long _env_long(const char *name, long def, long min, long max)
-{
-	const char *v = getenv(name);
-	char *end;
-	long x;
-	if (!v || !*v)
-		return def;
-	errno = 0;
-	x = strtol(v, &end, 10);
-	if (*end || errno || x < min || x > max) {
-		fprintf(stderr, "elastic-run: %s=%s is not an integer in [%ld, %ld]\n",
-			name, v, min, max);
-		exit(EXIT_USAGE);
-	}
-	return x;
-}
-
 int main(int argc, char **argv)
 {
 	static struct elastic_gpuset set, now;
+	struct elastic_request req;
 	char self[PATH_MAX], dir[PATH_MAX], hostfile[PATH_MAX + 16], agent[PATH_MAX + 32];
 	char progress[PATH_MAX + 32];
 	const char *mpirun = "mpirun", *extra[32];
-	int nextra = 0, max_relaunch = 20, max_stuck = 3, dry = 0, sizes[64], nsizes = 0;
+	int nextra = 0, max_relaunch = 20, max_stuck = 3, dry = 0;
 	unsigned long jobid;
 	elastic_error_t err;
 	int i;
@@ -555,20 +539,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "elastic-run: SLURM_JOB_ID=%s is not a job id\n", jid);
 		return EXIT_NOALLOC;
 	}
-	long min = _env_long("ELASTIC_MIN_GPUS", 1, 1, 65536);
-	long max = _env_long("ELASTIC_MAX_GPUS", 65536, min, 65536);
-	const char *sz = getenv("ELASTIC_SIZES");
-	if (sz && strcmp(sz, "pow2") == 0) {
-		for (int p = 1; p <= 65536 && nsizes < 64; p *= 2)
-			sizes[nsizes++] = p;
-	} else if (sz && *sz && strcmp(sz, "any") != 0) {
-		nsizes = elastic__parse_idx(sz, sizes, 64);
-		if (nsizes <= 0) {
-			fprintf(stderr,
-				"elastic-run: ELASTIC_SIZES=%s is not a list of sizes\n",
-				sz);
-			return EXIT_USAGE;
-		}
+	if (elastic_request_from_env(&req, NULL, &err) < 0) {
+		fprintf(stderr, "elastic-run: %s\n", err.text);
+		return EXIT_USAGE;
 	}
 	if (!getenv("ELASTIC_JOB_ID"))
 		setenv("ELASTIC_JOB_ID", jid, 1);
@@ -637,15 +610,15 @@ int main(int argc, char **argv)
 			status = 1;
 			break;
 		}
-		elastic__gpuset_trim(&set, (int)max, sizes, nsizes);
+		elastic__gpuset_trim(&set, &req);
 		if (have_ctl) {
 			elastic__ctl_releases_done(&ctl);
 			ctl.gpus = set.total;
 			elastic__ctl_poll(&ctl, 0, _say);
 		}
-		if (set.total < min) {
+		if (set.total < req.min_gpus) {
 			_say("only %d GPU%s usable, below the job's minimum of %ld: giving up",
-			     set.total, set.total == 1 ? "" : "s", min);
+			     set.total, set.total == 1 ? "" : "s", req.min_gpus);
 			status = 1;
 			break;
 		}
@@ -741,7 +714,7 @@ int main(int argc, char **argv)
 				_progress(progress);
 			if (have_ctl && elastic__ctl_poll(&ctl, 50, _say) && !stop_sent &&
 			    _discover(&now, jobid, &err) == 0) {
-				elastic__gpuset_trim(&now, (int)max, sizes, nsizes);
+				elastic__gpuset_trim(&now, &req);
 				if (!_same_set(&set, &now)) {
 					_say("asking the %d ranks to re-form at the next step boundary (SIGUSR1)",
 					     set.total);
@@ -786,7 +759,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		if (_discover(&now, jobid, &err) == 0)
-			elastic__gpuset_trim(&now, (int)max, sizes, nsizes);
+			elastic__gpuset_trim(&now, &req);
 		int changed = !_same_set(&set, &now);
 		_say("mpirun ended after %.1f s: %d rank%s ok, %d failed, %d asked to re-form, %d killed, %d lost%s",
 		     t_end - t0, sum.ok, sum.ok == 1 ? "" : "s", sum.failed, sum.reform,

@@ -174,16 +174,10 @@ int elastic__gpuset_add_job(struct elastic_gpuset *set, unsigned long job,
 	return added;
 }
 
-int elastic__gpuset_trim(struct elastic_gpuset *set, int limit, const int *sizes, int n)
+int elastic__gpuset_trim(struct elastic_gpuset *set, const struct elastic_request *req)
 {
-	int want = set->total < limit ? set->total : limit;
-	if (n > 0) {
-		int best = 0;
-		for (int i = 0; i < n; i++)
-			if (sizes[i] <= want)
-				best = sizes[i];
-		want = best;
-	}
+	int want = (int)elastic_sizes_fit(&req->sizes, req->min_gpus, req->max_gpus,
+					  set->total);
 	while (set->total > want && set->nhosts > 0) {
 		struct elastic_host *h = &set->host[set->nhosts - 1];
 		h->ngpus--;

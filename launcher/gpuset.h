@@ -6,7 +6,8 @@
 
 #include <stddef.h>
 
-#include "conf.h" /* elastic_error_t */
+#include "conf.h"     /* elastic_error_t */
+#include "contract.h" /* struct elastic_request */
 
 #define ELASTIC_GPUSET_MAX_HOSTS 4096
 #define ELASTIC_GPUSET_MAX_GPUS	 64 /* per host */
@@ -42,10 +43,10 @@ int elastic__gpuset_add_job(struct elastic_gpuset *set, unsigned long job,
 			    char *(*expand)(const char *hostlist, void *arg), void *arg,
 			    elastic_error_t *err);
 
-/* Keep at most limit GPUs (dropping from the hosts added last), and then
- * the largest count allowed by sizes (a sorted list, n entries; n = 0: any).
- * Returns the new total. */
-int elastic__gpuset_trim(struct elastic_gpuset *set, int limit, const int *sizes, int n);
+/* Keep the largest count the job's request allows (at most MAX, one of its
+ * sizes; 0 when none fits at or above MIN), dropping GPUs from the hosts added
+ * last. Returns the new total. */
+int elastic__gpuset_trim(struct elastic_gpuset *set, const struct elastic_request *req);
 
 /* Write "HOST slots=N" lines for mpirun's --hostfile; returns 0 or -1. */
 int elastic__gpuset_write_hostfile(const struct elastic_gpuset *set, const char *path,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* libelastic/ctx.c: the context: environment, logging, state registration, accessors and
- * the recovery watchdog thread. */
+/* libelastic/ctx.c: the context: elastic_init/destroy/finalize, the program's callbacks
+ * and settings, state registration, accessors. */
 #include "config.h"
 
 #include <ctype.h>
@@ -18,420 +18,6 @@
 
 #include "internal.h"
 
-int elastic__errorf(elastic_error_t *err, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err->text, sizeof(err->text), fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
-
-static const char *_level_name[] = {"error", "warning", "info", "debug"};
-
-void elastic__log(elastic_ctx_t *ctx, int level, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	int to_cb = ctx->log_fn && level <= ctx->log_level;
-	int to_err = ctx->env.debug > 0 && level <= ctx->env.debug;
-
-	if (!to_cb && !to_err)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (to_cb)
-		ctx->log_fn(ctx->log_arg, level, msg);
-	if (to_err)
-		fprintf(stderr, "libelastic[%d] %s: %s\n", ctx->rank,
-			_level_name[level < 0	? 0
-				    : level > 3 ? 3
-						: level],
-			msg);
-}
-
-double elastic__now_mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double elastic__now_real(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-struct _hook {
-	elastic_exit_fn fn;
-	void *arg;
-	int status;
-	const char *why;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int done;
-};
-
-static void *_hook_thread(void *p)
-{
-	struct _hook *h = p;
-	h->fn(h->arg, h->status, h->why);
-	pthread_mutex_lock(&h->lock);
-	h->done = 1;
-	pthread_cond_signal(&h->cond);
-	pthread_mutex_unlock(&h->lock);
-	return NULL;
-}
-
-void elastic__exit_hook(elastic_exit_fn fn, void *arg, int status, const char *why)
-{
-	static atomic_int ran;
-	/* static: a hook still running at the deadline may read it after we left */
-	static struct _hook h = {.lock = PTHREAD_MUTEX_INITIALIZER,
-				 .cond = PTHREAD_COND_INITIALIZER};
-	pthread_t t;
-	pthread_attr_t a;
-
-	if (fn && !atomic_exchange(&ran, 1)) {
-		h.fn = fn;
-		h.arg = arg;
-		h.status = status;
-		h.why = why;
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &a, _hook_thread, &h) == 0) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += ELASTIC_EXIT_HOOK_TIMEOUT;
-			pthread_mutex_lock(&h.lock);
-			while (!h.done &&
-			       pthread_cond_timedwait(&h.cond, &h.lock, &ts) == 0) {
-			}
-			pthread_mutex_unlock(&h.lock);
-		}
-		pthread_attr_destroy(&a);
-	}
-	fflush(NULL);
-}
-
-/* ---- environment ---- */
-
-static const char *_getenv(const char *name)
-{
-	return getenv(name);
-}
-
-/* Integer in [min, max] from v; 0 or -1 with err naming var. */
-static int _env_long(const char *var, const char *v, long min, long max, long *out,
-		     elastic_error_t *err)
-{
-	char *end;
-	long x;
-
-	errno = 0;
-	x = strtol(v, &end, 10);
-	while (*end && isspace((unsigned char)*end))
-		end++;
-	if (end == v || *end || errno == ERANGE || x < min || x > max)
-		return _fail(err, EINVAL, "%s='%s': expected an integer in %ld..%ld", var,
-			     v, min, max);
-	*out = x;
-	return 0;
-}
-
-/* A name part of snapshot file names: [A-Za-z0-9_.-], shorter than size. */
-static int _env_name(const char *var, const char *v, char *out, size_t size,
-		     elastic_error_t *err)
-{
-	size_t n = strlen(v);
-	if (n >= size)
-		return _fail(err, EINVAL, "%s is %zu characters long (at most %zu)", var,
-			     n, size - 1);
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)v[i]) && !strchr("_.-", v[i]))
-			return _fail(
-				err, EINVAL,
-				"%s='%s': character '%c' not allowed (letters, digits, '_', '.', '-')",
-				var, v, v[i]);
-	memcpy(out, v, n + 1);
-	return 0;
-}
-
-int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const char *),
-		      elastic_error_t *err)
-{
-	struct elastic_env e;
-	const char *v;
-	long x;
-
-	if (!env)
-		return _fail(err, EINVAL, "elastic_env_parse: env is NULL");
-	if (!getenv_fn)
-		getenv_fn = _getenv;
-	memset(&e, 0, sizeof(e));
-	e.watchdog_s = 60;
-	snprintf(e.shm_dir, sizeof(e.shm_dir), "/dev/shm");
-
-	if ((v = getenv_fn("ELASTIC_JOB_ID")) && *v &&
-	    _env_name("ELASTIC_JOB_ID", v, e.job_id, sizeof(e.job_id), err))
-		return -1;
-	if ((v = getenv_fn("ELASTIC_JOB_STAMP")) && *v &&
-	    _env_name("ELASTIC_JOB_STAMP", v, e.job_stamp, sizeof(e.job_stamp), err))
-		return -1;
-	/* Inside the job itself (plain mpirun in the batch script): its start
-	 * time, as elastic-run would set it. */
-	const char *jid = getenv_fn("SLURM_JOB_ID"),
-		   *start = getenv_fn("SLURM_JOB_START_TIME");
-	if (!e.job_stamp[0] && e.job_id[0] && jid && !strcmp(jid, e.job_id) && start &&
-	    *start && strlen(start) < sizeof(e.job_stamp) &&
-	    strspn(start, "0123456789") == strlen(start))
-		memcpy(e.job_stamp, start, strlen(start) + 1);
-	if ((v = getenv_fn("ELASTIC_MIN_GPUS")) && *v) {
-		if (_env_long("ELASTIC_MIN_GPUS", v, 1, 65536, &x, err))
-			return -1;
-		e.min_gpus = (int)x;
-	}
-	if ((v = getenv_fn("ELASTIC_MAX_GPUS")) && *v) {
-		if (_env_long("ELASTIC_MAX_GPUS", v, e.min_gpus ? e.min_gpus : 1, 65536,
-			      &x, err)) {
-			if (e.min_gpus)
-				elastic__errorf(
-					err,
-					"ELASTIC_MAX_GPUS='%s': expected an integer in %d..65536 (at least ELASTIC_MIN_GPUS=%d)",
-					v, e.min_gpus, e.min_gpus);
-			return -1;
-		}
-		e.max_gpus = (int)x;
-	}
-	if ((v = getenv_fn("ELASTIC_GRACE")) && *v) {
-		if (_env_long("ELASTIC_GRACE", v, 0, 86400, &x, err))
-			return -1;
-		e.grace_s = (int)x;
-	}
-	if ((v = getenv_fn("ELASTIC_SIZES")) && *v && strcasecmp(v, "any") != 0) {
-		const char *p = v;
-		int lo = e.min_gpus ? e.min_gpus : 1,
-		    hi = e.max_gpus ? e.max_gpus : 65536;
-		if (!strcasecmp(v, "pow2")) {
-			for (int z = 1; z <= hi; z *= 2)
-				if (z >= lo)
-					e.sizes[e.nsizes++] = z;
-			if (e.nsizes == 0)
-				return _fail(
-					err, EINVAL,
-					"ELASTIC_SIZES=pow2: no power of two in %d..%d",
-					lo, hi);
-			p = "";
-		}
-		while (*p) {
-			char *end;
-			errno = 0;
-			long s = strtol(p, &end, 10);
-			if (end == p || errno || s < lo || s > hi ||
-			    (*end && *end != ','))
-				return _fail(
-					err, EINVAL,
-					"ELASTIC_SIZES='%s': expected any, pow2, or increasing sizes in %d..%d separated by ','",
-					v, lo, hi);
-			if (e.nsizes > 0 && s <= e.sizes[e.nsizes - 1])
-				return _fail(
-					err, EINVAL,
-					"ELASTIC_SIZES='%s': sizes must be increasing (%ld after %d)",
-					v, s, e.sizes[e.nsizes - 1]);
-			if (e.nsizes == (int)(sizeof(e.sizes) / sizeof(e.sizes[0])))
-				return _fail(err, EINVAL,
-					     "ELASTIC_SIZES='%s': more than %zu sizes", v,
-					     sizeof(e.sizes) / sizeof(e.sizes[0]));
-			e.sizes[e.nsizes++] = (int)s;
-			p = *end ? end + 1 : end;
-			if (*end == ',' && !*p)
-				return _fail(err, EINVAL,
-					     "ELASTIC_SIZES='%s': trailing ','", v);
-		}
-	}
-	if ((v = getenv_fn("ELASTIC_CONTROLLER")) && *v) {
-		const char *colon = strrchr(v, ':');
-		size_t hl = colon ? (size_t)(colon - v) : 0;
-		if (!colon || hl == 0 || hl >= sizeof(e.controller_host))
-			return _fail(err, EINVAL,
-				     "ELASTIC_CONTROLLER='%s': expected HOST:PORT", v);
-		if (_env_long("ELASTIC_CONTROLLER port", colon + 1, 1, 65535, &x, err))
-			return -1;
-		memcpy(e.controller_host, v, hl);
-		e.controller_host[hl] = '\0';
-		e.controller_port = (int)x;
-	}
-	if ((v = getenv_fn("ELASTIC_DEBUG")) && *v) {
-		if (!strcasecmp(v, "yes") || !strcasecmp(v, "true") ||
-		    !strcasecmp(v, "on"))
-			e.debug = ELASTIC_LOG_DEBUG;
-		else if (!strcasecmp(v, "no") || !strcasecmp(v, "false") ||
-			 !strcasecmp(v, "off"))
-			e.debug = 0;
-		else if (_env_long("ELASTIC_DEBUG", v, 0, 3, &x, err))
-			return -1;
-		else
-			e.debug = (int)x;
-	}
-	if ((v = getenv_fn("ELASTIC_WATCHDOG")) && *v) {
-		char *end;
-		errno = 0;
-		double d = strtod(v, &end);
-		if (end == v || *end || errno || !isfinite(d) || d < 0 || d > 86400)
-			return _fail(
-				err, EINVAL,
-				"ELASTIC_WATCHDOG='%s': expected seconds in 0..86400 (0 = off)",
-				v);
-		e.watchdog_s = d;
-	}
-	e.finalize_timeout_s = 10;
-	if ((v = getenv_fn("ELASTIC_FINALIZE_TIMEOUT")) && *v) {
-		char *end;
-		errno = 0;
-		double d = strtod(v, &end);
-		if (end == v || *end || errno || !isfinite(d) || d < 0 || d > 86400)
-			return _fail(
-				err, EINVAL,
-				"ELASTIC_FINALIZE_TIMEOUT='%s': expected seconds in 0..86400 (0 = wait forever)",
-				v);
-		e.finalize_timeout_s = d;
-	}
-	if ((v = getenv_fn("ELASTIC_STEP_TIMEOUT")) && *v) {
-		char *end;
-		errno = 0;
-		double d = strtod(v, &end);
-		if (end == v || *end || errno || !isfinite(d) || d < 0 || d > 86400)
-			return _fail(
-				err, EINVAL,
-				"ELASTIC_STEP_TIMEOUT='%s': expected seconds in 0..86400 (0 = off)",
-				v);
-		e.step_timeout_s = d;
-	}
-	if ((v = getenv_fn("ELASTIC_SHM_DIR")) && *v) {
-		if (v[0] != '/' || strlen(v) >= sizeof(e.shm_dir))
-			return _fail(
-				err, EINVAL,
-				"ELASTIC_SHM_DIR='%s': expected an absolute path shorter than %zu",
-				v, sizeof(e.shm_dir));
-		snprintf(e.shm_dir, sizeof(e.shm_dir), "%s", v);
-	}
-	if ((v = getenv_fn("ELASTIC_CHECKPOINT_DIR")) && *v) {
-		if (v[0] != '/' || strlen(v) >= sizeof(e.checkpoint_dir))
-			return _fail(
-				err, EINVAL,
-				"ELASTIC_CHECKPOINT_DIR='%s': expected an absolute path shorter than %zu",
-				v, sizeof(e.checkpoint_dir));
-		snprintf(e.checkpoint_dir, sizeof(e.checkpoint_dir), "%s", v);
-	}
-	if ((v = getenv_fn("ELASTIC_CHECKPOINT_EVERY")) && *v) {
-		if (_env_long("ELASTIC_CHECKPOINT_EVERY", v, 1, INT_MAX, &x, err))
-			return -1;
-		e.checkpoint_every = x;
-	}
-	e.snapshot_every = 1;
-	if ((v = getenv_fn("ELASTIC_SNAPSHOT_EVERY")) && *v) {
-		if (_env_long("ELASTIC_SNAPSHOT_EVERY", v, 1, INT_MAX, &x, err))
-			return -1;
-		e.snapshot_every = x;
-	}
-	if ((v = getenv_fn("ELASTIC_SNAPSHOT_THREAD")) && *v) {
-		if (!strcmp(v, "1") || !strcmp(v, "yes"))
-			e.snapshot_thread = 1;
-		else if (strcmp(v, "0") && strcmp(v, "no"))
-			return _fail(err, EINVAL,
-				     "ELASTIC_SNAPSHOT_THREAD='%s': expected yes or no",
-				     v);
-	}
-	if ((v = getenv_fn("ELASTIC_BIND")) && *v) {
-		if (!strcmp(v, "gpu") || !strcmp(v, "yes") || !strcmp(v, "1"))
-			e.bind = 1;
-		else if (strcmp(v, "no") && strcmp(v, "0") && strcmp(v, "none"))
-			return _fail(
-				err, EINVAL,
-				"ELASTIC_BIND='%s': expected gpu (bind near the GPU) or no (leave binding alone)",
-				v);
-	}
-	if (e.checkpoint_every && !e.checkpoint_dir[0])
-		return _fail(
-			err, EINVAL,
-			"ELASTIC_CHECKPOINT_EVERY is set but ELASTIC_CHECKPOINT_DIR is not");
-	if (e.checkpoint_dir[0] && !e.checkpoint_every)
-		e.checkpoint_every = 100;
-	*env = e;
-	return 0;
-}
-
-/* ---- watchdog ---- */
-
-static void *_watchdog(void *arg)
-{
-	elastic_ctx_t *ctx = arg;
-
-	pthread_mutex_lock(&ctx->wd_lock);
-	while (!ctx->wd_stop) {
-		int64_t d = atomic_load(&ctx->wd_deadline_ns);
-		double wait = 0.1; /* a step deadline is armed without a wake-up */
-		if (d > 0) {
-			double left = d * 1e-9 - elastic__now_mono();
-			if (left <= 0) {
-				char msg[200];
-				int kind = atomic_load(&ctx->wd_kind);
-				int n = snprintf(
-					msg, sizeof(msg),
-					"libelastic[%d]: %s did not finish in %g s: exiting %d so that the job is re-formed\n",
-					ctx->rank, kind == 2 ? "a step" : "recovery",
-					kind == 2 ? ctx->env.step_timeout_s
-						  : ctx->wd_timeout_s,
-					ELASTIC_EXIT_REFORM);
-				/* The library ends the process here (documented in
-				 * elastic.h): ULFM recovery, or a step whose failure
-				 * went unnoticed, can hang. */
-				if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
-				}
-				pthread_mutex_unlock(&ctx->wd_lock);
-				elastic__exit_hook(
-					ctx->exit_fn, ctx->exit_arg, ELASTIC_EXIT_REFORM,
-					kind == 2 ? "step timeout" : "recovery watchdog");
-				_exit(ELASTIC_EXIT_REFORM);
-			}
-			if (left < wait)
-				wait = left;
-		}
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		double until = ts.tv_sec + ts.tv_nsec * 1e-9 + wait;
-		ts.tv_sec = (time_t)until;
-		ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
-		pthread_cond_timedwait(&ctx->wd_cond, &ctx->wd_lock, &ts);
-	}
-	pthread_mutex_unlock(&ctx->wd_lock);
-	return NULL;
-}
-
-void elastic__watchdog_arm(elastic_ctx_t *ctx, int kind)
-{
-	double t = kind == 1   ? ctx->wd_timeout_s
-		   : kind == 2 ? ctx->env.step_timeout_s
-			       : 0;
-
-	if (!ctx->wd_running)
-		return;
-	atomic_store(&ctx->wd_kind, kind);
-	atomic_store(&ctx->wd_deadline_ns,
-		     kind && t > 0 ? (int64_t)((elastic__now_mono() + t) * 1e9) : 0);
-	if (kind == 1) {
-		/* recovery (rare): wake the thread for an exact deadline */
-		pthread_mutex_lock(&ctx->wd_lock);
-		pthread_cond_signal(&ctx->wd_cond);
-		pthread_mutex_unlock(&ctx->wd_lock);
-	}
-}
-
 int elastic_set_commit_mode(elastic_ctx_t *ctx, int mode, elastic_error_t *err)
 {
 	if (!ctx)
@@ -447,59 +33,7 @@ int elastic_set_commit_mode(elastic_ctx_t *ctx, int mode, elastic_error_t *err)
 	return 0;
 }
 
-int elastic_set_watchdog(elastic_ctx_t *ctx, double seconds, elastic_error_t *err)
-{
-	if (!ctx)
-		return _fail(err, EINVAL, "elastic_set_watchdog: ctx is NULL");
-	if (!isfinite(seconds) || seconds < 0 || seconds > 86400)
-		return _fail(err, EINVAL,
-			     "elastic_set_watchdog: %g s is outside 0..86400", seconds);
-	pthread_mutex_lock(&ctx->wd_lock);
-	ctx->wd_timeout_s = seconds;
-	pthread_mutex_unlock(&ctx->wd_lock);
-	return 0;
-}
-
 /* ---- context ---- */
-
-/* FNV-1a of the host name: ranks with the same value share a node (and its
- * /dev/shm). */
-static uint64_t _host_id(void)
-{
-	char name[256] = "";
-	uint64_t h = 1469598103934665603ull;
-
-	gethostname(name, sizeof(name) - 1);
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		h = (h ^ *p) * 1099511628211ull;
-	return h;
-}
-
-int elastic__survey(elastic_ctx_t *ctx, MPI_Comm comm, uint64_t *lo, uint64_t *hi,
-		    int *node_rank)
-{
-	int size, rank, rc, nr = 0;
-	uint64_t mine[2] = {ctx->host_id, ctx->committed}, *all, l = UINT64_MAX, u = 0;
-
-	MPI_Comm_size(comm, &size);
-	MPI_Comm_rank(comm, &rank);
-	if (!(all = malloc(2 * sizeof(uint64_t) * (size_t)size)))
-		return MPI_ERR_NO_MEM;
-	rc = MPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, comm);
-	if (rc == MPI_SUCCESS) {
-		for (int i = 0; i < size; i++) {
-			if (i < rank && all[2 * i] == mine[0])
-				nr++;
-			l = all[2 * i + 1] < l ? all[2 * i + 1] : l;
-			u = all[2 * i + 1] > u ? all[2 * i + 1] : u;
-		}
-		*lo = l;
-		*hi = u;
-		*node_rank = nr;
-	}
-	free(all);
-	return rc;
-}
 
 int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 {
@@ -523,16 +57,14 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 	ctx->comm = MPI_COMM_NULL;
 	ctx->progress.fd = -1;
 	ctx->host.step[0] = ctx->host.step[1] = UINT64_MAX;
-	ctx->wd_timeout_s = ctx->env.watchdog_s;
-	pthread_mutex_init(&ctx->wd_lock, NULL);
-	pthread_cond_init(&ctx->wd_cond, NULL);
+	elastic__watchdog_start(ctx);
 	if ((rc = MPI_Comm_dup(comm, &ctx->comm)) != MPI_SUCCESS) {
 		elastic__errorf(err, "elastic_init: MPI_Comm_dup failed (MPI error %d)",
 				rc);
 		goto fail;
 	}
 	MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
-	ctx->host_id = _host_id();
+	ctx->host_id = elastic__host_id();
 	MPI_Comm_rank(ctx->comm, &ctx->rank);
 	MPI_Comm_size(ctx->comm, &ctx->size);
 	{
@@ -563,31 +95,26 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 		goto fail;
 	}
 	if (ctx->env.job_id[0])
-		snprintf(ctx->shm_prefix, sizeof(ctx->shm_prefix), "%s/elastic-%s-%s%s",
-			 ctx->env.shm_dir, ctx->env.job_id, ctx->env.job_stamp,
-			 ctx->env.job_stamp[0] ? "-" : "");
+		elastic_snap_prefix(ctx->shm_prefix, sizeof(ctx->shm_prefix),
+				    ctx->env.shm_dir, ctx->env.job_id,
+				    ctx->env.job_stamp);
 	if (ctx->env.checkpoint_dir[0] && ctx->rank == 0 &&
 	    mkdir(ctx->env.checkpoint_dir, 0700) < 0 && errno != EEXIST)
 		elastic__log(ctx, ELASTIC_LOG_WARN, "cannot create %s: %s",
 			     ctx->env.checkpoint_dir, strerror(errno));
 	elastic__stop_signal_install(ctx);
 	elastic__bind_near_gpu(ctx);
-	if (pthread_create(&ctx->wd_thread, NULL, _watchdog, ctx) == 0)
-		ctx->wd_running = 1;
-	else
-		elastic__log(ctx, ELASTIC_LOG_WARN,
-			     "no watchdog thread: recovery is not timed");
+	elastic__watchdog_run(ctx);
 	elastic__log(ctx, ELASTIC_LOG_DEBUG,
 		     "init: rank %d of %d, job '%s', watchdog %.1f s, node snapshot %s",
-		     ctx->rank, ctx->size, ctx->env.job_id, ctx->wd_timeout_s,
+		     ctx->rank, ctx->size, ctx->env.job_id, ctx->wd.timeout_s,
 		     ctx->shm_prefix[0] ? ctx->shm_prefix : "off (no ELASTIC_JOB_ID)");
 	*out = ctx;
 	return 0;
 fail:
 	if (ctx->comm != MPI_COMM_NULL)
 		MPI_Comm_free(&ctx->comm);
-	pthread_mutex_destroy(&ctx->wd_lock);
-	pthread_cond_destroy(&ctx->wd_cond);
+	elastic__watchdog_stop(ctx);
 	free(ctx);
 	errno = EIO;
 	return -1;
@@ -597,13 +124,7 @@ void elastic_destroy(elastic_ctx_t *ctx)
 {
 	if (!ctx)
 		return;
-	if (ctx->wd_running) {
-		pthread_mutex_lock(&ctx->wd_lock);
-		ctx->wd_stop = 1;
-		pthread_cond_signal(&ctx->wd_cond);
-		pthread_mutex_unlock(&ctx->wd_lock);
-		pthread_join(ctx->wd_thread, NULL);
-	}
+	elastic__watchdog_stop(ctx);
 	elastic__persist_final(ctx); /* waits for a background snapshot first */
 	elastic__snap_async_stop(ctx);
 	elastic__nccl_free(ctx);
@@ -614,8 +135,6 @@ void elastic_destroy(elastic_ctx_t *ctx)
 	elastic__snap_shm_unmap(ctx);
 	free(ctx->fp);
 	free(ctx->regions);
-	pthread_mutex_destroy(&ctx->wd_lock);
-	pthread_cond_destroy(&ctx->wd_cond);
 	free(ctx);
 }
 
@@ -623,25 +142,25 @@ void elastic_set_log(elastic_ctx_t *ctx, elastic_log_fn fn, void *arg, int level
 {
 	if (!ctx)
 		return;
-	ctx->log_fn = fn;
-	ctx->log_arg = arg;
-	ctx->log_level = level;
+	ctx->cb.log_fn = fn;
+	ctx->cb.log_arg = arg;
+	ctx->cb.log_level = level;
 }
 
 void elastic_set_change_callback(elastic_ctx_t *ctx, elastic_change_fn fn, void *arg)
 {
 	if (!ctx)
 		return;
-	ctx->change_fn = fn;
-	ctx->change_arg = arg;
+	ctx->cb.change_fn = fn;
+	ctx->cb.change_arg = arg;
 }
 
 void elastic_set_exit_hook(elastic_ctx_t *ctx, elastic_exit_fn fn, void *arg)
 {
 	if (!ctx)
 		return;
-	ctx->exit_fn = fn;
-	ctx->exit_arg = arg;
+	ctx->cb.exit_fn = fn;
+	ctx->cb.exit_arg = arg;
 }
 
 int elastic_register(elastic_ctx_t *ctx, const char *name, void *ptr, size_t bytes,
@@ -723,115 +242,21 @@ const struct elastic_env *elastic_get_env(const elastic_ctx_t *ctx)
 	return ctx ? &ctx->env : NULL;
 }
 
-struct _guard {
-	double seconds;
-	int status;
-	elastic_exit_fn fn;
-	void *arg;
-};
-
-/* Set once MPI_Finalize returned: the guard then leaves the process alone. */
-static atomic_int _finalize_returned;
-
-static void *_finalize_guard(void *arg)
-{
-	struct _guard g = *(struct _guard *)arg;
-	struct timespec ts = {(time_t)g.seconds,
-			      (long)((g.seconds - (time_t)g.seconds) * 1e9)};
-	char msg[128];
-	int n;
-
-	free(arg);
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-	}
-	if (atomic_load(&_finalize_returned))
-		return NULL; /* the process lives on after MPI_Finalize (Python) */
-	n = snprintf(msg, sizeof(msg),
-		     "libelastic: MPI_Finalize did not return in %.1f s: exiting %d\n",
-		     g.seconds, g.status);
-	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
-	}
-	elastic__exit_hook(g.fn, g.arg, g.status, "finalize guard");
-	_exit(g.status);
-	return NULL;
-}
-
 int elastic_finalize(elastic_ctx_t *ctx, int status)
 {
-	struct _guard *g = malloc(sizeof(*g));
 	struct elastic_env env;
-	pthread_t t;
-	pthread_attr_t a;
+	int rc;
 
 	if (ctx)
 		env = ctx->env;
 	else if (elastic_env_parse(&env, NULL, NULL) < 0)
 		env.finalize_timeout_s = 10;
-	if (g && env.finalize_timeout_s > 0) {
-		g->seconds = env.finalize_timeout_s;
-		g->status = ctx && ctx->completed ? status : ELASTIC_EXIT_REFORM;
-		g->fn = ctx ? ctx->exit_fn : NULL;
-		g->arg = ctx ? ctx->exit_arg : NULL;
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &a, _finalize_guard, g) != 0)
-			free(g);
-		pthread_attr_destroy(&a);
-	} else {
-		free(g);
-	}
+	elastic__finalize_guard(env.finalize_timeout_s,
+				ctx && ctx->completed ? status : ELASTIC_EXIT_REFORM,
+				ctx ? ctx->cb.exit_fn : NULL,
+				ctx ? ctx->cb.exit_arg : NULL);
 	elastic_destroy(ctx);
-	int rc = MPI_Finalize();
-	atomic_store(&_finalize_returned, 1);
+	rc = MPI_Finalize();
+	elastic__finalize_returned();
 	return rc;
-}
-
-/* Planned re-form (grow, planned shrink): elastic-run sends SIGUSR1 to every
- * rank; the flag enters the next commit agreement so that all ranks stop
- * after the same committed step. */
-static volatile sig_atomic_t stop_requested;
-
-static void _on_stop_signal(int sig)
-{
-	stop_requested = 1;
-}
-
-int elastic__stop_requested(void)
-{
-	return stop_requested != 0;
-}
-
-/* elastic-run starts ranks with SIGUSR1 blocked, so that a re-form asked
- * for before elastic_init stays pending instead of killing the process:
- * unblock it here, once the handler (or the decision not to have one) is
- * in place; a pending request is then taken at the next commit. */
-static void _stop_signal_unblock(void)
-{
-	sigset_t usr1;
-	sigemptyset(&usr1);
-	sigaddset(&usr1, SIGUSR1);
-	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
-}
-
-void elastic__stop_signal_install(elastic_ctx_t *ctx)
-{
-	struct sigaction old, sa = {.sa_handler = _on_stop_signal};
-	const char *v = getenv("ELASTIC_STOP_SIGNAL");
-
-	if (v && strcmp(v, "none") == 0) {
-		_stop_signal_unblock();
-		return;
-	}
-	if (sigaction(SIGUSR1, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
-	    old.sa_handler != _on_stop_signal) {
-		elastic__log(
-			ctx, ELASTIC_LOG_WARN,
-			"SIGUSR1 has a handler of the program's: planned re-forms (grow, shrink at a step boundary) are off");
-		_stop_signal_unblock();
-		return;
-	}
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGUSR1, &sa, NULL);
-	_stop_signal_unblock();
 }

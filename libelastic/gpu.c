@@ -36,6 +36,7 @@ static struct {
 	const char *(*GetErrorString)(cudaError_t);
 	cudaError_t (*SetDevice)(int);
 	cudaError_t (*DeviceGetPCIBusId)(char *, int, int);
+	cudaError_t (*StreamSynchronize)(cudaStream_t);
 #ifdef HAVE_NCCL
 	int nccl_ok;
 	char nccl_why[200];
@@ -44,6 +45,8 @@ static struct {
 	const char *(*NcclErrorString)(ncclResult_t);
 	ncclResult_t (*CommAbort)(ncclComm_t);
 	ncclResult_t (*CommDestroy)(ncclComm_t);
+	ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t,
+				  ncclRedOp_t, ncclComm_t, cudaStream_t);
 #ifdef HAVE_NCCL_COMM_SHRINK
 	ncclResult_t (*CommShrink)(ncclComm_t, int *, int, ncclComm_t *, ncclConfig_t *,
 				   int);
@@ -91,6 +94,7 @@ static void _load(void)
 	_SYM(h, GetErrorString, "cudaGetErrorString", _g.why);
 	_SYM(h, SetDevice, "cudaSetDevice", _g.why);
 	_SYM(h, DeviceGetPCIBusId, "cudaDeviceGetPCIBusId", _g.why);
+	_SYM(h, StreamSynchronize, "cudaStreamSynchronize", _g.why);
 	_g.ok = 1;
 #ifdef HAVE_NCCL
 	h = _open("libnccl.so." _XSTR(NCCL_MAJOR), ELASTIC_NCCL_LIBDIR, "libnccl.so",
@@ -102,6 +106,7 @@ static void _load(void)
 	_SYM(h, NcclErrorString, "ncclGetErrorString", _g.nccl_why);
 	_SYM(h, CommAbort, "ncclCommAbort", _g.nccl_why);
 	_SYM(h, CommDestroy, "ncclCommDestroy", _g.nccl_why);
+	_SYM(h, AllReduce, "ncclAllReduce", _g.nccl_why);
 #ifdef HAVE_NCCL_COMM_SHRINK
 	/* optional: without it a change aborts and re-creates the communicator */
 	*(void **)&_g.CommShrink = dlsym(h, "ncclCommShrink");
@@ -154,6 +159,13 @@ int elastic_nccl_comm(elastic_ctx_t *ctx, void *out, elastic_error_t *err)
 		     "elastic_nccl_comm: this libelastic was built without NCCL");
 }
 
+int elastic_gpu_allreduce(elastic_ctx_t *ctx, void *buf, size_t count, MPI_Datatype type,
+			  void *stream, elastic_error_t *err)
+{
+	return _fail(err, ENODEV,
+		     "elastic_gpu_allreduce: this libelastic was built without NCCL");
+}
+
 void elastic__nccl_on_change(elastic_ctx_t *ctx, const int *lost, int nlost)
 {
 }
@@ -202,6 +214,49 @@ int elastic_nccl_comm(elastic_ctx_t *ctx, void *out, elastic_error_t *err)
 			     _g.NcclErrorString(nr));
 	ctx->nccl->valid = 1;
 	*(ncclComm_t *)out = ctx->nccl->comm;
+	return 0;
+}
+
+int elastic_gpu_allreduce(elastic_ctx_t *ctx, void *buf, size_t count, MPI_Datatype type,
+			  void *stream, elastic_error_t *err)
+{
+	ncclComm_t comm;
+	ncclDataType_t nt;
+	ncclResult_t nr;
+	cudaError_t ce;
+
+	if (!ctx || (!buf && count))
+		return _fail(err, EINVAL, "elastic_gpu_allreduce: NULL argument");
+	if (type == MPI_FLOAT)
+		nt = ncclFloat32;
+	else if (type == MPI_DOUBLE)
+		nt = ncclFloat64;
+	else
+		return _fail(
+			err, EINVAL,
+			"elastic_gpu_allreduce: type is not MPI_FLOAT or MPI_DOUBLE");
+	if (!ctx->in_step)
+		return _fail(
+			err, EPROTO,
+			"elastic_gpu_allreduce: outside a step (call elastic_step_begin first)");
+	if (!ctx->comm_ok)
+		return _fail(err, ECANCELED,
+			     "elastic_gpu_allreduce: the world failed in this step");
+	if (elastic_nccl_comm(ctx, &comm, err) < 0)
+		return -1;
+	nr = _g.AllReduce(buf, buf, count, nt, ncclSum, comm, (cudaStream_t)stream);
+	if (nr == ncclSuccess &&
+	    (ce = _g.StreamSynchronize((cudaStream_t)stream)) != cudaSuccess) {
+		elastic_step_fail(ctx);
+		return _fail(err, EIO, "elastic_gpu_allreduce: %s",
+			     _g.GetErrorString(ce));
+	}
+	if (nr != ncclSuccess) {
+		/* a peer lost: the step is redone after the recovery at commit */
+		elastic_step_fail(ctx);
+		return _fail(err, EIO, "elastic_gpu_allreduce: ncclAllReduce: %s",
+			     _g.NcclErrorString(nr));
+	}
 	return 0;
 }
 

@@ -21,6 +21,13 @@ int elastic_nccl_comm(elastic_ctx_t *ctx, void *out, elastic_error_t *err)
 		     "elastic_nccl_comm: this libelastic was built without NCCL");
 }
 
+int elastic_gpu_allreduce(elastic_ctx_t *ctx, void *buf, size_t count, MPI_Datatype type,
+			  void *stream, elastic_error_t *err)
+{
+	return _fail(err, ENODEV,
+		     "elastic_gpu_allreduce: this libelastic was built without CUDA");
+}
+
 void elastic__nccl_on_change(elastic_ctx_t *ctx, const int *lost, int nlost)
 {
 }

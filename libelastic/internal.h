@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "elastic/elastic.h"
+#include "contract.h" /* the job contract; elastic__errorf */
 
 #define ELASTIC__NAME_MAX 64
 #define ELASTIC__FP_WORDS 16
@@ -44,6 +45,45 @@ struct elastic__progress {
 	double last; /* monotonic time of the last record */
 };
 
+/* The recovery and step watchdog (watchdog.c): a thread that ends the
+ * process with ELASTIC_EXIT_REFORM when a recovery or a step overruns. */
+struct elastic__watchdog {
+	pthread_t thread;
+	int running;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	double timeout_s;	     /* recovery (elastic_set_watchdog) */
+	_Atomic int64_t deadline_ns; /* CLOCK_MONOTONIC; 0: disarmed */
+	_Atomic int kind;	     /* 1: recovery, 2: step */
+	int stop;
+};
+
+/* The node snapshot writer (snap.c, update-after-commit mode): copies the
+ * state, unchanged during the step by the caller's promise, while the step
+ * runs; joined before elastic_step_commit returns. */
+struct elastic__snapwriter {
+	pthread_t thread;
+	int running;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int pending; /* a snapshot asked for, not written yet */
+	int stop;
+	int rc;	       /* result of the last one */
+	uint64_t step; /* its step */
+	elastic_error_t err;
+};
+
+/* What the program registered to hear from the library. */
+struct elastic__callbacks {
+	elastic_log_fn log_fn;
+	void *log_arg;
+	int log_level;
+	elastic_change_fn change_fn;
+	void *change_arg;
+	elastic_exit_fn exit_fn;
+	void *exit_arg;
+};
+
 struct elastic_ctx {
 	MPI_Comm comm; /* current world (ours, ERRORS_RETURN) */
 	int rank, size;
@@ -63,18 +103,7 @@ struct elastic_ctx {
 	int resumed;
 	struct elastic__hostsnap host;
 	struct elastic__shmslot shm[2];
-	/* node snapshot writer (update-after-commit mode): copies the state,
-	 * unchanged during the step by the caller's promise, while the step
-	 * runs; joined before elastic_step_commit returns */
-	pthread_t sw_thread;
-	int sw_running;
-	pthread_mutex_t sw_lock;
-	pthread_cond_t sw_cond;
-	int sw_pending; /* a snapshot asked for, not written yet */
-	int sw_stop;
-	int sw_rc;	  /* result of the last one */
-	uint64_t sw_step; /* its step */
-	elastic_error_t sw_err;
+	struct elastic__snapwriter sw;
 	char shm_prefix[512]; /* ELASTIC_SHM_DIR/elastic-<job>-; "" = off */
 	int completed;
 	int mode;	    /* enum elastic_commit_mode */
@@ -88,24 +117,8 @@ struct elastic_ctx {
 			     * at begin (ELASTIC__FP_WORDS a region), to catch a
 			     * caller that changes its state inside the step */
 
-	/* callbacks */
-	elastic_log_fn log_fn;
-	void *log_arg;
-	int log_level;
-	elastic_change_fn change_fn;
-	void *change_arg;
-	elastic_exit_fn exit_fn;
-	void *exit_arg;
-
-	/* watchdog */
-	pthread_t wd_thread;
-	int wd_running;
-	pthread_mutex_t wd_lock;
-	pthread_cond_t wd_cond;
-	double wd_timeout_s;
-	_Atomic int64_t wd_deadline_ns; /* CLOCK_MONOTONIC; 0: disarmed */
-	_Atomic int wd_kind;		/* 1: recovery, 2: step */
-	int wd_stop;
+	struct elastic__callbacks cb;
+	struct elastic__watchdog wd;
 
 	struct elastic_stats stats;
 	struct elastic__nccl *nccl;
@@ -120,28 +133,49 @@ void elastic__progress_close(elastic_ctx_t *ctx);
 /* sampler.c: samples taken since the start (epochs x samples + consumed) */
 uint64_t elastic__sampler_seen(const elastic_sampler_t *s);
 
-/* ctx.c */
-int elastic__errorf(elastic_error_t *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* log.c (errors: common/contract.h) */
 void elastic__log(elastic_ctx_t *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 double elastic__now_mono(void);
-/* Before the library's own _exit: run the exit hook fn (may be NULL) on a
- * thread of its own for at most ELASTIC_EXIT_HOOK_TIMEOUT s, then flush
- * stdio. Runs at most once per process. */
-void elastic__exit_hook(elastic_exit_fn fn, void *arg, int status, const char *why);
 double elastic__now_real(void);
-/* Arm the watchdog for a recovery (kind 1: ELASTIC_WATCHDOG) or a step
- * (kind 2: ELASTIC_STEP_TIMEOUT), or disarm it (kind 0). */
+
+/* process.c: before the library's own _exit: run the exit hook fn (may be
+ * NULL) on a thread of its own for at most ELASTIC_EXIT_HOOK_TIMEOUT s, then
+ * flush stdio. Runs at most once per process. */
+void elastic__exit_hook(elastic_exit_fn fn, void *arg, int status, const char *why);
+/* A detached thread that ends the process with status (after the exit hook)
+ * unless elastic__finalize_returned() is called within seconds (<= 0: none). */
+void elastic__finalize_guard(double seconds, int status, elastic_exit_fn fn, void *arg);
+void elastic__finalize_returned(void);
+/* Planned re-form on SIGUSR1: install the handler (unless
+ * ELASTIC_STOP_SIGNAL=none or the program has its own); was it received? */
+void elastic__stop_signal_install(elastic_ctx_t *ctx);
+int elastic__stop_requested(void);
+
+/* watchdog.c: start (lock, settings: at init, before anything can fail),
+ * run (the thread), stop (join, free; safe after a failed start). Arm it
+ * for a recovery (kind 1: ELASTIC_WATCHDOG) or a step (kind 2:
+ * ELASTIC_STEP_TIMEOUT), or disarm it (kind 0). */
+int elastic__watchdog_start(elastic_ctx_t *ctx);
+void elastic__watchdog_run(elastic_ctx_t *ctx);
+void elastic__watchdog_stop(elastic_ctx_t *ctx);
 void elastic__watchdog_arm(elastic_ctx_t *ctx, int kind);
-/* One allgather over comm of (host, committed step): the range of committed
- * steps over its ranks and this rank's index among those on its host.
- * Returns the MPI return code. */
+
+/* survey.c: this node's id (a hash of the host name). One allgather over
+ * comm of (host, committed step): the range of committed steps over its
+ * ranks and this rank's index among those on its host. Returns the MPI
+ * return code. */
+uint64_t elastic__host_id(void);
 int elastic__survey(elastic_ctx_t *ctx, MPI_Comm comm, uint64_t *lo, uint64_t *hi,
 		    int *node_rank);
 
-/* step.c: in ELASTIC_UPDATE_AFTER_COMMIT mode, write the node snapshot of
- * the last committed step if it is not written yet (at destroy). */
+/* persist.c: copy the last committed step out when due (sync = 0: a node
+ * snapshot may go to the background writer); wait for the background
+ * writer; copy now whatever the interval (before a re-form); at destroy in
+ * ELASTIC_UPDATE_AFTER_COMMIT mode, the last committed step if not yet. */
+void elastic__persist(elastic_ctx_t *ctx, int sync);
+void elastic__persist_wait(elastic_ctx_t *ctx);
+void elastic__persist_now(elastic_ctx_t *ctx);
 void elastic__persist_final(elastic_ctx_t *ctx);
 
 /* ft.c: the only file that calls MPIX_*. */
@@ -209,11 +243,6 @@ int elastic__gpu_busid(elastic_ctx_t *ctx, int *dev, char *busid, size_t len, ch
 /* NCCL communicator upkeep (stubs when there is no NCCL). */
 void elastic__nccl_on_change(elastic_ctx_t *ctx, const int *failed, int nfailed);
 void elastic__nccl_free(elastic_ctx_t *ctx);
-
-/* Planned re-form on SIGUSR1 (ctx.c): install the handler (unless
- * ELASTIC_STOP_SIGNAL=none or the program has its own); was it received? */
-void elastic__stop_signal_install(elastic_ctx_t *ctx);
-int elastic__stop_requested(void);
 
 /* Set err (printf-style) and errno = e; evaluates to -1. */
 #define _fail(err, e, ...) (elastic__errorf((err), __VA_ARGS__), errno = (e), -1)

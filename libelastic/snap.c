@@ -155,9 +155,8 @@ static int _pread_all(int fd, void *buf, size_t n, off_t off)
 static void _slot_path(const elastic_ctx_t *ctx, const char *prefix, int slot, char *path,
 		       size_t n)
 {
-	snprintf(path, n, "%s%016llx-%08x-%d.snap", prefix,
-		 (unsigned long long)ctx->launch_id,
-		 (unsigned)(ctx->host_id & 0xffffffffu), slot);
+	elastic_snap_file(path, n, prefix, ctx->launch_id,
+			  (uint32_t)(ctx->host_id & 0xffffffffu), slot);
 }
 
 static void _fill_header(const elastic_ctx_t *ctx, struct snap_header *h)
@@ -297,8 +296,9 @@ static int _each_file(const char *prefix,
 		return 0;
 	while (!r && (e = readdir(d))) {
 		size_t nl = strlen(e->d_name);
-		if (nl <= bl + 5 || strncmp(e->d_name, base, bl) ||
-		    strcmp(e->d_name + nl - 5, ".snap"))
+		size_t sl = strlen(ELASTIC_SNAP_SUFFIX);
+		if (nl <= bl + sl || strncmp(e->d_name, base, bl) ||
+		    strcmp(e->d_name + nl - sl, ELASTIC_SNAP_SUFFIX))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		r = fn(path, e->d_name + bl, arg);
@@ -428,51 +428,51 @@ static void *_writer(void *arg)
 {
 	elastic_ctx_t *ctx = arg;
 
-	pthread_mutex_lock(&ctx->sw_lock);
+	pthread_mutex_lock(&ctx->sw.lock);
 	for (;;) {
-		while (!ctx->sw_pending && !ctx->sw_stop)
-			pthread_cond_wait(&ctx->sw_cond, &ctx->sw_lock);
-		if (!ctx->sw_pending)
+		while (!ctx->sw.pending && !ctx->sw.stop)
+			pthread_cond_wait(&ctx->sw.cond, &ctx->sw.lock);
+		if (!ctx->sw.pending)
 			break;
-		uint64_t step = ctx->sw_step;
+		uint64_t step = ctx->sw.step;
 		elastic_error_t e = {""};
-		pthread_mutex_unlock(&ctx->sw_lock);
+		pthread_mutex_unlock(&ctx->sw.lock);
 		int rc = elastic__snap_shm_publish(ctx, step, NULL, &e);
-		pthread_mutex_lock(&ctx->sw_lock);
-		ctx->sw_rc = rc;
-		ctx->sw_err = e;
-		ctx->sw_pending = 0;
-		pthread_cond_broadcast(&ctx->sw_cond);
+		pthread_mutex_lock(&ctx->sw.lock);
+		ctx->sw.rc = rc;
+		ctx->sw.err = e;
+		ctx->sw.pending = 0;
+		pthread_cond_broadcast(&ctx->sw.cond);
 	}
-	pthread_mutex_unlock(&ctx->sw_lock);
+	pthread_mutex_unlock(&ctx->sw.lock);
 	return NULL;
 }
 
 int elastic__snap_async_start(elastic_ctx_t *ctx, uint64_t step)
 {
-	if (!ctx->sw_running) {
-		if (pthread_mutex_init(&ctx->sw_lock, NULL) != 0)
+	if (!ctx->sw.running) {
+		if (pthread_mutex_init(&ctx->sw.lock, NULL) != 0)
 			return -1;
-		if (pthread_cond_init(&ctx->sw_cond, NULL) != 0) {
-			pthread_mutex_destroy(&ctx->sw_lock);
-			return -1;
-		}
-		ctx->sw_pending = ctx->sw_stop = 0;
-		if (pthread_create(&ctx->sw_thread, NULL, _writer, ctx) != 0) {
-			pthread_cond_destroy(&ctx->sw_cond);
-			pthread_mutex_destroy(&ctx->sw_lock);
+		if (pthread_cond_init(&ctx->sw.cond, NULL) != 0) {
+			pthread_mutex_destroy(&ctx->sw.lock);
 			return -1;
 		}
-		ctx->sw_running = 1;
+		ctx->sw.pending = ctx->sw.stop = 0;
+		if (pthread_create(&ctx->sw.thread, NULL, _writer, ctx) != 0) {
+			pthread_cond_destroy(&ctx->sw.cond);
+			pthread_mutex_destroy(&ctx->sw.lock);
+			return -1;
+		}
+		ctx->sw.running = 1;
 	}
-	pthread_mutex_lock(&ctx->sw_lock);
-	while (ctx->sw_pending) /* one at a time (callers wait first) */
-		pthread_cond_wait(&ctx->sw_cond, &ctx->sw_lock);
-	ctx->sw_step = step;
-	ctx->sw_rc = 0;
-	ctx->sw_pending = 1;
-	pthread_cond_broadcast(&ctx->sw_cond);
-	pthread_mutex_unlock(&ctx->sw_lock);
+	pthread_mutex_lock(&ctx->sw.lock);
+	while (ctx->sw.pending) /* one at a time (callers wait first) */
+		pthread_cond_wait(&ctx->sw.cond, &ctx->sw.lock);
+	ctx->sw.step = step;
+	ctx->sw.rc = 0;
+	ctx->sw.pending = 1;
+	pthread_cond_broadcast(&ctx->sw.cond);
+	pthread_mutex_unlock(&ctx->sw.lock);
 	return 0;
 }
 
@@ -480,29 +480,29 @@ int elastic__snap_async_wait(elastic_ctx_t *ctx, elastic_error_t *err)
 {
 	int rc;
 
-	if (!ctx->sw_running)
+	if (!ctx->sw.running)
 		return 0;
-	pthread_mutex_lock(&ctx->sw_lock);
-	while (ctx->sw_pending)
-		pthread_cond_wait(&ctx->sw_cond, &ctx->sw_lock);
-	rc = ctx->sw_rc;
+	pthread_mutex_lock(&ctx->sw.lock);
+	while (ctx->sw.pending)
+		pthread_cond_wait(&ctx->sw.cond, &ctx->sw.lock);
+	rc = ctx->sw.rc;
 	if (rc < 0 && err)
-		*err = ctx->sw_err;
-	ctx->sw_rc = 0;
-	pthread_mutex_unlock(&ctx->sw_lock);
+		*err = ctx->sw.err;
+	ctx->sw.rc = 0;
+	pthread_mutex_unlock(&ctx->sw.lock);
 	return rc;
 }
 
 void elastic__snap_async_stop(elastic_ctx_t *ctx)
 {
-	if (!ctx->sw_running)
+	if (!ctx->sw.running)
 		return;
-	pthread_mutex_lock(&ctx->sw_lock);
-	ctx->sw_stop = 1;
-	pthread_cond_broadcast(&ctx->sw_cond);
-	pthread_mutex_unlock(&ctx->sw_lock);
-	pthread_join(ctx->sw_thread, NULL);
-	pthread_cond_destroy(&ctx->sw_cond);
-	pthread_mutex_destroy(&ctx->sw_lock);
-	ctx->sw_running = 0;
+	pthread_mutex_lock(&ctx->sw.lock);
+	ctx->sw.stop = 1;
+	pthread_cond_broadcast(&ctx->sw.cond);
+	pthread_mutex_unlock(&ctx->sw.lock);
+	pthread_join(ctx->sw.thread, NULL);
+	pthread_cond_destroy(&ctx->sw.cond);
+	pthread_mutex_destroy(&ctx->sw.lock);
+	ctx->sw.running = 0;
 }

@@ -192,9 +192,8 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (ctx->env.checkpoint_dir[0]) {
 		char prefix[512];
 		unsigned char *b2 = malloc(ctx->state_bytes ? ctx->state_bytes : 1);
-		snprintf(prefix, sizeof(prefix), "%s/elastic-%s-",
-			 ctx->env.checkpoint_dir,
-			 ctx->env.job_id[0] ? ctx->env.job_id : "job");
+		elastic_snap_prefix(prefix, sizeof(prefix), ctx->env.checkpoint_dir,
+				    ctx->env.job_id[0] ? ctx->env.job_id : "job", NULL);
 		int h2 = b2 ? elastic__snap_file_load(ctx, prefix, b2, &step, &e2) : -1;
 		if (h2 < 0)
 			elastic__log(ctx, ELASTIC_LOG_WARN, "resume: %s",
@@ -254,114 +253,16 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 	return 1;
 }
 
-/* This launch's node snapshot is written: older launches' files on this
- * node can go (once). */
-static void _snap_written(elastic_ctx_t *ctx)
-{
-	if (!ctx->cleaned && !ctx->fenced) {
-		elastic__snap_file_remove(ctx->shm_prefix, ctx->launch_id);
-		ctx->cleaned = 1;
-	}
-}
-
-/* Wait for a background node snapshot, if one was started. */
-static void _snap_wait(elastic_ctx_t *ctx)
-{
-	elastic_error_t e;
-
-	if (!ctx->sw_running)
-		return;
-	if (elastic__snap_async_wait(ctx, &e) < 0)
-		elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s", e.text);
-	else
-		_snap_written(ctx);
-}
-
-/* The node snapshot (and checkpoint) of the last committed step, when due.
- * sync = 0 at a begin in update-after-commit mode: with
- * ELASTIC_SNAPSHOT_THREAD the node snapshot is copied in the background while
- * the step runs (the caller does not change its state until the commit
- * returns, which waits for it). */
-static void _persist(elastic_ctx_t *ctx, int sync)
-{
-	elastic_error_t e;
-
-	if (ctx->committed == ctx->persisted || !ctx->started)
-		return;
-	if (ctx->shm_prefix[0] &&
-	    ctx->committed - ctx->persisted >= (uint64_t)ctx->env.snapshot_every) {
-		if (ctx->node_rank == 0 && !ctx->fenced &&
-		    !elastic__snap_owner_is(ctx->shm_prefix, ctx->launch_id)) {
-			/* a newer launch of this job resumed from these snapshots:
-			 * this one is a leftover and must stop (see commit) */
-			ctx->fenced = 1;
-			elastic__log(
-				ctx, ELASTIC_LOG_ERROR,
-				"a newer launch of job %s owns the snapshots of this node: stopping this one",
-				ctx->env.job_id);
-		}
-		if (ctx->node_rank == 0 && !ctx->fenced) {
-			/* copy at commit: from the copy just made (when fused, it is
-			 * the snapshot's data already); else from the state itself */
-			int slot = (int)(ctx->committed & 1);
-			const unsigned char *src =
-				ctx->host.buf[slot] &&
-						ctx->host.step[slot] == ctx->committed
-					? ctx->host.buf[slot]
-					: NULL;
-			if (!sync && !src && ctx->env.snapshot_thread &&
-			    ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT &&
-			    elastic__snap_async_start(ctx, ctx->committed) == 0) {
-				/* joined in elastic_step_commit (_snap_wait) */
-			} else if (elastic__snap_shm_publish(ctx, ctx->committed, src,
-							     &e) < 0) {
-				elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s",
-					     e.text);
-			} else {
-				_snap_written(ctx);
-			}
-		}
-		ctx->persisted = ctx->committed;
-	}
-	if (ctx->env.checkpoint_dir[0] && ctx->rank == 0 &&
-	    ctx->committed % (uint64_t)ctx->env.checkpoint_every == 0) {
-		char prefix[512];
-		snprintf(prefix, sizeof(prefix), "%s/elastic-%s-",
-			 ctx->env.checkpoint_dir,
-			 ctx->env.job_id[0] ? ctx->env.job_id : "job");
-		if (elastic__snap_file_write(ctx, prefix, ctx->committed, &e) < 0)
-			elastic__log(ctx, ELASTIC_LOG_WARN, "checkpoint: %s", e.text);
-		else
-			elastic__snap_file_remove(prefix, ctx->launch_id);
-	}
-}
-
-void elastic__persist_final(elastic_ctx_t *ctx)
-{
-	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT && !ctx->in_step &&
-	    !ctx->completed) {
-		long every = ctx->env.snapshot_every;
-		_snap_wait(ctx);
-		ctx->env.snapshot_every = 1;
-		_persist(ctx, 1);
-		ctx->env.snapshot_every = every;
-	}
-}
-
 /* Every rank agreed to stop after this committed step: keep it on the node
  * (whatever the snapshot interval), leave MPI and exit so that elastic-run
  * re-forms the job over its new set of GPUs. */
 static void _stop_for_reform(elastic_ctx_t *ctx)
 {
-	long every = ctx->env.snapshot_every;
-	_snap_wait(ctx);
-	ctx->env.snapshot_every = 1;
-	_persist(ctx, 1);
-	ctx->env.snapshot_every = every;
+	elastic__persist_now(ctx);
 	elastic__log(ctx, ELASTIC_LOG_INFO,
 		     "planned re-form: stopping after committed step %llu (exit %d)",
 		     (unsigned long long)ctx->committed, ELASTIC_EXIT_REFORM);
-	elastic__exit_hook(ctx->exit_fn, ctx->exit_arg, ELASTIC_EXIT_REFORM,
+	elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg, ELASTIC_EXIT_REFORM,
 			   "planned re-form");
 	elastic_finalize(ctx, ELASTIC_EXIT_REFORM);
 	_exit(ELASTIC_EXIT_REFORM);
@@ -409,13 +310,13 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 			elastic__snap_host_save(ctx, ctx->committed);
 		ctx->persisted = ctx->committed;
 		ctx->started = 1;
-		if (ctx->resumed && ctx->change_fn)
-			ctx->change_fn(ctx, ctx->change_arg);
+		if (ctx->resumed && ctx->cb.change_fn)
+			ctx->cb.change_fn(ctx, ctx->cb.change_arg);
 	} else if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT) {
 		/* the caller has applied the last committed step's update */
 		if (ctx->stop_pending)
 			_stop_for_reform(ctx);
-		_persist(ctx, 0);
+		elastic__persist(ctx, 0);
 	}
 	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT) {
 		if (!ctx->fp &&
@@ -558,7 +459,7 @@ int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err)
 	int r = _commit(ctx, err);
 	if (ctx) {
 		/* the caller may change its state once this returns */
-		_snap_wait(ctx);
+		elastic__persist_wait(ctx);
 		elastic__watchdog_arm(ctx, 0);
 	}
 	return r;
@@ -611,7 +512,7 @@ static int _commit(elastic_ctx_t *ctx, elastic_error_t *err)
 		ctx->committed++;
 		if (ctx->mode == ELASTIC_COPY_AT_COMMIT) {
 			elastic__snap_host_save(ctx, ctx->committed);
-			_persist(ctx, 1);
+			elastic__persist(ctx, 1);
 		}
 		ctx->in_step = 0;
 		ctx->stats.commits++;
@@ -640,8 +541,8 @@ static int _commit(elastic_ctx_t *ctx, elastic_error_t *err)
 		elastic__log(ctx, ELASTIC_LOG_WARN, "commit agreement: MPI error %d", rc);
 	if (_recover(ctx, err) < 0)
 		return -1;
-	if (ctx->change_fn)
-		ctx->change_fn(ctx, ctx->change_arg);
+	if (ctx->cb.change_fn)
+		ctx->cb.change_fn(ctx, ctx->cb.change_arg);
 	return ELASTIC_REDO;
 }
 
@@ -658,7 +559,7 @@ int elastic_complete(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (rc != MPI_SUCCESS)
 		return _fail(err, elastic__ft_is_fault(rc) ? EPIPE : EIO,
 			     "elastic_complete: barrier failed (MPI error %d)", rc);
-	_snap_wait(ctx);
+	elastic__persist_wait(ctx);
 	if (ctx->shm_prefix[0] && ctx->node_rank == 0) {
 		/* only while this launch owns them: a newer launch of the job
 		 * that resumed from them goes on from its own */

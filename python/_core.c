@@ -560,6 +560,51 @@ static PyObject *Ctx_nccl_comm(CtxObject *self, PyObject *noargs)
 	return PyLong_FromVoidPtr(comm);
 }
 
+/* Sum a CUDA buffer (a device pointer as an int, e.g. tensor.data_ptr()) of
+ * count float32/float64 items over the ranks in place with NCCL. True, or
+ * False when the world failed in this step (go on to step_commit). */
+static PyObject *Ctx_gpu_allreduce(CtxObject *self, PyObject *args, PyObject *kw)
+{
+	static char *names[] = {"ptr", "count", "dtype", "stream", NULL};
+	elastic_error_t err = {""};
+	unsigned long long ptr, stream = 0;
+	Py_ssize_t count;
+	const char *dtype = "float32";
+	MPI_Datatype t;
+	int rc, e;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "Kn|sK", names, &ptr, &count, &dtype,
+					 &stream) ||
+	    _check_open(self))
+		return NULL;
+	if (!strcmp(dtype, "float32"))
+		t = MPI_FLOAT;
+	else if (!strcmp(dtype, "float64"))
+		t = MPI_DOUBLE;
+	else {
+		PyErr_Format(PyExc_ValueError,
+			     "gpu_allreduce: dtype '%s' is not float32 or float64",
+			     dtype);
+		return NULL;
+	}
+	if (count < 0 || (!ptr && count)) {
+		PyErr_SetString(
+			PyExc_ValueError,
+			"gpu_allreduce: count must be >= 0 and ptr a device pointer");
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS rc =
+		elastic_gpu_allreduce(self->ctx, (void *)(uintptr_t)ptr, (size_t)count, t,
+				      (void *)(uintptr_t)stream, &err);
+	e = errno;
+	Py_END_ALLOW_THREADS if (_unstash(self)) return NULL;
+	if (rc == 0)
+		Py_RETURN_TRUE;
+	if (e == EIO || e == ECANCELED)
+		Py_RETURN_FALSE;
+	return _raise(e, &err, NULL);
+}
+
 #define _GETTER(name, expr)                                                              \
 	static PyObject *Ctx_get_##name(CtxObject *self, void *closure)                  \
 	{                                                                                \
@@ -626,6 +671,11 @@ static PyMethodDef Ctx_methods[] = {
 	 "the parsed ELASTIC_* environment as a dict"},
 	{"nccl_comm", (PyCFunction)Ctx_nccl_comm, METH_NOARGS,
 	 "elastic_nccl_comm: the ncclComm_t as an int (collective); ENODEV without a GPU"},
+	{"gpu_allreduce", (PyCFunction)(void (*)(void))Ctx_gpu_allreduce,
+	 METH_VARARGS | METH_KEYWORDS,
+	 "gpu_allreduce(ptr, count, dtype='float32', stream=0) -> bool: sum a CUDA buffer "
+	 "over the ranks in place with NCCL (elastic_gpu_allreduce); False when the world "
+	 "failed in this step; Error ENODEV without NCCL or a GPU"},
 	{NULL},
 };
 

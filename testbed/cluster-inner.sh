@@ -402,16 +402,14 @@ _kill_leftovers() {
 # libelastic's node snapshots of this instance's jobs (job ids from its
 # FirstJobId on) that no epilog removed: jobs killed with the cluster.
 _remove_snapshots() {
-	local first f id
+	local first ids ctl=$BUILD/plugin/elasticd/elastic-ctl
 	first=$(sed -n 's/^FirstJobId=//p' "$SLURM_CONF" 2>/dev/null || true)
-	[ -n "$first" ] || return 0
-	for f in /dev/shm/elastic-[0-9]*; do
-		[ -e "$f" ] || continue
-		id=${f#/dev/shm/elastic-}
-		id=${id%%-*}
-		[[ $id =~ ^[0-9]+$ ]] && [ "$id" -ge "$first" ] && [ "$id" -lt $((first + 100000)) ] &&
-			rm -f "$f"
-	done
+	# elastic-ctl knows the file names (common/contract.h); without a build
+	# no job of this tree wrote any
+	[ -n "$first" ] && [ -x "$ctl" ] || return 0
+	ids=$("$ctl" snapshots 2>/dev/null |
+		awk -v lo="$first" -v hi=$((first + 100000)) 'NR > 1 && $1 >= lo && $1 < hi { print $1 }' | sort -u)
+	[ -z "$ids" ] || "$ctl" snapshots --remove $ids >/dev/null || true
 	return 0
 }
 

@@ -14,7 +14,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "elastic_conf.h"
+#include "request.h"
+#include "tres.h"
 
 static char *_write_tmp(const char *text)
 {
@@ -168,7 +169,7 @@ static void valid_options(void **state)
 	assert_int_equal(r.max_gpus, 8);
 	assert_int_equal(r.grace, 30);
 	assert_int_equal(r.weight, 1);
-	assert_int_equal(r.sizes_kind, ELASTIC_SIZES_ANY);
+	assert_int_equal(r.sizes.kind, ELASTIC_SIZES_ANY);
 
 	/* MAX defaults to MIN. */
 	assert_int_equal(
@@ -177,17 +178,17 @@ static void valid_options(void **state)
 	assert_int_equal(r.max_gpus, 4);
 	assert_int_equal(r.grace, 45);
 	assert_int_equal(r.weight, 3);
-	assert_int_equal(r.sizes_kind, ELASTIC_SIZES_POW2);
+	assert_int_equal(r.sizes.kind, ELASTIC_SIZES_POW2);
 
 	/* Lists are sorted. */
 	assert_int_equal(
 		elastic_request_from_options(&r, "2-8", NULL, "8,2,6", NULL, site, NULL),
 		0);
-	assert_int_equal(r.sizes_kind, ELASTIC_SIZES_LIST);
-	assert_int_equal(r.nsizes, 3);
-	assert_int_equal(r.sizes[0], 2);
-	assert_int_equal(r.sizes[2], 8);
-	assert_int_equal(elastic_request_sizes_str(&r, ',', buf, sizeof(buf)), 5);
+	assert_int_equal(r.sizes.kind, ELASTIC_SIZES_LIST);
+	assert_int_equal(r.sizes.n, 3);
+	assert_int_equal(r.sizes.v[0], 2);
+	assert_int_equal(r.sizes.v[2], 8);
+	assert_int_equal(elastic_sizes_format(&r.sizes, ',', buf, sizeof(buf)), 5);
 	assert_string_equal(buf, "2,6,8");
 	assert_true(elastic_request_size_ok(&r, 6));
 	assert_false(elastic_request_size_ok(&r, 4));
@@ -293,15 +294,15 @@ static void tag_round_trip(void **state)
 	assert_int_equal(back.max_gpus, 8);
 	assert_int_equal(back.grace, 60);
 	assert_int_equal(back.weight, 3);
-	assert_int_equal(back.sizes_kind, ELASTIC_SIZES_LIST);
-	assert_int_equal(back.nsizes, 3);
-	assert_int_equal(back.sizes[1], 4);
+	assert_int_equal(back.sizes.kind, ELASTIC_SIZES_LIST);
+	assert_int_equal(back.sizes.n, 3);
+	assert_int_equal(back.sizes.v[1], 4);
 
 	/* Any order, weight optional. */
 	assert_int_equal(
 		elastic_tag_parse("elastic:sizes=pow2,grace=5,max=16,min=4", &back, NULL),
 		0);
-	assert_int_equal(back.sizes_kind, ELASTIC_SIZES_POW2);
+	assert_int_equal(back.sizes.kind, ELASTIC_SIZES_POW2);
 	assert_int_equal(back.weight, 1);
 	assert_int_equal(back.max_gpus, 16);
 

@@ -128,17 +128,26 @@ static void trim_to_max_and_sizes(void **state)
 {
 	static struct elastic_gpuset set;
 	elastic_error_t err;
-	int pow2[] = {1, 2, 4, 8};
+	struct elastic_request pow2 = {1, 100, 30, 1, {ELASTIC_SIZES_POW2}};
+	struct elastic_request any3 = {1, 3, 30, 1, {ELASTIC_SIZES_ANY}};
+	struct elastic_request list48 = {1, 8, 30, 1, {ELASTIC_SIZES_LIST, 2, {4, 8}}};
+	struct elastic_request pow2min3 = {3, 8, 30, 1, {ELASTIC_SIZES_POW2}};
 	memset(&set, 0, sizeof(set));
 	elastic__gpuset_add_job(&set, 10, leader, expand, NULL, &err);
 	elastic__gpuset_add_job(&set, 11, grant_oneline, expand, NULL, &err);
-	assert_int_equal(elastic__gpuset_trim(&set, 100, pow2, 4), 4);
+	/* 7 GPUs, pow2: 4. */
+	assert_int_equal(set.total, 7);
+	assert_int_equal(elastic__gpuset_trim(&set, &pow2), 4);
 	/* GPUs go from the hosts added last: node2 first. */
 	assert_int_equal(set.nhosts, 1);
 	assert_int_equal(set.host[0].ngpus, 4);
-	assert_int_equal(elastic__gpuset_trim(&set, 3, NULL, 0), 3);
-	assert_int_equal(elastic__gpuset_trim(&set, 3, pow2 + 2, 2),
-			 0); /* no size fits */
+	assert_int_equal(elastic__gpuset_trim(&set, &any3), 3);
+	assert_int_equal(elastic__gpuset_trim(&set, &list48), 0); /* no size fits */
+	/* pow2 at MIN 3 on 3 GPUs: 2 would be below MIN, so none fits. */
+	memset(&set, 0, sizeof(set));
+	elastic__gpuset_add_job(&set, 10, leader, expand, NULL, &err);
+	set.host[0].ngpus = 3, set.total = 3;
+	assert_int_equal(elastic__gpuset_trim(&set, &pow2min3), 0);
 }
 
 static void hostfile_lines(void **state)

@@ -14,7 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "elastic_conf.h"
+#include "site_conf.h"
+#include "snapshots.h"
 #include "proto.h"
 
 static const char *_ctl_addr, *_conf_path, *_munge_socket;
@@ -33,6 +34,8 @@ static void _usage(FILE *f)
 		"                             -x exit after SECONDS, -r reconnect when closed\n"
 		"  seal TYPE KEY=VALUE...     write one sealed frame to stdout\n"
 		"  send [-w SECONDS]          send stdin's bytes as they are; print replies\n"
+		"  snapshots [-r] [JOBID...]  list this node's job snapshot files (-r: remove\n"
+		"                             those of the given jobs)\n"
 		"The controller is -c, else $ELASTIC_CONTROLLER, else ControllerHost:ControllerPort\n"
 		"of elastic.conf. See elastic-ctl(1).\n");
 }
@@ -568,6 +571,8 @@ int main(int argc, char **argv)
 		return _seal(argc, argv);
 	if (strcmp(cmd, "send") == 0)
 		return _send(argc, argv);
+	if (strcmp(cmd, "snapshots") == 0)
+		return elastic__ctl_snapshots(argc, argv);
 	fprintf(stderr, "elastic-ctl: unknown command '%s'\n", cmd);
 	_usage(stderr);
 	return 2;

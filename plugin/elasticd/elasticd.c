@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "elastic_conf.h"
+#include "site_conf.h"
 #include "elasticd.h"
 
 static FILE *_logf; /* NULL: syslog */

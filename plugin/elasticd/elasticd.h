@@ -16,7 +16,8 @@
  *   reconcile.c decide, pure: state and policy targets -> actions
  *   channel.c   the TCP job channel server (common/proto.h); it calls the
  *               handlers registered with it, no other module
- * policy.h takes its mode and size kinds from elastic_conf.h.
+ * policy.h takes its size kinds from the contract (common/contract.h) and its
+ * mode from site_conf.h.
  */
 
 #include <stdarg.h>
@@ -65,7 +66,7 @@ struct ed_job {
 	int running; /* 1 running, 0 pending */
 	/* from the tag */
 	int min, max, grace, weight;
-	int sizes_kind; /* 0 any, 1 pow2, 2 list (same order in both headers) */
+	enum elastic_sizes_kind sizes_kind; /* contract.h */
 	int nsizes;
 	int sizes[ED_SIZES_MAX];
 	uint32_t priority;

@@ -43,10 +43,7 @@ int ed_plan_compute(const struct ed_snapshot *s, const struct ed_place *const *h
 		pj->id = j->id;
 		pj->min = j->min;
 		pj->max = j->max;
-		/* elastic_conf.h's and policy.h's size kinds have the same order. */
-		pj->sizes = j->sizes_kind == 1	 ? ELASTIC_SIZES_POW2
-			    : j->sizes_kind == 2 ? ELASTIC_SIZES_LIST
-						 : ELASTIC_SIZES_ANY;
+		pj->sizes = j->sizes_kind;
 		pj->size_list = j->sizes;
 		pj->nsize_list = j->nsizes;
 		pj->priority = j->priority;

@@ -134,8 +134,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conf.h"	  /* elastic_error_t */
-#include "elastic_conf.h" /* enum elastic_policy_mode, enum elastic_sizes_kind */
+#include "conf.h"      /* elastic_error_t */
+#include "contract.h"  /* enum elastic_sizes_kind */
+#include "site_conf.h" /* enum elastic_policy_mode */
 
 /* Largest GPU count of one node the policy accepts. */
 #define ELASTIC_POLICY_MAX_NODE_GPUS 1024

@@ -13,7 +13,7 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
-#include "elastic_conf.h"
+#include "contract.h"
 #include "elasticd.h"
 #include "grants.h"
 
@@ -247,10 +247,11 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 			j->max = (int)req.max_gpus;
 			j->grace = (int)req.grace;
 			j->weight = (int)req.weight;
-			j->sizes_kind = (int)req.sizes_kind;
-			j->nsizes = req.nsizes < ED_SIZES_MAX ? req.nsizes : ED_SIZES_MAX;
+			j->sizes_kind = req.sizes.kind;
+			j->nsizes =
+				req.sizes.n < ED_SIZES_MAX ? req.sizes.n : ED_SIZES_MAX;
 			for (int k = 0; k < j->nsizes; k++)
-				j->sizes[k] = (int)req.sizes[k];
+				j->sizes[k] = (int)req.sizes.v[k];
 			j->priority = ji->priority;
 			j->submit = ji->submit_time;
 			j->start = j->running ? ji->start_time : 0;

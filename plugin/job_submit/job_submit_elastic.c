@@ -19,7 +19,8 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
-#include "elastic_conf.h"
+#include "request.h"
+#include "tres.h"
 
 const char plugin_name[] = "elastic GPU jobs: request checks and job tag";
 const char plugin_type[] = "job_submit/elastic";
@@ -379,7 +380,7 @@ static int _check_gpus(const struct elastic_request *req, const char *per_job,
 	*total = hj ? pj : pn * (long)(nodes ? nodes : 1);
 	if (!elastic_request_size_ok(req, *total)) {
 		char sizes[ELASTIC_TAG_MAX] = "";
-		elastic_request_sizes_str(req, ',', sizes, sizeof(sizes));
+		elastic_sizes_format(&req->sizes, ',', sizes, sizeof(sizes));
 		return _refuse(
 			err_msg, ESLURM_INVALID_GRES,
 			"the job asks for %ld GPUs, which --%s=%ld-%ld --%s=%s does not allow%s",

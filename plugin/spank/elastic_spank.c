@@ -16,7 +16,7 @@
 
 #include <slurm/spank.h>
 
-#include "elastic_conf.h"
+#include "request.h"
 
 /* plugin_name "elastic" is part of the option variables slurmctld sees:
  * _SLURM_SPANK_OPTION_elastic_elastic_gpus=V (job_submit_elastic reads them). */
@@ -270,7 +270,7 @@ static int _export_to_tasks(spank_t sp)
 				job_id, inherited);
 		return 0;
 	}
-	if (elastic_request_sizes_str(&req, ',', sizes, sizeof(sizes)) < 0) {
+	if (elastic_sizes_format(&req.sizes, ',', sizes, sizeof(sizes)) < 0) {
 		slurm_error("elastic: --%s list too long", ELASTIC_OPT_SIZES);
 		return -1;
 	}
@@ -333,7 +333,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 
 /*
  * Job epilog (each node of the job, as root): remove the node-local step
- * snapshots libelastic keeps for a re-form (/dev/shm/elastic-<jobid>-*).
+ * snapshots libelastic keeps for a re-form (named by common/contract.h).
  * libelastic removes them itself only when the training completes; a job
  * that ends otherwise (time limit, cancel, failure) would leave them in
  * memory. Grant jobs have their own ids: their end leaves the elastic job's
@@ -342,12 +342,18 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
 	uint32_t jobid = 0;
-	char pattern[64];
+	char job[16], pattern[64];
+	int n;
 	glob_t g;
 
 	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS || !jobid)
 		return 0;
-	snprintf(pattern, sizeof(pattern), "/dev/shm/elastic-%u-*", jobid);
+	snprintf(job, sizeof(job), "%u", jobid);
+	n = elastic_snap_prefix(pattern, sizeof(pattern) - 1, ELASTIC_SNAP_DIR, job,
+				NULL);
+	if (n < 0)
+		return 0;
+	strcpy(pattern + n, "*");
 	if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
 		return 0;
 	for (size_t i = 0; i < g.gl_pathc; i++)

@@ -20,12 +20,14 @@ mkdir -p "$out/corpus"
 : >"$out/config.h"
 "$cc" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-I"$out" -I"$top/common" \
-	"$top/common/fuzz_proto.c" "$top/common/proto.c" "$top/common/conf.c" \
+	"$top/common/fuzz_proto.c" "$top/common/proto.c" "$top/common/conf.c" "$top/common/contract.c" \
 	-o "$out/fuzz_proto"
 # Seeds: one valid payload of each kind and one frame header.
 printf 'type=hello\njob=42\nhost=node1\ngpus=4\nstep=12\nrate=10.5\n' >"$out/corpus/hello"
 printf 'type=ack\njob=1\norder=5\nresult=refused\ngrant=12\nreason=not now\n' >"$out/corpus/ack"
 printf 'type=jobinfo\njob=3\nuser=alice\nmin=1\nmax=8\ntarget=5\ngpus=3\nstate=growing\nresized=17\nconnected=1\ngrants=2\nnodes=node[1-2]\n' >"$out/corpus/jobinfo"
 printf 'type=release\njob=7\norder=1\ngrant=9\ndeadline=1795000000123\n' >"$out/corpus/release"
+printf 'elastic:min=2,max=8,grace=60,sizes=2/4/8,weight=3' >"$out/corpus/tag"
+printf '8,2,4' >"$out/corpus/sizes"
 printf 'ELJC\001\006\000\000\000\000\000\020MUNGE:abcdefghi:' >"$out/corpus/frame"
 exec "$out/fuzz_proto" -max_total_time="$secs" -max_len=2048 -print_final_stats=1 "$@" "$out/corpus"

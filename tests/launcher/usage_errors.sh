@@ -20,10 +20,32 @@ check 2 "unknown option '--bogus'" env SLURM_JOB_ID=5 "$ER" --bogus true
 check 2 "--max-relaunch x: not an integer" env SLURM_JOB_ID=5 "$ER" --max-relaunch x true
 check 2 "--mpirun needs a value" env SLURM_JOB_ID=5 "$ER" --mpirun
 check 3 "SLURM_JOB_ID=abc is not a job id" env SLURM_JOB_ID=abc "$ER" true
-check 2 "ELASTIC_MIN_GPUS=0 is not an integer in [1, 65536]" env SLURM_JOB_ID=5 ELASTIC_MIN_GPUS=0 "$ER" true
-check 2 "ELASTIC_MAX_GPUS=2 is not an integer in [4, 65536]" env SLURM_JOB_ID=5 ELASTIC_MIN_GPUS=4 ELASTIC_MAX_GPUS=2 "$ER" true
-check 2 "ELASTIC_SIZES=x,y is not a list of sizes" env SLURM_JOB_ID=5 ELASTIC_SIZES=x,y "$ER" true
+# The job's ELASTIC_* contract, read by the same parser as libelastic's
+# (common/contract.c), with the same limits.
+check 2 "ELASTIC_MIN_GPUS='0': expected an integer in 1..4096" env SLURM_JOB_ID=5 ELASTIC_MIN_GPUS=0 "$ER" true
+check 2 "ELASTIC_MAX_GPUS='2': expected an integer in 4..4096" env SLURM_JOB_ID=5 ELASTIC_MIN_GPUS=4 ELASTIC_MAX_GPUS=2 "$ER" true
+check 2 "ELASTIC_SIZES='x,y': 'x' is not a GPU count" env SLURM_JOB_ID=5 ELASTIC_SIZES=x,y "$ER" true
+check 2 "MIN=3 GPUs, which is not one of its sizes" env SLURM_JOB_ID=5 ELASTIC_MIN_GPUS=3 ELASTIC_MAX_GPUS=8 ELASTIC_SIZES=pow2 "$ER" true
 check 2 "needs HOST CMD" env -u ELASTIC_RUN_MAP "$ER" --agent
 check 1 "host nodeX is not in this job's GPU set" env ELASTIC_RUN_MAP="node1=5:0" "$ER" --agent nodeX true
 check 0 "usage: elastic-run" "$ER" --help
-t_log "PASS: every bad input refused with its message"
+
+# elastic-ctl snapshots: the node snapshot files by the contract's names.
+CTL=${top_builddir:?}/plugin/elasticd/elastic-ctl
+shm=$(mktemp -d)
+trap 'rm -rf "$shm"' EXIT
+for f in elastic-41-1700000000-0000000000000001-0000abcd-0.snap elastic-41-0000000000000002-0000abcd-1.snap \
+	elastic-42-0000000000000001-0000abcd-0.snap elastic-job-0000000000000001-0000abcd-0.snap elastic-43-x.tmp other.snap; do
+	echo x >"$shm/$f"
+done
+export ELASTIC_SHM_DIR=$shm
+check 0 "elastic-42-0000000000000001-0000abcd-0.snap" "$CTL" snapshots
+[ "$("$CTL" snapshots | awk 'NR > 1 { print $1 }' | sort | tr '\n' ' ')" = "41 41 42 " ] ||
+	t_fail "elastic-ctl snapshots listed: $("$CTL" snapshots)"
+check 0 "removed 2 snapshot files" "$CTL" snapshots --remove 41
+[ "$(ls "$shm" | sort | tr '\n' ' ')" = "elastic-42-0000000000000001-0000abcd-0.snap elastic-43-x.tmp elastic-job-0000000000000001-0000abcd-0.snap other.snap " ] ||
+	t_fail "after --remove 41: $(ls "$shm")"
+check 2 "name the job ids" "$CTL" snapshots --remove
+check 2 "'4x' is not a job id" "$CTL" snapshots 4x
+check 1 "$shm/none: No such file" env ELASTIC_SHM_DIR="$shm/none" "$CTL" snapshots
+t_log "PASS: every bad input refused with its message; elastic-ctl snapshots lists and removes by job"

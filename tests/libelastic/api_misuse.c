@@ -44,7 +44,7 @@ static void bad_environment(void)
 		   &err);
 	CHECK(ctx == NULL, NULL);
 	unsetenv("ELASTIC_MIN_GPUS");
-	setenv("ELASTIC_SIZES", "8,4", 1);
+	setenv("ELASTIC_SIZES", "8,x", 1);
 	FAILS_WITH(elastic_init(MPI_COMM_WORLD, &ctx, &err), EINVAL, "ELASTIC_SIZES",
 		   &err);
 	unsetenv("ELASTIC_SIZES");

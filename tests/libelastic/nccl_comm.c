@@ -65,8 +65,15 @@ int main(int argc, char **argv)
 		if (ncclAllReduce(d, d, 4, ncclFloat, ncclSum, nc, 0) != ncclSuccess)
 			elastic_step_fail(ctx);
 		cudaStreamSynchronize(0);
+		/* and again through the library's own call: size * size */
+		if (elastic_gpu_allreduce(ctx, d, 4, MPI_FLOAT, NULL, &err) < 0 &&
+		    errno != EIO) {
+			fprintf(stderr, "nccl_comm: %s\n", err.text);
+			rc = 1;
+			break;
+		}
 		cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost);
-		if (h[0] != (float)elastic_size(ctx))
+		if (h[0] != (float)(elastic_size(ctx) * elastic_size(ctx)))
 			elastic_step_fail(ctx);
 		int r = elastic_step_commit(ctx, &err);
 		if (r == ELASTIC_REDO) {
@@ -74,7 +81,7 @@ int main(int argc, char **argv)
 			step--;
 			continue;
 		}
-		if (r < 0 || h[0] != (float)elastic_size(ctx)) {
+		if (r < 0 || h[0] != (float)(elastic_size(ctx) * elastic_size(ctx))) {
 			fprintf(stderr, "nccl_comm: step %d: sum %g on %d ranks\n", step,
 				h[0], elastic_size(ctx));
 			rc = 1;
@@ -82,7 +89,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (rc == 0 && rank == 0)
-		printf("nccl_comm: NCCL allreduce correct on %d ranks%s\n",
+		printf("nccl_comm: NCCL allreduce correct on %d ranks (ncclAllReduce and elastic_gpu_allreduce)%s\n",
 		       elastic_size(ctx), lost ? " after losing a rank" : "");
 	if (d)
 		cudaFree(d);
@@ -91,6 +98,12 @@ int main(int argc, char **argv)
 		if (rank == 0)
 			printf("SKIP: %s\n", err.text);
 		rc = 77;
+		/* the same answer from the allreduce, inside a step */
+		elastic_step_begin(ctx, &err);
+		if (elastic_gpu_allreduce(ctx, &state, 1, MPI_DOUBLE, NULL, &err) == 0 ||
+		    errno != ENODEV)
+			rc = 1;
+		elastic_step_commit(ctx, &err);
 	} else {
 		rc = 1;
 	}

@@ -100,12 +100,14 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  *                        the job's start time): node snapshots are then
  *                        ELASTIC_SHM_DIR/elastic-<id>-<stamp>-*, and a stale
  *                        snapshot of a reused job id is never resumed
- *   ELASTIC_MIN_GPUS     1..65536
- *   ELASTIC_MAX_GPUS     ELASTIC_MIN_GPUS..65536
- *   ELASTIC_GRACE        seconds a release order may wait, 0..86400
+ *   ELASTIC_MIN_GPUS     1..4096 (unset: 1, or the smallest size of a list)
+ *   ELASTIC_MAX_GPUS     ELASTIC_MIN_GPUS..4096
+ *   ELASTIC_GRACE        seconds a release order may wait, 1..86400
  *   ELASTIC_SIZES        allowed world sizes: any (or empty), pow2 (powers
- *                        of two within MIN..MAX), or a list "2,4,8"
- *                        (increasing, within MIN..MAX)
+ *                        of two within MIN..MAX), or a list "2,4,8" (each
+ *                        size once, within MIN..MAX); MIN must be one of
+ *                        them. The same rules as sbatch --elastic-* (one
+ *                        parser, slurm-elastic's common/contract.c)
  *   ELASTIC_CONTROLLER   host:port of elasticd, port 1..65535
  *   ELASTIC_DEBUG        0..3 (or yes/no): log to stderr at that level
  *   ELASTIC_WATCHDOG     seconds, 0..86400 (default 60; 0 = off): when a
@@ -374,6 +376,18 @@ uint64_t elastic_sampler_consumed(const elastic_sampler_t *s);
  * it); elastic_destroy() frees it.
  */
 int elastic_nccl_comm(elastic_ctx_t *ctx, void *out, elastic_error_t *err);
+
+/*
+ * Sum count items of type (MPI_FLOAT or MPI_DOUBLE) of the device buffer buf
+ * over the current world in place, with NCCL on stream (a cudaStream_t; NULL:
+ * the default stream), and wait for it: for gradients that live on the GPU
+ * (the Python binding's CUDA path uses it). Inside a step only (EPROTO);
+ * ECANCELED once this rank saw the world fail in this step; ENODEV without
+ * NCCL or a GPU. A NCCL or CUDA error marks the step failed (EIO): go on to
+ * elastic_step_commit, which recovers and has the step redone.
+ */
+int elastic_gpu_allreduce(elastic_ctx_t *ctx, void *buf, size_t count, MPI_Datatype type,
+			  void *stream, elastic_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* libelastic/process.c: what the library does to its process: the exit hook before its own
+ * _exit, the finalize guard, and SIGUSR1 (planned re-form). */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct _hook {
+	elastic_exit_fn fn;
+	void *arg;
+	int status;
+	const char *why;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done;
+};
+
+static void *_hook_thread(void *p)
+{
+	struct _hook *h = p;
+	h->fn(h->arg, h->status, h->why);
+	pthread_mutex_lock(&h->lock);
+	h->done = 1;
+	pthread_cond_signal(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+void elastic__exit_hook(elastic_exit_fn fn, void *arg, int status, const char *why)
+{
+	static atomic_int ran;
+	/* static: a hook still running at the deadline may read it after we left */
+	static struct _hook h = {.lock = PTHREAD_MUTEX_INITIALIZER,
+				 .cond = PTHREAD_COND_INITIALIZER};
+	pthread_t t;
+	pthread_attr_t a;
+
+	if (fn && !atomic_exchange(&ran, 1)) {
+		h.fn = fn;
+		h.arg = arg;
+		h.status = status;
+		h.why = why;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &a, _hook_thread, &h) == 0) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += ELASTIC_EXIT_HOOK_TIMEOUT;
+			pthread_mutex_lock(&h.lock);
+			while (!h.done &&
+			       pthread_cond_timedwait(&h.cond, &h.lock, &ts) == 0) {
+			}
+			pthread_mutex_unlock(&h.lock);
+		}
+		pthread_attr_destroy(&a);
+	}
+	fflush(NULL);
+}
+
+struct _guard {
+	double seconds;
+	int status;
+	elastic_exit_fn fn;
+	void *arg;
+};
+
+/* Set once MPI_Finalize returned: the guard then leaves the process alone. */
+static atomic_int _finalize_returned;
+
+static void *_finalize_guard(void *arg)
+{
+	struct _guard g = *(struct _guard *)arg;
+	struct timespec ts = {(time_t)g.seconds,
+			      (long)((g.seconds - (time_t)g.seconds) * 1e9)};
+	char msg[128];
+	int n;
+
+	free(arg);
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+	}
+	if (atomic_load(&_finalize_returned))
+		return NULL; /* the process lives on after MPI_Finalize (Python) */
+	n = snprintf(msg, sizeof(msg),
+		     "libelastic: MPI_Finalize did not return in %.1f s: exiting %d\n",
+		     g.seconds, g.status);
+	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
+	}
+	elastic__exit_hook(g.fn, g.arg, g.status, "finalize guard");
+	_exit(g.status);
+	return NULL;
+}
+
+void elastic__finalize_guard(double seconds, int status, elastic_exit_fn fn, void *arg)
+{
+	struct _guard *g = malloc(sizeof(*g));
+	pthread_t t;
+	pthread_attr_t a;
+
+	if (!g || seconds <= 0) {
+		free(g);
+		return;
+	}
+	*g = (struct _guard){seconds, status, fn, arg};
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &a, _finalize_guard, g) != 0)
+		free(g);
+	pthread_attr_destroy(&a);
+}
+
+void elastic__finalize_returned(void)
+{
+	atomic_store(&_finalize_returned, 1);
+}
+
+/* Planned re-form (grow, planned shrink): elastic-run sends SIGUSR1 to every
+ * rank; the flag enters the next commit agreement so that all ranks stop
+ * after the same committed step. */
+static volatile sig_atomic_t stop_requested;
+
+static void _on_stop_signal(int sig)
+{
+	stop_requested = 1;
+}
+
+int elastic__stop_requested(void)
+{
+	return stop_requested != 0;
+}
+
+/* elastic-run starts ranks with SIGUSR1 blocked, so that a re-form asked
+ * for before elastic_init stays pending instead of killing the process:
+ * unblock it here, once the handler (or the decision not to have one) is
+ * in place; a pending request is then taken at the next commit. */
+static void _stop_signal_unblock(void)
+{
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+}
+
+void elastic__stop_signal_install(elastic_ctx_t *ctx)
+{
+	struct sigaction old, sa = {.sa_handler = _on_stop_signal};
+	const char *v = getenv("ELASTIC_STOP_SIGNAL");
+
+	if (v && strcmp(v, "none") == 0) {
+		_stop_signal_unblock();
+		return;
+	}
+	if (sigaction(SIGUSR1, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
+	    old.sa_handler != _on_stop_signal) {
+		elastic__log(
+			ctx, ELASTIC_LOG_WARN,
+			"SIGUSR1 has a handler of the program's: planned re-forms (grow, shrink at a step boundary) are off");
+		_stop_signal_unblock();
+		return;
+	}
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR1, &sa, NULL);
+	_stop_signal_unblock();
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* libelastic/watchdog.c: the recovery and step watchdog: a thread that ends the process with
+ * ELASTIC_EXIT_REFORM when a recovery or a step overruns (ELASTIC_WATCHDOG,
+ * ELASTIC_STEP_TIMEOUT). */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static void *_watchdog(void *arg)
+{
+	elastic_ctx_t *ctx = arg;
+
+	pthread_mutex_lock(&ctx->wd.lock);
+	while (!ctx->wd.stop) {
+		int64_t d = atomic_load(&ctx->wd.deadline_ns);
+		double wait = 0.1; /* a step deadline is armed without a wake-up */
+		if (d > 0) {
+			double left = d * 1e-9 - elastic__now_mono();
+			if (left <= 0) {
+				char msg[200];
+				int kind = atomic_load(&ctx->wd.kind);
+				int n = snprintf(
+					msg, sizeof(msg),
+					"libelastic[%d]: %s did not finish in %g s: exiting %d so that the job is re-formed\n",
+					ctx->rank, kind == 2 ? "a step" : "recovery",
+					kind == 2 ? ctx->env.step_timeout_s
+						  : ctx->wd.timeout_s,
+					ELASTIC_EXIT_REFORM);
+				/* The library ends the process here (documented in
+				 * elastic.h): ULFM recovery, or a step whose failure
+				 * went unnoticed, can hang. */
+				if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
+				}
+				pthread_mutex_unlock(&ctx->wd.lock);
+				elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg,
+						   ELASTIC_EXIT_REFORM,
+						   kind == 2 ? "step timeout"
+							     : "recovery watchdog");
+				_exit(ELASTIC_EXIT_REFORM);
+			}
+			if (left < wait)
+				wait = left;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		double until = ts.tv_sec + ts.tv_nsec * 1e-9 + wait;
+		ts.tv_sec = (time_t)until;
+		ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+		pthread_cond_timedwait(&ctx->wd.cond, &ctx->wd.lock, &ts);
+	}
+	pthread_mutex_unlock(&ctx->wd.lock);
+	return NULL;
+}
+
+void elastic__watchdog_arm(elastic_ctx_t *ctx, int kind)
+{
+	double t = kind == 1   ? ctx->wd.timeout_s
+		   : kind == 2 ? ctx->env.step_timeout_s
+			       : 0;
+
+	if (!ctx->wd.running)
+		return;
+	atomic_store(&ctx->wd.kind, kind);
+	atomic_store(&ctx->wd.deadline_ns,
+		     kind && t > 0 ? (int64_t)((elastic__now_mono() + t) * 1e9) : 0);
+	if (kind == 1) {
+		/* recovery (rare): wake the thread for an exact deadline */
+		pthread_mutex_lock(&ctx->wd.lock);
+		pthread_cond_signal(&ctx->wd.cond);
+		pthread_mutex_unlock(&ctx->wd.lock);
+	}
+}
+
+int elastic_set_watchdog(elastic_ctx_t *ctx, double seconds, elastic_error_t *err)
+{
+	if (!ctx)
+		return _fail(err, EINVAL, "elastic_set_watchdog: ctx is NULL");
+	if (!isfinite(seconds) || seconds < 0 || seconds > 86400)
+		return _fail(err, EINVAL,
+			     "elastic_set_watchdog: %g s is outside 0..86400", seconds);
+	pthread_mutex_lock(&ctx->wd.lock);
+	ctx->wd.timeout_s = seconds;
+	pthread_mutex_unlock(&ctx->wd.lock);
+	return 0;
+}
+
+int elastic__watchdog_start(elastic_ctx_t *ctx)
+{
+	ctx->wd.timeout_s = ctx->env.watchdog_s;
+	pthread_mutex_init(&ctx->wd.lock, NULL);
+	pthread_cond_init(&ctx->wd.cond, NULL);
+	return 0;
+}
+
+void elastic__watchdog_run(elastic_ctx_t *ctx)
+{
+	if (pthread_create(&ctx->wd.thread, NULL, _watchdog, ctx) == 0)
+		ctx->wd.running = 1;
+	else
+		elastic__log(ctx, ELASTIC_LOG_WARN,
+			     "no watchdog thread: recovery is not timed");
+}
+
+void elastic__watchdog_stop(elastic_ctx_t *ctx)
+{
+	if (ctx->wd.running) {
+		pthread_mutex_lock(&ctx->wd.lock);
+		ctx->wd.stop = 1;
+		pthread_cond_signal(&ctx->wd.cond);
+		pthread_mutex_unlock(&ctx->wd.lock);
+		pthread_join(ctx->wd.thread, NULL);
+		ctx->wd.running = 0;
+	}
+	pthread_mutex_destroy(&ctx->wd.lock);
+	pthread_cond_destroy(&ctx->wd.cond);
+}
