@@ -23,6 +23,7 @@
 #include "gpuset.h"
 #include "ctlclient.h"
 #include "report.h"
+#include "prewarm.h"
 
 #define EXIT_REFORM  ELASTIC_EXIT_REFORM /* common/contract.h */
 #define EXIT_USAGE   ELASTIC_EXIT_USAGE
@@ -315,6 +316,44 @@ static int _agent(int argc, char **argv)
 static void _on_signal(int sig);
 static void _on_parent_death(int sig);
 
+/* Start the program as this wrapper's child and wait for it. */
+static int _run_cold(char **argv, int *ws)
+{
+	pid_t parent = getpid();
+	if ((child = fork()) < 0) {
+		fprintf(stderr, "elastic-run --rank: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (child == 0) {
+		/* The program dies with its wrapper (a killed daemon kills us). */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGUSR1, SIG_DFL);
+		signal(SIGUSR2, SIG_DFL);
+		signal(SIGCONT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGALRM, SIG_DFL);
+		/* A re-form asked for before the program is ready (a Python rank
+		 * spends seconds importing torch before elastic_init) must wait,
+		 * not kill it: SIGUSR1 stays blocked, hence pending, across exec
+		 * until libelastic has its handler and unblocks it. */
+		sigset_t usr1;
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &usr1, NULL);
+		execvp(argv[0], argv);
+		fprintf(stderr, "elastic-run: cannot run %s: %s\n", argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(child, ws, 0) < 0 && errno == EINTR)
+		;
+	return 0;
+}
+
 /* Rank wrapper: "elastic-run --rank PROGRAM ARGS": one GPU per rank, by the
  * rank's local rank among the GPUs of its host. */
 static int _rank(int argc, char **argv)
@@ -366,39 +405,12 @@ static int _rank(int argc, char **argv)
 			(long)daemon, strerror(errno));
 	else if (getppid() != daemon)
 		return 128 + SIGHUP; /* the launch ended before this rank began */
-	pid_t parent = getpid();
-	if ((child = fork()) < 0) {
-		fprintf(stderr, "elastic-run --rank: fork: %s\n", strerror(errno));
-		return 1;
-	}
-	if (child == 0) {
-		/* The program dies with its wrapper (a killed daemon kills us). */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGUSR1, SIG_DFL);
-		signal(SIGUSR2, SIG_DFL);
-		signal(SIGCONT, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		signal(SIGALRM, SIG_DFL);
-		/* A re-form asked for before the program is ready (a Python rank
-		 * spends seconds importing torch before elastic_init) must wait,
-		 * not kill it: SIGUSR1 stays blocked, hence pending, across exec
-		 * until libelastic has its handler and unblocks it. */
-		sigset_t usr1;
-		sigemptyset(&usr1);
-		sigaddset(&usr1, SIGUSR1);
-		sigprocmask(SIG_BLOCK, &usr1, NULL);
-		execvp(argv[0], argv);
-		fprintf(stderr, "elastic-run: cannot run %s: %s\n", argv[0],
-			strerror(errno));
-		_exit(127);
-	}
+	/* A warm interpreter on this node (prewarm.h) forks the rank, or it
+	 * starts here. */
 	int ws;
-	while (waitpid(child, &ws, 0) < 0 && errno == EINTR)
-		;
+	if (elastic__prewarm_run(argv, &child, &ws, &got_signal) < 0 &&
+	    _run_cold(argv, &ws) < 0)
+		return 1;
 	const char *addr = getenv("ELASTIC_RUN_REPORT"),
 		   *token = getenv("ELASTIC_RUN_TOKEN");
 	const char *gen = getenv("ELASTIC_RUN_GEN"),
@@ -559,6 +571,8 @@ int main(int argc, char **argv)
 		}
 		have_ctl = 1;
 	}
+	/* warm interpreters for a Python program's relaunches (prewarm.h) */
+	elastic__prewarm_setup(argv + i, jobid, verbose, _say);
 
 	/* The agent and the rank wrapper are this binary. */
 	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -688,6 +702,7 @@ int main(int argc, char **argv)
 		}
 		snprintf(gen, sizeof(gen), "%u", rep.gen);
 		setenv("ELASTIC_RUN_GEN", gen, 1);
+		elastic__prewarm_launch(&set, t_end); /* zygotes ahead of need */
 		double t0 = _now();
 		child = fork();
 		if (child < 0) {
@@ -777,6 +792,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	elastic__prewarm_stop();
 	elastic__report_close(&rep);
 	if (have_ctl)
 		elastic__ctl_fini(&ctl);

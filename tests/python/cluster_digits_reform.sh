@@ -30,19 +30,8 @@ t_grant_release "$lead" 2
 t_log "job $lead (node1, 2 GPUs) + grant $grant (node2, 2 GPUs)"
 py_wait_step "$lead" "$target" 0.05
 t_grep "^step $target epoch [0-9]+ size 4 " "$T_DIR/job.out" "training at 4 ranks over 2 nodes"
-victims=""
-for p in /proc/[0-9]*; do
-	read -r comm 2>/dev/null <"$p/comm" || continue
-	case "$comm" in prted | elastic-run | python3*) ;; *) continue ;; esac
-	env=$'\n'$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null)$'\n' || continue
-	[[ $env == *$'\n'"SLURM_JOB_ID=$grant"$'\n'* && $env == *$'\n'"SLURMD_NODENAME=node2"$'\n'* ]] &&
-		victims="$victims ${p#/proc/}"
-done
-[ -n "$victims" ] || t_fail "no process of job $lead found on node2"
-t_kill=$(date +%s.%N)
 last=$(grep -a '^step [0-9]* ' "$T_DIR/job.out" | tail -1 | awk '{print $2}')
-kill -KILL $victims
-scancel "$grant"
+py_kill_node "$grant" node2
 t_log "node2 lost after committed step $last: SIGKILLed$victims, grant $grant cancelled"
 t_wait_job "$lead" 300
 grep -av '^step ' "$T_DIR/job.out" | tail -20

@@ -66,6 +66,24 @@ py_wait_step() { # job step [poll seconds]
 	done
 }
 
+# A node lost: SIGKILL every process of grant job $1 on node $2 (PRRTE daemon, rank
+# wrappers, ranks, the zygote) and cancel the grant; the pids in $victims.
+py_kill_node() { # grant node
+	local p comm env
+	victims=""
+	for p in /proc/[0-9]*; do
+		read -r comm 2>/dev/null <"$p/comm" || continue
+		case "$comm" in prted | elastic-run | python3*) ;; *) continue ;; esac
+		env=$'\n'$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null)$'\n' || continue
+		[[ $env == *$'\n'"SLURM_JOB_ID=$1"$'\n'* && $env == *$'\n'"SLURMD_NODENAME=$2"$'\n'* ]] &&
+			victims="$victims ${p#/proc/}"
+	done
+	[ -n "$victims" ] || t_fail "no process of job $1 found on $2"
+	t_kill=$(date +%s.%N)
+	kill -KILL $victims
+	scancel "$1"
+}
+
 # The job's loss fell below a third of its first value, and its final model
 # ($T_DIR/elastic.npy) equals the static run's within float32
 # summation-order noise (rtol 1e-3, atol 1e-4).

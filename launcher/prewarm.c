@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/prewarm.c: warm Python interpreters for relaunches (prewarm.h): the
+ * zygotes' lifecycle on elastic-run's side, and the rank wrapper's hand-over of
+ * argv, environment, cwd and file descriptors to its node's zygote. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prewarm.h"
+
+#define MAX_FDS	   250 /* SCM_RIGHTS takes at most 253 */
+#define MAX_FLAGS  8
+#define MAX_ZYGOTE 64
+
+extern char **environ;
+
+static struct {
+	int on, verbose;
+	char key[96];
+	char *argv[MAX_FLAGS + 8]; /* python FLAGS -m slurm_elastic.warm [-v] NAME SCRIPT */
+	int nflags;
+	const char *script;
+	struct {
+		char host[64];
+		pid_t pid;
+		int lifeline; /* the zygote's stdin: it ends when this closes */
+	} z[MAX_ZYGOTE];
+	int nz;
+} pw;
+
+static double _wall(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double _mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void _setenv_time(const char *name, double t)
+{
+	char v[32];
+	snprintf(v, sizeof(v), "%.6f", t);
+	setenv(name, v, 1);
+}
+
+/* "python", "python3", "python3.13", with or without a directory. */
+static int _is_python(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	b = b ? b + 1 : path;
+	if (strncmp(b, "python", 6) != 0)
+		return 0;
+	return strspn(b + 6, "0123456789.") == strlen(b + 6);
+}
+
+/* Interpreter flags that take no argument and can be given to the zygote as
+ * well (-u, -B, -O, ...); -c, -m, -W, -X and the rest are not run warm. */
+static int _plain_flag(const char *a)
+{
+	return a[0] == '-' && a[1] && strspn(a + 1, "bBEIOqsSu") == strlen(a + 1);
+}
+
+int elastic__prewarm_setup(char **prog, unsigned long jobid, int verbose,
+			   void (*say)(const char *fmt, ...))
+{
+	const char *mode = getenv("ELASTIC_WARM");
+	int i = 1;
+
+	pw.verbose = verbose;
+	if (mode && (!strcmp(mode, "off") || !strcmp(mode, "0") || !strcmp(mode, "no"))) {
+		if (verbose)
+			say("warm interpreters off (ELASTIC_WARM=%s)", mode);
+		return 0;
+	}
+	if (mode && *mode && strcmp(mode, "auto") && strcmp(mode, "on") && strcmp(mode, "1"))
+		say("ELASTIC_WARM=%s is not auto, on or off: taken as auto", mode);
+	if (!prog[0] || !_is_python(prog[0]))
+		return 0; /* not a Python rank: nothing to say */
+	while (prog[i] && _plain_flag(prog[i]) && i <= MAX_FLAGS)
+		i++;
+	if (!prog[i] || prog[i][0] == '-') {
+		if (verbose)
+			say("warm interpreters off: only '%s [FLAGS] SCRIPT ARGS' is run warm, not %s",
+			    prog[0], prog[i] ? prog[i] : "(no script)");
+		return 0;
+	}
+	pw.nflags = i - 1;
+	pw.script = prog[i];
+	snprintf(pw.key, sizeof(pw.key), "elastic-warm.%lu.%ld.%lx", jobid, (long)getpid(),
+		 (unsigned long)(_wall() * 1e6) ^ ((unsigned long)getpid() << 20));
+	setenv("ELASTIC_RUN_WARM", pw.key, 1);
+	if (verbose) {
+		char v[8];
+		snprintf(v, sizeof(v), "%d", verbose);
+		setenv("ELASTIC_RUN_VERBOSE", v, 1);
+	}
+	pw.on = 1;
+	if (verbose)
+		say("warm interpreters on: a zygote (%s -m slurm_elastic.warm %s) on each node; ELASTIC_WARM=off turns them off",
+		    prog[0], pw.script);
+	for (int f = 0; f <= pw.nflags; f++)
+		pw.argv[f] = prog[f];
+	return 1;
+}
+
+/* Start the zygote of host h: srun into the job holding its GPUs. */
+static void _start(const struct elastic_host *h)
+{
+	char jobopt[48], name[sizeof(pw.key) + 80];
+	const char *av[32 + MAX_FLAGS];
+	int n = 0;
+
+	if (pw.nz >= MAX_ZYGOTE)
+		return;
+	snprintf(jobopt, sizeof(jobopt), "--jobid=%lu", h->job);
+	snprintf(name, sizeof(name), "%s.%s", pw.key, h->name);
+	av[n++] = "srun";
+	av[n++] = jobopt;
+	av[n++] = "--overlap";
+	av[n++] = "-N1";
+	av[n++] = "-n1";
+	av[n++] = "--kill-on-bad-exit=0";
+	av[n++] = "-w";
+	av[n++] = h->name;
+	for (int f = 0; f <= pw.nflags; f++)
+		av[n++] = pw.argv[f];
+	av[n++] = "-m";
+	av[n++] = "slurm_elastic.warm";
+	av[n++] = "--lifeline";
+	if (pw.verbose)
+		av[n++] = "-v";
+	av[n++] = name;
+	av[n++] = pw.script;
+	av[n] = NULL;
+	/* srun forwards its stdin to the zygote: a pipe that elastic-run holds
+	 * (close-on-exec: mpirun and the ranks do not), so that the zygote ends
+	 * when elastic-run closes it or dies, and its step ends quietly */
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	if (pid == 0) {
+		dup2(p[0], 0);
+		execvp("srun", (char **)av);
+		_exit(127);
+	}
+	close(p[0]);
+	snprintf(pw.z[pw.nz].host, sizeof(pw.z[0].host), "%s", h->name);
+	pw.z[pw.nz].lifeline = p[1];
+	pw.z[pw.nz++].pid = pid;
+}
+
+void elastic__prewarm_launch(const struct elastic_gpuset *set, double t_end)
+{
+	double now = _wall();
+	_setenv_time("ELASTIC_RUN_T_LAUNCH", now);
+	if (t_end > 0)
+		_setenv_time("ELASTIC_RUN_T_END", now - (_mono() - t_end));
+	if (!pw.on)
+		return;
+	/* forget the zygotes that ended (their node lost, or they failed) */
+	for (int i = 0; i < pw.nz;) {
+		if (waitpid(pw.z[i].pid, NULL, WNOHANG) == pw.z[i].pid) {
+			close(pw.z[i].lifeline);
+			pw.z[i] = pw.z[--pw.nz];
+		} else
+			i++;
+	}
+	for (int h = 0; h < set->nhosts; h++) {
+		int have = 0;
+		for (int i = 0; i < pw.nz && !have; i++)
+			have = !strcmp(pw.z[i].host, set->host[h].name);
+		if (!have)
+			_start(&set->host[h]);
+	}
+}
+
+void elastic__prewarm_stop(void)
+{
+	for (int i = 0; i < pw.nz; i++)
+		close(pw.z[i].lifeline);
+	for (int t = 0; t < 100 && pw.nz; t++) {
+		if (t == 50) /* 1 s: the zygotes did not see the end of stdin */
+			for (int i = 0; i < pw.nz; i++)
+				kill(pw.z[i].pid, SIGTERM);
+		for (int i = 0; i < pw.nz;) {
+			if (waitpid(pw.z[i].pid, NULL, WNOHANG) != 0)
+				pw.z[i] = pw.z[--pw.nz];
+			else
+				i++;
+		}
+		if (pw.nz)
+			usleep(20000);
+	}
+	for (int i = 0; i < pw.nz; i++) {
+		kill(pw.z[i].pid, SIGKILL);
+		waitpid(pw.z[i].pid, NULL, 0);
+	}
+	pw.nz = 0;
+}
+
+/* --- the rank wrapper's side --- */
+
+static int _verbose(void)
+{
+	const char *v = getenv("ELASTIC_RUN_VERBOSE");
+	return v && atoi(v) > 0;
+}
+
+static void _note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void _note(const char *fmt, ...)
+{
+	va_list ap;
+	if (!_verbose())
+		return;
+	fprintf(stderr, "elastic-run --rank %s: ", getenv("OMPI_COMM_WORLD_RANK") ?: "?");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int _connect(const char *key)
+{
+	const char *host = getenv("SLURMD_NODENAME");
+	char hn[256];
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (!host) {
+		if (gethostname(hn, sizeof(hn)) < 0)
+			return -1;
+		hn[sizeof(hn) - 1] = '\0';
+		host = hn;
+	}
+	/* abstract name: "\0KEY.HOST" */
+	int len = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "%s.%s", key, host);
+	if (len <= 0 || len >= (int)sizeof(a.sun_path) - 1) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&a,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Append s and its NUL to the growing buffer; -1 when out of memory. */
+static int _put(char **buf, size_t *len, size_t *cap, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	if (*len + n > *cap) {
+		size_t c = (*cap + n) * 2;
+		char *p = realloc(*buf, c);
+		if (!p)
+			return -1;
+		*buf = p, *cap = c;
+	}
+	memcpy(*buf + *len, s, n);
+	*len += n;
+	return 0;
+}
+
+/* This process's open descriptors other than skip, at most MAX_FDS. */
+static int _open_fds(int skip, int *fds)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) && n < MAX_FDS) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+		if (*end || end == e->d_name || fd == skip || fd == dirfd(d))
+			continue;
+		fds[n++] = (int)fd;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Send the request: length + fds, then argv, environ, cwd, fd numbers. */
+static int _send_request(int s, char **argv)
+{
+	char *buf = NULL, num[16], cwd[4096], *list;
+	size_t len = 0, cap = 0;
+	int fds[MAX_FDS], nfds = _open_fds(s, fds), argc = 0, envc = 0, rc = -1;
+
+	if (nfds < 0 || !getcwd(cwd, sizeof(cwd)))
+		return -1;
+	while (argv[argc])
+		argc++;
+	while (environ[envc])
+		envc++;
+	list = malloc((size_t)nfds * 12 + 1);
+	if (!list)
+		return -1;
+	list[0] = '\0';
+	for (int i = 0; i < nfds; i++)
+		sprintf(list + strlen(list), "%s%d", i ? "," : "", fds[i]);
+	snprintf(num, sizeof(num), "%d", argc);
+	int bad = _put(&buf, &len, &cap, "v1") || _put(&buf, &len, &cap, num);
+	for (int i = 0; i < argc && !bad; i++)
+		bad = _put(&buf, &len, &cap, argv[i]);
+	snprintf(num, sizeof(num), "%d", envc);
+	bad = bad || _put(&buf, &len, &cap, num);
+	for (int i = 0; i < envc && !bad; i++)
+		bad = _put(&buf, &len, &cap, environ[i]);
+	bad = bad || _put(&buf, &len, &cap, cwd) || _put(&buf, &len, &cap, list);
+	free(list);
+	if (bad)
+		goto out;
+	len--; /* no NUL after the last field */
+	uint32_t n32 = (uint32_t)len; /* little-endian hosts only: x86_64, aarch64 */
+	union {
+		char b[CMSG_SPACE(sizeof(int) * MAX_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = &n32, .iov_len = 4};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (nfds > 0) {
+		m.msg_control = u.b;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	if (sendmsg(s, &m, MSG_NOSIGNAL) != 4)
+		goto out;
+	for (size_t off = 0; off < len;) {
+		ssize_t w = send(s, buf + off, len - off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			goto out;
+		off += (size_t)w;
+	}
+	rc = 0;
+out:
+	free(buf);
+	return rc;
+}
+
+/* Read one line from s (blocking, EINTR retried); 0 or -1 at EOF/error. */
+static int _line(int s, char *buf, size_t len)
+{
+	size_t n = 0;
+	while (n + 1 < len) {
+		ssize_t r = read(s, buf + n, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+int elastic__prewarm_run(char **argv, volatile pid_t *child, int *ws,
+			 volatile sig_atomic_t *pending)
+{
+	const char *key = getenv("ELASTIC_RUN_WARM");
+	char line[512];
+
+	_setenv_time("ELASTIC_RUN_T_RANK", _wall());
+	if (!key || !*key)
+		return -1;
+	int s = _connect(key);
+	if (s < 0) {
+		_note("no warm interpreter on this node (%s): starting %s cold", strerror(errno),
+		      argv[0]);
+		return -1;
+	}
+	if (_send_request(s, argv) < 0 || _line(s, line, sizeof(line)) < 0) {
+		_note("the warm interpreter did not take the rank (%s): starting %s cold",
+		      strerror(errno), argv[0]);
+		close(s);
+		return -1;
+	}
+	if (strncmp(line, "pid ", 4) != 0) {
+		_note("the warm interpreter refused: %s: starting %s cold",
+		      strncmp(line, "no ", 3) ? line : line + 3, argv[0]);
+		close(s);
+		return -1;
+	}
+	*child = (pid_t)atol(line + 4);
+	_note("started warm: pid %ld forked by this node's zygote", (long)*child);
+	if (*pending)
+		kill(*child, *pending);
+	/* the zygote says "exit STATUS" when the rank ended; EOF: the zygote is
+	 * gone, and its children with it (they die with it) */
+	int st = -1;
+	if (_line(s, line, sizeof(line)) == 0 && sscanf(line, "exit %d", &st) == 1)
+		*ws = st;
+	else
+		*ws = SIGKILL; /* a wait status: killed by SIGKILL */
+	close(s);
+	return 0;
+}

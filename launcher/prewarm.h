@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/prewarm.h: warm Python interpreters for relaunches: elastic-run keeps a
+ * zygote (python3 -m slurm_elastic.warm) on each node of a Python job, and the rank
+ * wrapper has it fork the rank instead of starting python3 cold. */
+#ifndef ELASTIC_LAUNCHER_PREWARM_H
+#define ELASTIC_LAUNCHER_PREWARM_H
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include "gpuset.h"
+
+/* elastic-run, once before the first launch: whether PROG (argv, NULL-ended)
+ * is a Python rank ("python3 [FLAGS] SCRIPT ARGS") and ELASTIC_WARM allows it
+ * (unset or "auto": on; "off"/"0": off). When on, sets ELASTIC_RUN_WARM (the
+ * zygotes' socket name prefix) for the rank wrappers. Says why not with
+ * verbose. Returns 1 when on. */
+int elastic__prewarm_setup(char **prog, unsigned long jobid, int verbose,
+			   void (*say)(const char *fmt, ...));
+
+/* elastic-run, before each launch: start a zygote on each host of set that
+ * has none running (srun --overlap into the host's job, like the daemons),
+ * forget the ones that ended, and set ELASTIC_RUN_T_LAUNCH (now) and
+ * ELASTIC_RUN_T_END (t_end, when the previous mpirun ended, CLOCK_MONOTONIC
+ * seconds; 0: first launch) for the ranks' timings. */
+void elastic__prewarm_launch(const struct elastic_gpuset *set, double t_end);
+
+/* elastic-run, at the end: stop the zygotes. */
+void elastic__prewarm_stop(void);
+
+/* The rank wrapper, instead of fork + exec of argv: have this node's zygote
+ * fork the rank. Returns 0 when it ran there: *child held its pid while it
+ * ran (signals to relay; *pending, when nonzero, is relayed once the pid is
+ * known), *ws its wait status. Returns -1 when the caller must start the
+ * program itself (no zygote, or it refused: said on stderr with
+ * ELASTIC_RUN_VERBOSE). Sets ELASTIC_RUN_T_RANK (now) in either case. */
+int elastic__prewarm_run(char **argv, volatile pid_t *child, int *ws,
+			 volatile sig_atomic_t *pending);
+
+#endif
