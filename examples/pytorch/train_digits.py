@@ -76,6 +76,19 @@ def _launch_timings(t_proc):
     return ["%s -> %s %.3f s" % (a[0], b[0], b[1] - a[1]) for a, b in zip(pts, pts[1:])], pts[0]
 
 
+def compare(params, path):
+    """Print how far the final parameters are from a static run's. Equal up
+    to float32 summation order: the gradient sum of a global batch is added
+    up in another order when the world size differs (rtol 1e-3, atol 1e-4,
+    as tests/python/common.sh)."""
+    ref = np.load(path)
+    dw = float(np.max(np.abs(params - ref))) if ref.shape == params.shape else float("inf")
+    ok = ref.shape == params.shape and bool(np.allclose(params, ref, rtol=1e-3, atol=1e-4))
+    print("model %s reference: max |dw| = %.3g (rtol 1e-3, atol 1e-4: float32 summation "
+          "order differs between world sizes)" % ("matches" if ok else "DIFFERS from", dw),
+          flush=True)
+
+
 def parse():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--epochs", type=int, default=10)
@@ -86,6 +99,15 @@ def parse():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--step-sleep", type=float, default=0.0,
                    help="seconds of simulated extra compute a step (tests)")
+    p.add_argument("--sample-sleep", type=float, default=0.0,
+                   help="seconds of simulated GPU work per sample a rank processes (the demo: "
+                   "steps get faster with more ranks, as on GPUs)")
+    p.add_argument("--device", default="cpu",
+                   help="cpu, or cuda: the model on the rank's GPU (gradients summed with NCCL)")
+    p.add_argument("--accuracy", action="store_true",
+                   help="rank 0 adds the test accuracy to every step line")
+    p.add_argument("--compare", metavar="REF.npy",
+                   help="at the end, compare the parameters with a static run's (--out)")
     p.add_argument("--out", help="write the final parameters here (.npy)")
     p.add_argument("--quiet", action="store_true", help="print only epoch lines")
     p.add_argument("--timings", action="store_true",
@@ -101,12 +123,13 @@ def main():
     y = torch.tensor(target, dtype=torch.int64)
     perm = np.random.RandomState(0).permutation(len(X))
     train, test = perm[:1500], perm[1500:]
-    Xtr, ytr, Xte, yte = X[train], y[train], X[test], y[test]
+    dev = torch.device(a.device)
+    Xtr, ytr, Xte, yte = X[train].to(dev), y[train].to(dev), X[test].to(dev), y[test].to(dev)
     _marks.append(("load data", time.time()))
 
     torch.manual_seed(a.seed)
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
-                                torch.nn.Linear(128, 10))
+                                torch.nn.Linear(128, 10)).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     _marks.append(("model + optimizer", time.time()))
 
@@ -148,10 +171,20 @@ def main():
                     "warm" if os.environ.get("ELASTIC_WARM_FORKED") else "cold",
                     ", ".join(launch + parts), _marks[-1][1] - t0, since), flush=True)
             first[0] = False
+            if ctx.rank == 0 and changed and not step.redo:  # first commit after a resume
+                print("resumed at committed step %d" % index, flush=True)
+            if ctx.rank == 0 and step.redo:
+                print("redo step %d: size now %d, recovery %.1f ms t=%.6f"
+                      % (index, ctx.size, 1e3 * ctx.stats()["last_recovery_s"], time.time()),
+                      flush=True)
             if ctx.rank == 0 and (not a.quiet or changed):
-                print("step %d epoch %d size %d micro %d x %d loss %.6f t=%.6f%s"
+                acc = ""
+                if a.accuracy:
+                    with torch.no_grad():
+                        acc = " acc %.4f" % (model(Xte).argmax(1) == yte).float().mean().item()
+                print("step %d epoch %d size %d micro %d x %d loss %.6f%s t=%.6f%s"
                       % (index, epoch, ctx.size, step.plan.micro, step.plan.accum, step.loss,
-                         time.time(), " (first commit after a change)" if changed else ""),
+                         acc, time.time(), " (first commit after a change)" if changed else ""),
                       flush=True)
             if edp.sampler.consumed == 0:  # (runs after the sampler's advance)
                 if not np.all(uses == epoch + 1):
@@ -168,8 +201,8 @@ def main():
                 loss = F.cross_entropy(model(Xtr[idx]), ytr[idx], reduction="sum")
                 loss.backward()
                 step.add_loss(loss)  # elastic
-            if a.step_sleep:
-                time.sleep(a.step_sleep)
+            if a.step_sleep or a.sample_sleep:
+                time.sleep(a.step_sleep + a.sample_sleep * len(step.indices))
             if not edp.reduce(step):  # elastic: gradients, loss and count, one allreduce
                 continue  # a rank failed: this step is redone at the new size
             gathered = ctx.allgather(step.indices, a.global_batch)
@@ -183,7 +216,9 @@ def main():
                                             "yes" if np.all(applied[:ctx.step] == 1) else "NO",
                                             "NO" if bad_epochs else "yes"), flush=True)
         if ctx.rank == 0 and a.out:
-            np.save(a.out, edp.flat_params.numpy())
+            np.save(a.out, edp.flat_params.cpu().numpy())
+        if ctx.rank == 0 and a.compare:
+            compare(edp.flat_params.cpu().numpy(), a.compare)
         if not ok:
             sys.exit(4)
 

@@ -2,7 +2,7 @@
 # python/slurm_elastic/torch.py: the PyTorch layer: a model + optimizer wrapper whose
 # parameters, gradients and optimizer state live in flat registered tensors, gradient
 # all-reduce through libelastic, update after commit, and a torch Sampler.
-"""PyTorch on libelastic (CPU tensors).
+"""PyTorch on libelastic (CPU tensors, or CUDA tensors through NCCL).
 
 :class:`ElasticDataParallel` makes a model and its optimizer elastic:
 
@@ -61,8 +61,14 @@ while nothing else did (see ``_lazy_dynamo_exemptions``). Other optimizers
 relaunch of a Python rank starts from a warm interpreter
 (:mod:`slurm_elastic.warm`).
 
-Only CPU float32 parameters are supported; RNG state is not registered (a
-model with dropout draws different masks after a redo).
+Parameters must be float32, all on the CPU or all on one CUDA device. On
+CUDA the flat tensors live on the GPU; the gradients are summed there with
+NCCL (``Context.gpu_allreduce``, libelastic's communicator, rebuilt after a
+change); the registered copies are pinned host tensors (a "shadow") that the
+wrapper copies the model and optimizer state into after each committed
+update, and back onto the GPU when a step is redone or a relaunch resumed.
+RNG state is not registered (a model with dropout draws different masks
+after a redo).
 """
 
 import copy as _copy
@@ -117,12 +123,13 @@ class RegistrationError(RuntimeError):
     """The model or optimizer no longer uses the registered storage."""
 
 
-def _flat_views(tensors, name):
-    """A flat float32 tensor holding copies of tensors, and views into it."""
+def _flat_views(tensors, name, device=None):
+    """A flat float32 tensor (on device, default the CPU) holding copies of
+    tensors, and views into it."""
     total = sum(t.numel() for t in tensors)
     if total == 0:
         raise ValueError("%s: nothing to register" % name)
-    flat = _torch.zeros(total, dtype=_torch.float32)
+    flat = _torch.zeros(total, dtype=_torch.float32, device=device)
     views, off = [], 0
     for t in tensors:
         n = t.numel()
@@ -209,19 +216,23 @@ class ElasticDataParallel:
             raise ValueError("the optimizer must own exactly the model's trainable "
                              "parameters (%d in the optimizer, %d in the model)"
                              % (len(opt_params), len(self.params)))
+        self.device = self.params[0].device if self.params else _torch.device("cpu")
         for i, p in enumerate(self.params):
-            if p.dtype != _torch.float32 or p.device.type != "cpu":
-                raise ValueError("parameter %d is %s on %s: only CPU float32 parameters "
-                                 "are supported" % (i, p.dtype, p.device))
+            if p.dtype != _torch.float32 or p.device != self.device or \
+                    p.device.type not in ("cpu", "cuda"):
+                raise ValueError("parameter %d is %s on %s: the parameters must be float32, "
+                                 "all on the CPU or all on one CUDA device (parameter 0 is "
+                                 "on %s)" % (i, p.dtype, p.device, self.device))
+        self._cuda = self.device.type == "cuda"
         # parameters: views of one flat tensor
-        self.flat_params, views = _flat_views(self.params, "parameters")
+        self.flat_params, views = _flat_views(self.params, "parameters", self.device)
         with _torch.no_grad():
             for p, v in zip(self.params, views):
                 p.data = v
         self._pviews = views
         # gradients: views of one flat buffer, plus loss and count at the end
         n = self.flat_params.numel()
-        self.flat_grad = _torch.zeros(n + 2, dtype=_torch.float32)
+        self.flat_grad = _torch.zeros(n + 2, dtype=_torch.float32, device=self.device)
         self._gviews = []
         off = 0
         for p in self.params:
@@ -236,8 +247,14 @@ class ElasticDataParallel:
         else:
             self._materialize_state()
         self._flatten_state()
-        ctx.register("params", self.flat_params.numpy())
-        ctx.register("optim", self.flat_optim.numpy())
+        if self._cuda:  # the registered copies: pinned host shadows
+            self._host = [_torch.empty(t.numel(), dtype=_torch.float32, pin_memory=True)
+                          for t in (self.flat_params, self.flat_optim)]
+            self._to_host()
+        else:
+            self._host = [self.flat_params, self.flat_optim]
+        ctx.register("params", self._host[0].numpy())
+        ctx.register("optim", self._host[1].numpy())
         self.sampler = None
         if nsamples is not None:
             if global_batch is None or max_micro is None:
@@ -291,7 +308,7 @@ class ElasticDataParallel:
                 if g["momentum"] != 0:
                     st["momentum_buffer"] = _torch.zeros_like(p)
                 continue
-            st["step"] = _torch.tensor(0.0, dtype=_torch.float32)
+            st["step"] = _torch.tensor(0.0, dtype=_torch.float32, device=self.device)
             st["exp_avg"] = _torch.zeros_like(p)
             st["exp_avg_sq"] = _torch.zeros_like(p)
             if g["amsgrad"]:
@@ -387,17 +404,18 @@ class ElasticDataParallel:
                     raise RegistrationError(
                         "optimizer state %r of parameter %d is a %s, not a tensor: it "
                         "cannot be registered" % (k, i, type(v).__name__))
-                if not v.is_floating_point() or v.device.type != "cpu":
+                if not v.is_floating_point() or (v.device != self.device and v.numel() > 1):
                     raise RegistrationError("optimizer state %r of parameter %d is %s on "
-                                            "%s: only CPU floating tensors" % (k, i, v.dtype,
-                                                                            v.device))
+                                            "%s: only floating tensors on the parameters' "
+                                            "device (%s)" % (k, i, v.dtype, v.device,
+                                                             self.device))
                 keys.append((p, k, v.dtype))
-                tensors.append(v.to(_torch.float32))
+                tensors.append(v.to(device=self.device, dtype=_torch.float32))
                 off += v.numel()
             self._regions[k] = slice(start, off)
         if not tensors:  # plain SGD: no state; register one word anyway
             tensors = [_torch.zeros(1)]
-        self.flat_optim, views = _flat_views(tensors, "optimizer state")
+        self.flat_optim, views = _flat_views(tensors, "optimizer state", self.device)
         self._oviews = []
         for (p, k, dt), v in zip(keys, views):
             if dt != _torch.float32:
@@ -465,6 +483,7 @@ class ElasticDataParallel:
                 v.copy_(new)
             self.optimizer.state[p][k] = v
         self.check()
+        self._to_host()
 
     # -- the loop --
     def steps(self, epochs=None, total=None):
@@ -478,7 +497,11 @@ class ElasticDataParallel:
         def more():
             self.check()  # before the step begins: a refusal leaves no step open
             return epochs is None or self.sampler.epoch < epochs
+        first = True
         for base in self.ctx.steps(total, more):
+            if self._cuda and (first or base.redo):
+                self._to_device()  # the committed state libelastic restored or resumed
+            first = False
             st = Step(base.index, base.redo)
             st._after = base._after
             st._loss = 0.0
@@ -511,7 +534,13 @@ class ElasticDataParallel:
         n = self.flat_params.numel()
         self.flat_grad[n] = step._loss
         self.flat_grad[n + 1] = float(len(step.indices)) if hasattr(step, "indices") else 0.0
-        if not self.ctx.allreduce(self.flat_grad.numpy()):
+        if self._cuda:
+            ok = self.ctx.gpu_allreduce(self.flat_grad.data_ptr(), self.flat_grad.numel(),
+                                        "float32",
+                                        _torch.cuda.current_stream(self.device).cuda_stream)
+        else:
+            ok = self.ctx.allreduce(self.flat_grad.numpy())
+        if not ok:
             step.fail()
             return False
         samples = float(self.flat_grad[n + 1])
@@ -522,8 +551,22 @@ class ElasticDataParallel:
         step.loss = float(self.flat_grad[n]) / samples if samples > 0 else float("nan")
         return True
 
+    def _to_host(self):
+        """CUDA: the committed model and optimizer state into the registered
+        pinned shadows (a synchronous copy)."""
+        if self._cuda:
+            self._host[0].copy_(self.flat_params)
+            self._host[1].copy_(self.flat_optim)
+
+    def _to_device(self):
+        """CUDA: the registered shadows (as libelastic restored them) onto the GPU."""
+        with _torch.no_grad():
+            self.flat_params.copy_(self._host[0])
+            self.flat_optim.copy_(self._host[1])
+
     def _apply(self):
         if not (self._flat_kind and self._flat_step()):
             self.optimizer.step()
+        self._to_host()
         if self.sampler is not None:
             self.sampler.es.advance()

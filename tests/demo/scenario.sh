@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # tests/demo/scenario.sh: the README's demo scenario, checked. Runs
-# examples/demo/demo.py (real sbatch --elastic-gpus, elasticd, elastic-run,
-# elastic_train) on 2 nodes x 4 GPUs and asserts from what Slurm and the jobs
+# examples/demo/demo.py (real sbatch --elastic-gpus, elasticd, elastic-run;
+# job 1 trains elastic_train, job 2 the PyTorch example) on 2 nodes x 4 GPUs
+# and asserts from what Slurm and the jobs
 # printed, not from the driver's verdict: the GPU allocations in order (8;
 # 4/4; 3/5; job 2 below 5 after its node loss, then back to 5; job 2 on 8
 # after job 1 ended), job 1's lost rank healed in place without a relaunch,
 # no job re-formed more often than the scenario needs (per cause),
 # every step of both jobs committed once and in order, and each final model
-# equal to a static run of the same training.
+# equal to a static run of the same training (job 2: within float32 summation
+# noise); job 2's loss falls and the demo's loss table shows its test accuracy
+# at each resize.
 # Uses the suite's cluster when it is 2 nodes x 4 GPUs; otherwise starts its
 # own instance "demot" (2 nodes) inside the testbed root and stops it.
 set -uo pipefail
@@ -48,8 +51,10 @@ trap stop_own EXIT
 
 out=$T_DIR/demo
 t0=$SECONDS
+torch_epochs=${DEMO_TORCH_EPOCHS:-16}
+python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (the demo's job 2 is the PyTorch example)"
 python3 "$src/examples/demo/demo.py" --build "$build" --out "$out" \
-	--epochs1 "${DEMO_EPOCHS1:-8}" --epochs2 "${DEMO_EPOCHS2:-7}" --dwell 6 >"$T_DIR/demo.log" 2>&1
+	--epochs1 "${DEMO_EPOCHS1:-8}" --torch-epochs "$torch_epochs" --dwell 6 >"$T_DIR/demo.log" 2>&1
 rc=$?
 t_log "demo.py exit $rc after $((SECONDS - t0)) s"
 if [ $rc != 0 ]; then
@@ -82,7 +87,10 @@ echo "$seq" | awk '{
 # a planned stop after N steps resumes at N.
 for n in 1 2; do
 	f=$out/job$n.out
-	res=$(tr -d '\000' <"$f" | awk -v epochs="$([ $n = 1 ] && echo "${DEMO_EPOCHS1:-8}" || echo "${DEMO_EPOCHS2:-7}")" '
+	# job 1: elastic_train, 4096 samples, 32 steps an epoch; job 2: the
+	# PyTorch example, 1500 samples, 12 steps an epoch
+	steps=$([ $n = 1 ] && echo $((${DEMO_EPOCHS1:-8} * 32)) || echo $((torch_epochs * 12)))
+	res=$(tr -d '\000' <"$f" | awk -v total="$steps" '
 		/re-form [0-9]+: / { want_resume = 1 }
 		/resumed at committed step/ && want_resume {
 			want_resume = 0
@@ -98,15 +106,29 @@ for n in 1 2; do
 		}
 		/^redo step/ { heals++ }
 		END {
-			if (next_ != epochs * 32) { print "last step " next_ - 1 ", expected " epochs * 32 - 1; bad = 1 }
+			if (next_ != total) { print "last step " next_ - 1 ", expected " total - 1; bad = 1 }
 			printf "OK %d steps: %d printed, %d committed as a launch ended; %d relaunches, %d in-place heals\n",
 				next_, printed, unprinted, relaunches, heals + 0
 			exit bad }')
 	[ $? = 0 ] || t_fail "job $n: $res"
 	t_log "job $n: ${res##*OK }"
 	t_grep "^model matches reference: max \|dw\| = " "$f" "job $n's final model does not match the static run"
-	t_grep "^done: .* 0 bad, 0 violations" "$f" "job $n: some sample not used exactly once per epoch"
+	if [ $n = 1 ]; then
+		t_grep "^done: .* 0 bad, 0 violations" "$f" "job $n: some sample not used exactly once per epoch"
+	else
+		t_grep "^done: .*applied once: yes, samples once per epoch: yes" "$f" "job 2: a step applied twice or a sample not used once per epoch"
+	fi
 done
+# Job 2 (PyTorch): the loss falls and the loss table shows the test accuracy
+# at its start, each resize and its end.
+acc=$(awk '/^==== Loss of each job/ { t = 1 } t && /^  job 2/ { j = 1; next } t && j && /^  job/ { j = 0 }
+	t && j && /step .*size .*test accuracy/ { n++; last = $NF; if (!first) first = $0 } END { print n + 0, last }' "$T_DIR/demo.log")
+[ "${acc% *}" -ge 4 ] || t_fail "the demo's loss table shows no test accuracy for job 2 at its start, resizes and end ($acc)"
+awk -v a="${acc#* }" 'BEGIN { exit !(a > 0.9) }' || t_fail "job 2's final test accuracy ${acc#* } is not above 0.9"
+first=$(sed -n 's/^step 0 .* loss \([0-9.]*\) .*/\1/p' "$out/job2.out")
+last=$(grep -a '^step ' "$out/job2.out" | tail -1 | sed -n 's/.* loss \([0-9.]*\) .*/\1/p')
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 3) }' || t_fail "job 2's loss did not fall: $first -> $last"
+t_log "job 2 (PyTorch): loss $first -> $last, test accuracy ${acc#* } (shown at ${acc% *} points of the loss table)"
 
 # 3. Job 1's lost rank: healed in place (a redo at the smaller size, no
 # relaunch after the kill); job 2's node loss: a relaunch on fewer ranks
