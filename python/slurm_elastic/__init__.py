@@ -285,6 +285,17 @@ class Context:
         """
         return self._c.allreduce(buffer, op)
 
+    def gpu_allreduce(self, ptr, count, dtype="float32", stream=0):
+        """Sum a CUDA buffer over the ranks in place with NCCL
+        (elastic_gpu_allreduce): ``ptr`` a device pointer (``t.data_ptr()``),
+        ``count`` items of ``dtype`` ("float32" or "float64"), ``stream`` a
+        cudaStream_t as an int (``torch.cuda.current_stream().cuda_stream``;
+        0: the default stream); waits for the sum. Returns True, or False when
+        the world failed during this step. Raises :class:`Error` ENODEV
+        without NCCL or a GPU, EPROTO outside a step.
+        """
+        return self._c.gpu_allreduce(ptr, count, dtype, stream)
+
     def allgather(self, ints, cap):
         """Concatenate each rank's list of ints in rank order (at most ``cap``
         in all); None when the world failed during this step."""

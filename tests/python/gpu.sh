@@ -13,8 +13,10 @@ py_need_torch
 t_scratch
 t_mpi_scratch
 cat >"$T_DIR/nodev.py" <<'PY'
-import errno, slurm_elastic as se
+import errno, numpy as np, slurm_elastic as se
 with se.Context() as ctx:
+    w = np.zeros(4)
+    ctx.register("w", w)
     for step in ctx.steps(1):
         try:
             ctx.gpu_allreduce(0, 0)
