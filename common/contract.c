@@ -209,16 +209,8 @@ int elastic_sizes_list(const struct elastic_sizes *s, long min, long max, long *
 
 /* ---- the request ------------------------------------------------------------- */
 
-#define GPUS_ALLOWED(lim)  " (allowed: MIN[-MAX] with 1 <= MIN <= MAX <= %ld)", (lim)
-#define GRACE_ALLOWED(lim) " (allowed: 1 to %ld seconds)", (lim)
-#define SIZES_ALLOWED                                                                      \
-	" (allowed: any, pow2, or a comma-separated list of GPU counts within MIN-MAX of " \
-	"--" ELASTIC_OPT_GPUS ", e.g. 1,2,4,8)"
-#define WEIGHT_ALLOWED " (allowed: 1 to %d)", ELASTIC_WEIGHT_MAX
-
-/* err = "--OPT=VALUE: what" + allowed. */
-static int _opt_fail(elastic_error_t *err, const char *opt, const char *value,
-		     const char *what, const char *allowed)
+int elastic__opt_fail(elastic_error_t *err, const char *opt, const char *value,
+		      const char *what, const char *allowed)
 {
 	return _fail(err, EINVAL, "--%s=%s: %s%s", opt, value, what, allowed);
 }
@@ -231,20 +223,20 @@ static int _check_gpus(const struct elastic_request *req, long glim, elastic_err
 		snprintf(val, sizeof(val), "%ld", req->min_gpus);
 	else
 		snprintf(val, sizeof(val), "%ld-%ld", req->min_gpus, req->max_gpus);
-	snprintf(allowed, sizeof(allowed), GPUS_ALLOWED(glim));
+	snprintf(allowed, sizeof(allowed), ELASTIC__GPUS_ALLOWED(glim));
 	if (req->min_gpus < 1)
-		return _opt_fail(err, ELASTIC_OPT_GPUS, val, "MIN must be at least 1",
-				 allowed);
+		return elastic__opt_fail(err, ELASTIC_OPT_GPUS, val,
+					 "MIN must be at least 1", allowed);
 	if (req->min_gpus > req->max_gpus) {
 		snprintf(what, sizeof(what), "MIN %ld is greater than MAX %ld",
 			 req->min_gpus, req->max_gpus);
-		return _opt_fail(err, ELASTIC_OPT_GPUS, val, what, allowed);
+		return elastic__opt_fail(err, ELASTIC_OPT_GPUS, val, what, allowed);
 	}
 	if (req->max_gpus > glim) {
 		snprintf(what, sizeof(what),
 			 "MAX %ld is above the site limit MaxGpusPerJob=%ld",
 			 req->max_gpus, glim);
-		return _opt_fail(err, ELASTIC_OPT_GPUS, val, what, allowed);
+		return elastic__opt_fail(err, ELASTIC_OPT_GPUS, val, what, allowed);
 	}
 	return 0;
 }
@@ -258,19 +250,19 @@ static int _check_sizes(const struct elastic_request *req, elastic_error_t *err)
 		return _fail(err, EINVAL, "--%s: list too long", ELASTIC_OPT_SIZES);
 	if (s->kind == ELASTIC_SIZES_LIST) {
 		if (s->n < 1)
-			return _opt_fail(err, ELASTIC_OPT_SIZES, text, "empty list",
-					 SIZES_ALLOWED);
+			return elastic__opt_fail(err, ELASTIC_OPT_SIZES, text,
+						 "empty list", ELASTIC__SIZES_ALLOWED);
 		for (int i = 0; i < s->n; i++) {
 			if (i && s->v[i] <= s->v[i - 1])
-				return _opt_fail(err, ELASTIC_OPT_SIZES, text,
-						 "list not ascending or repeated",
-						 SIZES_ALLOWED);
+				return elastic__opt_fail(err, ELASTIC_OPT_SIZES, text,
+							 "list not ascending or repeated",
+							 ELASTIC__SIZES_ALLOWED);
 			if (s->v[i] < req->min_gpus || s->v[i] > req->max_gpus) {
 				snprintf(what, sizeof(what),
 					 "%ld is outside --%s=%ld-%ld", s->v[i],
 					 ELASTIC_OPT_GPUS, req->min_gpus, req->max_gpus);
-				return _opt_fail(err, ELASTIC_OPT_SIZES, text, what,
-						 SIZES_ALLOWED);
+				return elastic__opt_fail(err, ELASTIC_OPT_SIZES, text,
+							 what, ELASTIC__SIZES_ALLOWED);
 			}
 		}
 	} else if (s->kind != ELASTIC_SIZES_ANY && s->kind != ELASTIC_SIZES_POW2) {
@@ -281,7 +273,8 @@ static int _check_sizes(const struct elastic_request *req, elastic_error_t *err)
 		snprintf(what, sizeof(what),
 			 "the job starts at MIN=%ld GPUs, which is not one of its sizes",
 			 req->min_gpus);
-		return _opt_fail(err, ELASTIC_OPT_SIZES, text, what, SIZES_ALLOWED);
+		return elastic__opt_fail(err, ELASTIC_OPT_SIZES, text, what,
+					 ELASTIC__SIZES_ALLOWED);
 	}
 	return 0;
 }
@@ -294,19 +287,20 @@ int elastic_request_check_limits(const struct elastic_request *req, long max_gpu
 	if (_check_gpus(req, max_gpus, err) < 0)
 		return -1;
 	snprintf(val, sizeof(val), "%ld", req->grace);
-	snprintf(allowed, sizeof(allowed), GRACE_ALLOWED(max_grace));
+	snprintf(allowed, sizeof(allowed), ELASTIC__GRACE_ALLOWED(max_grace));
 	if (req->grace < 1)
-		return _opt_fail(err, ELASTIC_OPT_GRACE, val, "must be at least 1",
-				 allowed);
+		return elastic__opt_fail(err, ELASTIC_OPT_GRACE, val,
+					 "must be at least 1", allowed);
 	if (req->grace > max_grace) {
 		snprintf(what, sizeof(what), "above the site limit MaxGrace=%ld",
 			 max_grace);
-		return _opt_fail(err, ELASTIC_OPT_GRACE, val, what, allowed);
+		return elastic__opt_fail(err, ELASTIC_OPT_GRACE, val, what, allowed);
 	}
 	snprintf(val, sizeof(val), "%ld", req->weight);
-	snprintf(allowed, sizeof(allowed), WEIGHT_ALLOWED);
+	snprintf(allowed, sizeof(allowed), ELASTIC__WEIGHT_ALLOWED);
 	if (req->weight < 1 || req->weight > ELASTIC_WEIGHT_MAX)
-		return _opt_fail(err, ELASTIC_OPT_WEIGHT, val, "out of range", allowed);
+		return elastic__opt_fail(err, ELASTIC_OPT_WEIGHT, val, "out of range",
+					 allowed);
 	return _check_sizes(req, err);
 }
 

@@ -126,6 +126,18 @@ int elastic_request_check_limits(const struct elastic_request *req, long max_gpu
 int elastic_request_from_env(struct elastic_request *req,
 			     const char *(*get)(const char *), elastic_error_t *err);
 
+/* An option refused: err = "--OPT=VALUE: what" + allowed, errno EINVAL,
+ * returns -1. The allowed parts of those messages (printf format, argument): */
+int elastic__opt_fail(elastic_error_t *err, const char *opt, const char *value,
+		      const char *what, const char *allowed);
+#define ELASTIC__GPUS_ALLOWED(lim)                                                       \
+	" (allowed: MIN[-MAX] with 1 <= MIN <= MAX <= %ld)", (lim)
+#define ELASTIC__GRACE_ALLOWED(lim) " (allowed: 1 to %ld seconds)", (lim)
+#define ELASTIC__SIZES_ALLOWED                                                             \
+	" (allowed: any, pow2, or a comma-separated list of GPU counts within MIN-MAX of " \
+	"--" ELASTIC_OPT_GPUS ", e.g. 1,2,4,8)"
+#define ELASTIC__WEIGHT_ALLOWED " (allowed: 1 to %d)", ELASTIC_WEIGHT_MAX
+
 /* 1 if the job may run at n GPUs (n in [MIN, MAX] and an allowed size). */
 int elastic_request_size_ok(const struct elastic_request *req, long n);
 

@@ -27,20 +27,6 @@ static long _limit_grace(const struct elastic_site_conf *site)
 	return site ? site->max_grace : ELASTIC_GRACE_LIMIT;
 }
 
-#define GPUS_ALLOWED(lim)  " (allowed: MIN[-MAX] with 1 <= MIN <= MAX <= %ld)", (lim)
-#define GRACE_ALLOWED(lim) " (allowed: 1 to %ld seconds)", (lim)
-#define SIZES_ALLOWED                                                                      \
-	" (allowed: any, pow2, or a comma-separated list of GPU counts within MIN-MAX of " \
-	"--" ELASTIC_OPT_GPUS ", e.g. 1,2,4,8)"
-#define WEIGHT_ALLOWED " (allowed: 1 to %d)", ELASTIC_WEIGHT_MAX
-
-/* err = "--OPT=VALUE: what" + allowed. */
-static int _opt_fail(elastic_error_t *err, const char *opt, const char *value,
-		     const char *what, const char *allowed)
-{
-	return _fail(err, EINVAL, "--%s=%s: %s%s", opt, value, what, allowed);
-}
-
 static int _parse_gpus(const char *s, long limit, long *min, long *max,
 		       elastic_error_t *err)
 {
@@ -50,10 +36,10 @@ static int _parse_gpus(const char *s, long limit, long *min, long *max,
 	long a = 0, b = 0;
 	int r;
 
-	snprintf(allowed, sizeof(allowed), GPUS_ALLOWED(limit));
+	snprintf(allowed, sizeof(allowed), ELASTIC__GPUS_ALLOWED(limit));
 	if (s[0] == '-')
-		return _opt_fail(err, ELASTIC_OPT_GPUS, s,
-				 "GPU counts cannot be negative", allowed);
+		return elastic__opt_fail(err, ELASTIC_OPT_GPUS, s,
+					 "GPU counts cannot be negative", allowed);
 	r = _num(s, n1, &a);
 	if (r == NUM_OK && dash)
 		r = _num(dash + 1, strlen(dash + 1), &b);
@@ -61,16 +47,17 @@ static int _parse_gpus(const char *s, long limit, long *min, long *max,
 		b = a;
 	if (r == NUM_BAD) {
 		if (dash && !dash[1])
-			return _opt_fail(err, ELASTIC_OPT_GPUS, s,
-					 "MAX missing after '-'", allowed);
+			return elastic__opt_fail(err, ELASTIC_OPT_GPUS, s,
+						 "MAX missing after '-'", allowed);
 		if (dash && dash[1] == '-')
-			return _opt_fail(err, ELASTIC_OPT_GPUS, s,
-					 "MAX cannot be negative", allowed);
+			return elastic__opt_fail(err, ELASTIC_OPT_GPUS, s,
+						 "MAX cannot be negative", allowed);
 		if (dash && strchr(dash + 1, '-'))
-			return _opt_fail(err, ELASTIC_OPT_GPUS, s,
-					 "expected MIN or MIN-MAX (one '-')", allowed);
-		return _opt_fail(err, ELASTIC_OPT_GPUS, s, "not a whole number of GPUs",
-				 allowed);
+			return elastic__opt_fail(err, ELASTIC_OPT_GPUS, s,
+						 "expected MIN or MIN-MAX (one '-')",
+						 allowed);
+		return elastic__opt_fail(err, ELASTIC_OPT_GPUS, s,
+					 "not a whole number of GPUs", allowed);
 	}
 	if (r == NUM_BIG || a > limit || b > limit) {
 		long big = (r == NUM_BIG) ? -1 : (b > limit ? b : a);
@@ -84,14 +71,14 @@ static int _parse_gpus(const char *s, long limit, long *min, long *max,
 			snprintf(what, sizeof(what),
 				 "%ld GPUs is above the site limit MaxGpusPerJob=%ld",
 				 big, limit);
-		return _opt_fail(err, ELASTIC_OPT_GPUS, s, what, allowed);
+		return elastic__opt_fail(err, ELASTIC_OPT_GPUS, s, what, allowed);
 	}
 	if (a < 1)
-		return _opt_fail(err, ELASTIC_OPT_GPUS, s, "MIN must be at least 1",
-				 allowed);
+		return elastic__opt_fail(err, ELASTIC_OPT_GPUS, s,
+					 "MIN must be at least 1", allowed);
 	if (a > b) {
 		snprintf(what, sizeof(what), "MIN %ld is greater than MAX %ld", a, b);
-		return _opt_fail(err, ELASTIC_OPT_GPUS, s, what, allowed);
+		return elastic__opt_fail(err, ELASTIC_OPT_GPUS, s, what, allowed);
 	}
 	*min = a;
 	*max = b;
@@ -106,17 +93,17 @@ static int _parse_bounded(const char *opt, const char *s, long lo, long hi, long
 	int r;
 
 	if (s[0] == '-')
-		return _opt_fail(err, opt, s, "cannot be negative", allowed);
+		return elastic__opt_fail(err, opt, s, "cannot be negative", allowed);
 	r = _num(s, strlen(s), &v);
 	if (r == NUM_BAD)
-		return _opt_fail(err, opt, s, "not a whole number", allowed);
+		return elastic__opt_fail(err, opt, s, "not a whole number", allowed);
 	if (r == NUM_BIG || v > hi) {
 		snprintf(what, sizeof(what), "%s", "too large");
-		return _opt_fail(err, opt, s, what, allowed);
+		return elastic__opt_fail(err, opt, s, what, allowed);
 	}
 	if (v < lo) {
 		snprintf(what, sizeof(what), "must be at least %ld", lo);
-		return _opt_fail(err, opt, s, what, allowed);
+		return elastic__opt_fail(err, opt, s, what, allowed);
 	}
 	*out = v;
 	return 0;
@@ -146,18 +133,19 @@ int elastic_request_from_options(struct elastic_request *req, const char *gpus,
 	if (_parse_gpus(gpus, _limit_gpus(site), &r.min_gpus, &r.max_gpus, err) < 0)
 		return -1;
 	r.grace = site ? site->default_grace : BUILTIN_DEFAULT_GRACE;
-	snprintf(allowed, sizeof(allowed), GRACE_ALLOWED(_limit_grace(site)));
+	snprintf(allowed, sizeof(allowed), ELASTIC__GRACE_ALLOWED(_limit_grace(site)));
 	if (grace && _parse_bounded(ELASTIC_OPT_GRACE, grace, 1, _limit_grace(site),
 				    &r.grace, allowed, err) < 0)
 		return -1;
-	snprintf(allowed, sizeof(allowed), WEIGHT_ALLOWED);
+	snprintf(allowed, sizeof(allowed), ELASTIC__WEIGHT_ALLOWED);
 	r.weight = 1;
 	if (weight && _parse_bounded(ELASTIC_OPT_WEIGHT, weight, 1, ELASTIC_WEIGHT_MAX,
 				     &r.weight, allowed, err) < 0)
 		return -1;
 	r.sizes.kind = ELASTIC_SIZES_ANY;
 	if (sizes && elastic_sizes_parse(sizes, ',', &r.sizes, &sub) < 0)
-		return _opt_fail(err, ELASTIC_OPT_SIZES, sizes, sub.text, SIZES_ALLOWED);
+		return elastic__opt_fail(err, ELASTIC_OPT_SIZES, sizes, sub.text,
+					 ELASTIC__SIZES_ALLOWED);
 	if (elastic_request_check(&r, site, err) < 0)
 		return -1;
 	*req = r;
