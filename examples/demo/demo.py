@@ -418,8 +418,7 @@ class Demo:
                         f"LR={self.a.torch_lr}", f"SEED={j.num}", f"ELASTIC_SHM_DIR={self.shm}",
                         f"TRAIN_ARGS={extra}"])
         j.id = ec.sbatch(["-A", j.account, "-J", f"digits-{j.user}", "-D", self.a.out, "-o",
-                          j.out, f"--export={env}", TORCH_SBATCH], user=j.user)
-        run(["scontrol", "update", f"JobId={j.id}", "Priority=5000"])
+                          j.out, f"--export={env}", TORCH_SBATCH], user=j.user, priority=5000)
         j.priority = 5000
         with open(os.path.join(self.a.out, "jobs"), "a") as f:
             f.write(f"{j.num} {j.id} {j.user}\n")

@@ -113,14 +113,22 @@ def out_dir(out, prefix):
     return out
 
 
-def sbatch(args, user=None):
-    """Submit (as user when given); return the job id."""
-    cmd = ["sbatch", "--parsable"] + args
+def sbatch(args, user=None, priority=None):
+    """Submit (as user when given); return the job id. With priority, the
+    job enters Slurm's queue (and elasticd's split) with that priority only:
+    it is submitted deferred (--begin, which elasticd leaves out), its
+    priority set, then its start time set to now. Setting the priority
+    after a plain sbatch races elasticd's tick: multifactor gives a new
+    user's job a higher priority first, so the split would change twice."""
+    cmd = ["sbatch", "--parsable"] + (["--begin=now+3600"] if priority is not None else []) + args
     if user:
         cmd = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={os.environ['SLURM_CONF']}"] + cmd
     out = run(cmd).strip().split(";")[0]
     if not out.isdigit():
         die(f"sbatch printed no job id: {out}")
+    if priority is not None:
+        run(["scontrol", "update", f"JobId={out}", f"Priority={priority}"])
+        run(["scontrol", "update", f"JobId={out}", "StartTime=now"])
     return out
 
 
@@ -131,11 +139,8 @@ def submit_train(build, user, account, out, workdir, settings, priority=5000):
     env = ",".join(["ALL", f"ELASTIC_BIN={build}/launcher",
                     f"TRAIN={build}/examples/elastic_train", f"DEMO_DIR={HERE}"] +
                    [f"{k}={v}" for k, v in settings.items()])
-    job = sbatch(["-A", account, "-J", f"train-{user}", "-D", workdir, "-o", out,
-                  f"--export={env}", TRAIN_SBATCH], user=user)
-    if priority is not None:
-        run(["scontrol", "update", f"JobId={job}", f"Priority={priority}"])
-    return job
+    return sbatch(["-A", account, "-J", f"train-{user}", "-D", workdir, "-o", out,
+                   f"--export={env}", TRAIN_SBATCH], user=user, priority=priority)
 
 
 def state(job):

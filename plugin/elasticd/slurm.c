@@ -173,6 +173,7 @@ static uint64_t _fingerprint(const job_info_msg_t *jm)
 		h = _fnv(h, &ji->job_id, sizeof(ji->job_id));
 		h = _fnv(h, &ji->job_state, sizeof(ji->job_state));
 		h = _fnv(h, &ji->priority, sizeof(ji->priority));
+		h = _fnv(h, &ji->state_reason, sizeof(ji->state_reason));
 		if (ji->admin_comment)
 			h = _fnv(h, ji->admin_comment, strlen(ji->admin_comment));
 		if (ji->name)
@@ -181,6 +182,27 @@ static uint64_t _fingerprint(const job_info_msg_t *jm)
 			h = _fnv(h, ji->nodes, strlen(ji->nodes));
 	}
 	return h;
+}
+
+/* A pending job that cannot start whatever elasticd frees: held (user or
+ * admin; priority 0), deferred (--begin in the future) or waiting for a
+ * dependency. Shrinking running jobs for it would only idle their GPUs; it
+ * enters the split once Slurm would start it (scontrol release, the begin
+ * time reached, the dependency met). */
+static int _not_eligible(const slurm_job_info_t *ji)
+{
+	if ((ji->job_state & JOB_STATE_BASE) != JOB_PENDING)
+		return 0;
+	switch (ji->state_reason) {
+	case WAIT_HELD:
+	case WAIT_HELD_USER:
+	case WAIT_DEPENDENCY:
+	case WAIT_DEP_INVALID:
+	case WAIT_TIME:
+		return 1;
+	default:
+		return ji->priority == 0;
+	}
 }
 
 int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t *err)
@@ -217,6 +239,8 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 
 		if (active && elastic_tag_is_tag(ji->admin_comment)) {
 			struct elastic_request req;
+			if (_not_eligible(ji))
+				continue;
 			elastic_error_t terr;
 			struct ed_job *j;
 			if (elastic_tag_parse(ji->admin_comment, &req, &terr) < 0) {

@@ -96,20 +96,33 @@ ctl_kill9() {
 # submitted the way users do (--elastic-gpus; job_submit makes it request MIN
 # GPUs and tags it); without them, a leader with MIN GPUs is tagged by hand
 # (AdminComment as root) exactly as job_submit_elastic would. Prints its id.
-ctl_job() { # user account min max grace
-	local u=$1 a=$2 min=$3 max=$4 grace=$5 id
+# With PRIORITY, the job enters the split with that priority only: it is
+# submitted deferred (--begin; elasticd leaves such a job out), its priority
+# set, then its start time set to now. Setting the priority after a plain
+# sbatch races elasticd's tick (multifactor gives a new user's job 10000
+# first: a wrong split, then a second re-split).
+# CTL_SBATCH_EXTRA: more sbatch options (word-split), e.g. -H.
+ctl_job() { # user account min max grace [priority]
+	local u=$1 a=$2 min=$3 max=$4 grace=$5 prio=${6:-} id defer=()
+	[ -n "$prio" ] && defer=(--begin=now+3600)
+	# shellcheck disable=SC2206
+	defer+=(${CTL_SBATCH_EXTRA:-})
 	if t_have_spank; then
-		id=$(t_sbatch "$u" -A "$a" -J "ejob-$u" --elastic-gpus="$min-$max" \
+		id=$(t_sbatch "$u" -A "$a" -J "ejob-$u" --elastic-gpus="$min-$max" "${defer[@]}" \
 			--elastic-grace="$grace" -N1 -n1 --wrap 'sleep 3000')
 		echo "$id" >>"$T_DIR/jobs"
 		scontrol show job "$id" | grep -q "AdminComment=elastic:min=$min,max=$max" ||
 			t_fail "job $id submitted with --elastic-gpus has no elastic tag"
 	else
-		id=$(t_sbatch "$u" -A "$a" -J "ejob-$u" --gres=gpu:"$min" -N1 -n1 --wrap 'sleep 3000')
+		id=$(t_sbatch "$u" -A "$a" -J "ejob-$u" --gres=gpu:"$min" "${defer[@]}" -N1 -n1 --wrap 'sleep 3000')
 		# Called in $(...): remember the job in a file for the cleanup.
 		echo "$id" >>"$T_DIR/jobs"
 		scontrol update JobId="$id" AdminComment="elastic:min=$min,max=$max,grace=$grace,sizes=any,weight=1" ||
 			t_fail "cannot tag job $id"
+	fi
+	if [ -n "$prio" ]; then
+		scontrol update JobId="$id" Priority="$prio" || t_fail "cannot set job $id's priority"
+		scontrol update JobId="$id" StartTime=now || t_fail "cannot start deferred job $id"
 	fi
 	echo "$id"
 }

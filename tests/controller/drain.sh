@@ -10,8 +10,7 @@ ctl_block_nodes node3 node4
 trap 'scontrol update NodeName=node2 State=RESUME >/dev/null 2>&1; ctl_cleanup' EXIT
 ctl_start
 
-j1=$(ctl_job alice acct_a 1 8 5)
-scontrol update JobId="$j1" Priority=5000
+j1=$(ctl_job alice acct_a 1 8 5 5000)
 ctl_client alice "$j1"
 ctl_wait_split 30 "$j1=8"
 scontrol update NodeName=node2 State=DRAIN Reason=elastic-drain-test
@@ -20,8 +19,7 @@ sleep 3
 ctl_wait_split 5 "$j1=8" # its GPUs on node2 stay
 grep -q "policy refused" "$T_DIR/elasticd.log" && t_fail "policy refused input with a drained node: $(grep 'policy refused' "$T_DIR/elasticd.log" | head -n1)"
 
-j2=$(ctl_job bob acct_b 1 8 5)
-scontrol update JobId="$j2" Priority=5000
+j2=$(ctl_job bob acct_b 1 8 5 5000)
 ctl_client bob "$j2"
 # Only node1 takes new work: the two jobs end up sharing its 4 GPUs.
 end=$((SECONDS + 60))

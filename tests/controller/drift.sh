@@ -21,14 +21,12 @@ until [ "$(t_job_state "$b")" = RUNNING ]; do
 done
 ctl_start
 
-j1=$(ctl_job alice acct_a 1 7 10)
-scontrol update JobId="$j1" Priority=5001
+j1=$(ctl_job alice acct_a 1 7 10 5001)
 ctl_client alice "$j1"
 ctl_wait_split 30 "$j1=7"
 t_log "job 1 ($j1) alone: 7 GPUs after ${CTL_WAITED}s"
 
-j2=$(ctl_job bob acct_b 1 7 10)
-scontrol update JobId="$j2" Priority=5000
+j2=$(ctl_job bob acct_b 1 7 10 5000)
 ctl_client bob "$j2"
 # Shares 3.5005 / 3.4995: job 1 shrinks to its step (4), job 2 starts at 3.
 ctl_wait_split 40 "$j1=4" "$j2=3"

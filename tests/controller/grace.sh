@@ -39,14 +39,12 @@ time_release() { # client-file skip-lines what
 		t_fail "$3: elasticd did not log a forced release of grant $grant"
 }
 
-j1=$(ctl_job alice acct_a 1 8 "$GRACE")
-scontrol update JobId="$j1" Priority=5000
+j1=$(ctl_job alice acct_a 1 8 "$GRACE" 5000)
 ctl_client alice "$j1" -N
 ctl_wait_split 30 "$j1=8"
 t_log "job $j1 (never acknowledges) holds 8 GPUs"
 
-j2=$(ctl_job bob acct_b 1 8 "$GRACE")
-scontrol update JobId="$j2" Priority=5000
+j2=$(ctl_job bob acct_b 1 8 "$GRACE" 5000)
 ctl_client bob "$j2"
 time_release "$T_DIR/client-$j1.out" 0 "silent job"
 ctl_wait_split 30 "$j1=4" "$j2=4"

@@ -22,13 +22,11 @@ no_orphans() { # allowed-jobs...
 	done < <(squeue -h -o '%i %j %T' | awk '$2 ~ /^elastic:/')
 }
 
-j1=$(ctl_job alice acct_a 1 8 30)
-scontrol update JobId="$j1" Priority=5000
+j1=$(ctl_job alice acct_a 1 8 30 5000)
 ctl_client alice "$j1" -a 3 # acknowledges 3 s after an order
 ctl_wait_split 30 "$j1=8"
 
-j2=$(ctl_job bob acct_b 1 8 30)
-scontrol update JobId="$j2" Priority=5000
+j2=$(ctl_job bob acct_b 1 8 30 5000)
 ctl_client bob "$j2"
 ctl_wait_line 20 "$T_DIR/client-$j1.out" "^[0-9.]+ release " "no release order to job $j1"
 grant=$(grep -E -m1 "^[0-9.]+ release " "$T_DIR/client-$j1.out" | awk '{print $3}')

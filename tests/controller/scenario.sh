@@ -13,8 +13,7 @@ ctl_conf PolicyMode=priority ${CTL_EXTRA_CONF:-}
 ctl_block_nodes node3 node4
 ctl_start
 
-j1=$(ctl_job alice acct_a 1 8 10)
-scontrol update JobId="$j1" Priority=5000
+j1=$(ctl_job alice acct_a 1 8 10 5000)
 ctl_client alice "$j1"
 ctl_wait_split 30 "$j1=8"
 t_log "job 1 ($j1) alone: 8 GPUs after ${CTL_WAITED}s; its grants:"
@@ -22,8 +21,18 @@ ctl_grants "$j1" | sed 's/^/    /'
 [ "$(ctl_grants "$j1" | grep -c RUNNING)" -ge 1 ] || t_fail "no grant of job $j1 in squeue"
 ctl_wait_line 5 "$T_DIR/client-$j1.out" "^[0-9.]+ grant " "job $j1 was not told of its grants"
 
-j2=$(ctl_job bob acct_b 1 8 10)
-scontrol update JobId="$j2" Priority=5000
+# A held job and a deferred one cannot start whatever is freed: elasticd
+# leaves them out of the split (job 1 keeps 8 over several ticks).
+jh=$(CTL_SBATCH_EXTRA=-H ctl_job bob acct_b 1 8 10)
+jd=$(CTL_SBATCH_EXTRA=--begin=now+3600 ctl_job bob acct_b 1 8 10)
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12; do
+	sleep 0.25
+	[ "$(ctl_gpus "$j1")" = 8 ] || t_fail "job $j1 shrank to $(ctl_gpus "$j1") for a held ($jh) or deferred ($jd) job"
+done
+scancel "$jh" "$jd"
+t_log "held job $jh and deferred job $jd: job $j1 kept 8 GPUs for 3 s"
+
+j2=$(ctl_job bob acct_b 1 8 10 5000)
 ctl_client bob "$j2"
 ctl_wait_split 40 "$j1=4" "$j2=4"
 t_log "job 2 ($j2) arrived: 4/4 after ${CTL_WAITED}s"

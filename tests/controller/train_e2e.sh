@@ -27,7 +27,7 @@ done
 ctl_start
 
 # One training job of USER: prints its id.
-train_job() { # user account epochs
+train_job() { # user account epochs priority (set before it enters the split: ctl_job)
 	local id
 	cat >"$T_DIR/job-$1.sh" <<EOF
 #!/bin/bash
@@ -35,8 +35,10 @@ exec $run -v -- $train --epochs $3 $targs --step-sleep 25000 --compare $T_DIR/re
 EOF
 	chmod 755 "$T_DIR/job-$1.sh"
 	id=$(t_sbatch "$1" -A "$2" -J "train-$1" --elastic-gpus=1-8 --elastic-grace=30 -N1 -n1 \
-		-D "$T_DIR" -o "$T_DIR/train-$1.out" "$T_DIR/job-$1.sh")
+		--begin=now+3600 -D "$T_DIR" -o "$T_DIR/train-$1.out" "$T_DIR/job-$1.sh")
 	echo "$id" >>"$T_DIR/jobs"
+	scontrol update JobId="$id" Priority="$4" || t_fail "cannot set job $id's priority"
+	scontrol update JobId="$id" StartTime=now || t_fail "cannot start deferred job $id"
 	echo "$id"
 }
 # Latest size rank 0 of USER's job reported.
@@ -53,14 +55,12 @@ wait_size() { # user size timeout
 	done
 }
 
-j1=$(train_job alice acct_a 20)
-scontrol update JobId="$j1" Priority=5000
+j1=$(train_job alice acct_a 20 5000)
 ctl_wait_split 30 "$j1=8"
 wait_size alice 8 60
 t_log "job 1 ($j1): 8 GPUs, training at 8 ranks"
 
-j2=$(train_job bob acct_b 26)
-scontrol update JobId="$j2" Priority=5000
+j2=$(train_job bob acct_b 26 5000)
 ctl_wait_split 90 "$j1=4" "$j2=4"
 wait_size alice 4 60
 wait_size bob 4 60
