@@ -454,9 +454,14 @@ do_status() {
 # benches and examples source them: `env --ompi`, tests/lib.sh t_ompi_env):
 # the fake nodes share one host and its loopback, so TCP and PRRTE's
 # out-of-band channel use lo only; coll/han crashes under ULFM in Open MPI
-# 5.0.7 (TESTBED-NOTES); mpirun runs as root inside the root.
+# 5.0.7 (TESTBED-NOTES); mpirun runs as root inside the root. The fake nodes
+# also share the host's few cores, so a rank waiting in MPI yields its core
+# (mpi_yield_when_idle) rather than spin: 8 spinning ranks on 2 cores made a
+# step of the C trainer 0.18 s instead of 0.06 s and every re-form slower
+# (bench/latency.sh: swap 3.55 s -> 2.11 s). A real node gives each rank a core.
 _ompi_env() {
 	echo "export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han"
+	echo "export OMPI_MCA_mpi_yield_when_idle=1"
 	echo "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
 }
 

@@ -22,6 +22,7 @@ tt_ok "'cluster env --instance nosuchinst' prints that instance's environment"
 
 tt_run "$C" env --ompi
 tt_expect_out "env --ompi" '^export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=\^han$'
+tt_expect_out "env --ompi" '^export OMPI_MCA_mpi_yield_when_idle=1$'
 grep -q SLURM_CONF <<<"$TT_OUT" && tt_fail "'cluster env --ompi' printed more than Open MPI's settings: $TT_OUT"
 tt_ok "'cluster env --ompi' prints the testbed's Open MPI settings only"
 tt_expect_fail "--ompi outside env" "$C" up --ompi

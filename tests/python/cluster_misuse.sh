@@ -14,9 +14,10 @@ py_need_torch
 t_scratch
 t_mpi_scratch
 
+t_ompi_env # the jobs inherit the testbed's Open MPI settings (sbatch --export=ALL)
 cat >"$T_DIR/misuse.sbatch" <<SB
 #!/bin/bash
-export OMP_NUM_THREADS=1 OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han
+export OMP_NUM_THREADS=1
 exec $top_builddir/launcher/elastic-run -v --max-stuck 0 -- python3 $here/misuse_job.py "\$1"
 SB
 declare -A job
