@@ -9,11 +9,20 @@
 Run inside `testbed/cluster exec` as root, on an idle cluster of 2 nodes x 4
 GPUs with the elastic plugins loaded and no elasticd running (bench/latency.sh
 finds or starts one). For each mode it starts its own elasticd:
-  today: ELASTICD_FAST=0, the timing before issue 13 part 3 (slurmctld's
+  today: the timing before issue 13 part 3: ELASTICD_FAST=0 (slurmctld's
          job list polled every 250 ms whatever is under way; a job just
-         started held by CoolDown before it grows to its share);
+         started held by CoolDown before it grows to its share), jobs run
+         with elastic-run --grant-wait 0 (a new job launches on its first
+         GPU, then re-forms onto its grants) and Open MPI ranks that spin
+         while they wait (mpi_yield_when_idle=0: on this 2-core machine 8
+         spinning ranks make every step 3x slower);
   fast:  the current timing (polled every 50 ms while a change is under
-         way; a job just started grows to its share at once).
+         way; a job just started grows to its share at once; elastic-run
+         waits for the grants of a new job; ranks yield while they wait).
+         elastic-run's other change (a grant that adds usable GPUs stops
+         the ranks without asking Slurm first) is in both modes.
+Each swap starts CoolDown (elastic.conf) after the previous resize: within
+it a job keeps its GPUs by policy, which is not what is measured.
 Then job 1 (alice, --elastic-gpus=1-8) grows to 8 GPUs; --arrivals times
 job 2 (bob) is submitted (-> 4 / 4) and cancelled again (-> job 1 on 8);
 then with job 2 running, the priorities are swapped --swaps times (10000 vs
@@ -31,9 +40,9 @@ elasticd's log (ms stamps):
            at the next step boundary)
   relaunch that step -> its first step at the new size (mpirun ends,
            elastic-run relaunches it over more GPUs, the ranks resume)
-  start    at an arrival where job 2 found its grants running at its first
-           launch (no re-form of job 2): the ack -> job 2's first step
-           (Slurm starts job 2 and its grants, job 2 launches on 4 GPUs)
+  start    at an arrival, job 2 launched on its share at once (elastic-run
+           waited for the grants: --grant-wait): its grants told -> its
+           first step on 4 GPUs
 Prints medians per mode and the ratio; writes OUT/latency.txt.
 """
 import argparse
@@ -48,8 +57,25 @@ sys.path.insert(0, os.path.join(SRC, "examples", "demo"))
 import elastic_cluster as ec  # noqa: E402 (examples/demo)
 from elastic_cluster import die, run, steps, wait_for  # noqa: E402
 
-MODES = {"today": {"ELASTICD_FAST": "0"}, "fast": {"ELASTICD_FAST": "1"}}
+# Per mode: elasticd's environment, and settings of the jobs (train.sbatch).
+MODES = {"today": ({"ELASTICD_FAST": "0"},
+                   {"ELASTIC_RUN_OPTS": "--grant-wait 0", "OMPI_MCA_mpi_yield_when_idle": "0"}),
+         "fast": ({"ELASTICD_FAST": "1"}, {})}
 PHASES = ("tick", "shrink", "slurm", "stop", "relaunch", "start")
+
+
+def site_cooldown():
+    """CoolDown of the cluster's elastic.conf (elasticd's default: 10 s)."""
+    conf = os.path.join(os.environ.get("ELASTIC_TESTBED_DIR", "/nonexistent"), "etc/elastic.conf")
+    try:
+        with open(conf) as f:
+            for line in f:
+                k, _, v = line.strip().partition("=")
+                if k == "CoolDown":
+                    return float(v)
+    except OSError:
+        pass
+    return 10.0
 
 
 def log_events(path):
@@ -87,13 +113,14 @@ class Latency:
         self.shm = a.shm
         self.jobs = []
         self.res = {}  # mode -> {"arrival"|"priority": [dict]}
+        self.cooldown = site_cooldown()
 
     def submit(self, n, d):
         user, acct = ec.USERS[n - 1]
         out = os.path.join(d, f"job{n}-{len(self.jobs)}.out")
         j = ec.submit_train(self.b, user, acct, out, d, {
             "EPOCHS": 400, "SEED": n, "SAMPLE_US": self.a.lat_sample_us,
-            "ELASTIC_SHM_DIR": self.shm})
+            "ELASTIC_SHM_DIR": self.shm, **self.job_env})
         self.jobs.append(j)
         return j, out
 
@@ -121,6 +148,11 @@ class Latency:
         if t_order and t_ack and t_ann and t_stop:
             r.update(tick=t_order - t0, shrink=t_ack - t_order, slurm=t_ann - t_ack,
                      stop=t_stop - t_ann, relaunch=force[grower] - t_stop)
+        elif t_order and t_ack and t_ann:
+            # An arrival: job 2 waited for its grants (elastic-run
+            # --grant-wait) and launched on its share at once.
+            r.update(tick=t_order - t0, shrink=t_ack - t_order, slurm=t_ann - t_ack,
+                     start=force[grower] - t_ann)
         elif t_order and t_ack and not t_ann:
             # The growing job found its grants running at its first launch
             # (an arrival): no re-form of it at all.
@@ -131,7 +163,8 @@ class Latency:
         a = self.a
         d = ec.out_dir(os.path.join(a.out, name), name)
         log = os.path.join(d, "elasticd.log")
-        el = ec.Elasticd(self.b, log, MODES[name]).start()
+        el = ec.Elasticd(self.b, log, MODES[name][0]).start()
+        self.job_env = MODES[name][1]
         res = {"arrival": [], "priority": []}
         try:
             j1, o1 = self.submit(1, d)
@@ -151,6 +184,7 @@ class Latency:
                              self.training_at(o1, 8, t), 180)
             wait_for("a few steps at 4 / 4", lambda: self.training_at(o1, 4, t0, 5) and
                      self.training_at(o2, 4, t0, 5), 120)
+            time.sleep(self.cooldown + 0.2)  # the arrival's resize, as between swaps
             for k in range(a.swaps):
                 hi, lo = ((j2, o2), (j1, o1)) if k % 2 == 0 else ((j1, o1), (j2, o2))
                 t0 = time.time()
@@ -162,6 +196,10 @@ class Latency:
                 tf = t0 + r["total"]
                 wait_for("a few steps", lambda: self.training_at(hi[1], 5, tf, 5) and
                          self.training_at(lo[1], 3, tf, 5), 120)
+                # The next swap after the site's CoolDown: a job resized
+                # less than CoolDown ago keeps its GPUs by policy, which is
+                # not what this measures.
+                time.sleep(max(0.0, tf + self.cooldown + 0.2 - time.time()))
         finally:
             el.stop()
             ec.cancel_with_grants(self.jobs)

@@ -41,6 +41,7 @@ struct run {
 	/* options */
 	const char *mpirun, *extra[32];
 	int nextra, max_relaunch, max_stuck, dry;
+	int grant_wait; /* s the first launch waits for grants the controller starts */
 	char **prog; /* the program and its arguments, NULL-terminated */
 	/* the job */
 	unsigned long jobid;
@@ -55,6 +56,7 @@ struct run {
 	/* launches: the GPU set launched on, and the one seen now */
 	struct elastic_gpuset set, now;
 	int launches, stuck, status, stop_sent, mstatus;
+	int now_fresh; /* `now` was looked up after the last mpirun ended */
 	double t0, t_end;
 	struct elastic_report_summary sum;
 };
@@ -70,10 +72,12 @@ static void _say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void _say(const char *fmt, ...)
 {
 	va_list ap;
-	time_t t = time(NULL);
+	struct timespec now;
+	struct tm tm;
 	char ts[16];
-	strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&t));
-	fprintf(stderr, "elastic-run %s: ", ts);
+	clock_gettime(CLOCK_REALTIME, &now);
+	strftime(ts, sizeof(ts), "%H:%M:%S", localtime_r(&now.tv_sec, &tm));
+	fprintf(stderr, "elastic-run %s.%03ld: ", ts, now.tv_nsec / 1000000);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -93,6 +97,9 @@ static void _usage(FILE *f)
 		"  -n, --max-relaunch N   give up after N relaunches (default 20)\n"
 		"      --max-stuck N      give up after N failures in a row on an unchanged\n"
 		"                         GPU set that made no progress (default 3)\n"
+		"      --grant-wait S     at the start, wait up to S seconds (default 3; 0: do\n"
+		"                         not) for the grants the controller is starting for\n"
+		"                         this job, so that it launches on its share at once\n"
 		"      --mpirun PATH      the mpirun to use (default: mpirun)\n"
 		"      --mpirun-arg ARG   extra mpirun argument (repeatable)\n"
 		"      --dry-run          print the GPU set and the mpirun command only\n"
@@ -548,6 +555,14 @@ static int _value_opt(struct run *r, const char *a, const char *v)
 		r->extra[r->nextra++] = v;
 	} else if (strcmp(a, "--max-stuck") == 0) {
 		return _count_opt(a, v, &r->max_stuck);
+	} else if (strcmp(a, "--grant-wait") == 0) {
+		int rc = _count_opt(a, v, &r->grant_wait);
+		if (rc >= 0)
+			return rc;
+		if (r->grant_wait > 600) {
+			fprintf(stderr, "elastic-run: --grant-wait takes 0 to 600 seconds, not '%s'\n", v);
+			return EXIT_USAGE;
+		}
 	} else {
 		return _count_opt(a, v, &r->max_relaunch);
 	}
@@ -561,6 +576,7 @@ static int _options(struct run *r, int argc, char **argv)
 	r->mpirun = "mpirun";
 	r->max_relaunch = 20;
 	r->max_stuck = 3;
+	r->grant_wait = 3;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0) {
@@ -575,6 +591,7 @@ static int _options(struct run *r, int argc, char **argv)
 			r->dry = 1;
 		} else if ((strcmp(a, "-n") == 0 || strcmp(a, "--max-relaunch") == 0 ||
 			    strcmp(a, "--max-stuck") == 0 || strcmp(a, "--mpirun") == 0 ||
+			    strcmp(a, "--grant-wait") == 0 ||
 			    strcmp(a, "--mpirun-arg") == 0)) {
 			if (i + 1 >= argc) {
 				fprintf(stderr,
@@ -695,6 +712,38 @@ static int _look(const struct run *r, struct elastic_gpuset *set, elastic_error_
 	return 0;
 }
 
+static int _in_set(uint32_t grant, const void *set)
+{
+	return elastic__gpuset_has_job(set, grant);
+}
+
+/* Before the first launch: when the controller's target for the job is
+ * above the GPUs it holds, it is starting grants for it (a job that has
+ * just started gets its share at once). Waiting up to --grant-wait seconds
+ * for them spares the job a launch on its first GPUs and a re-form a moment
+ * later. 1 if grants were announced (look again), else 0. */
+static int _await_grants(struct run *r)
+{
+	double t0 = _now(), until = t0 + r->grant_wait;
+	int add = 0;
+
+	/* the target follows the registration within a tick */
+	while (r->grant_wait > 0 && _now() < until) {
+		elastic__orders_poll(&r->orders, &r->ctl, 50, _say);
+		add = elastic__orders_new_gpus(&r->orders, _in_set, &r->set);
+		if (!r->orders.target ? _now() - t0 > 0.5 || !elastic__ctl_connected(&r->ctl)
+				      : (int)r->orders.target <= r->set.raw + add)
+			break;
+	}
+	if (add > 0)
+		_say("waited %.0f ms for %d GPU%s of grants before the first launch",
+		     (_now() - t0) * 1e3, add, add == 1 ? "" : "s");
+	else if (r->orders.target > (uint32_t)r->set.raw)
+		_say("target %u GPUs but no grant started within %d s: launching on %d",
+		     r->orders.target, r->grant_wait, r->set.total);
+	return add > 0;
+}
+
 /* Choose the launch set (r->set) and write what the agent and the ranks
  * read: the hostfile and ELASTIC_RUN_MAP. 0, or -1 (logged; r->status is
  * the run's exit status). */
@@ -702,7 +751,16 @@ static int _choose(struct run *r)
 {
 	elastic_error_t err;
 
-	if (_look(r, &r->set, &err) < 0) {
+	if (r->now_fresh) {
+		/* _reform looked just now, after the previous mpirun ended */
+		r->now_fresh = 0;
+		memcpy(&r->set, &r->now, sizeof(r->set));
+	} else if (_look(r, &r->set, &err) < 0) {
+		_say("cannot find this job's GPUs: %s", err.text);
+		r->status = 1;
+		return -1;
+	}
+	if (r->have_ctl && r->launches == 0 && _await_grants(r) && _look(r, &r->set, &err) < 0) {
 		_say("cannot find this job's GPUs: %s", err.text);
 		r->status = 1;
 		return -1;
@@ -835,18 +893,29 @@ static int _uses_released(const struct run *r)
 	return 0;
 }
 
+/* 1 if grants announced as started add GPUs the job's sizes let it use (by
+ * the controller's word: its GRANT message names the grant's GPUs): the set
+ * changes for sure, no need to ask Slurm first (a look-up costs 0.1-0.6 s of
+ * scontrol/squeue on a busy node, all of it on the grow's critical path). */
+static int _grants_add(const struct run *r)
+{
+	int add = elastic__orders_new_gpus(&r->orders, _in_set, &r->set);
+	return add > 0 && (int)elastic_sizes_fit(&r->req.sizes, r->req.min_gpus,
+						 r->req.max_gpus, r->set.raw + add) != r->set.total;
+}
+
 /* While mpirun runs: an order that changes the job's GPUs makes the ranks
  * stop at their next committed step (libelastic acts on SIGUSR1) and the
- * job re-form on the new set. A release of GPUs in use stops them at once;
- * a started grant is checked against Slurm first (it may add no usable GPU,
- * e.g. under --elastic-sizes). */
+ * job re-form on the new set. A release of GPUs in use, or started grants
+ * that add usable GPUs, stop them at once; otherwise Slurm is asked (a
+ * grant may add no usable GPU, e.g. under --elastic-sizes). */
 static void _follow_orders(struct run *r)
 {
 	elastic_error_t err;
 
 	_progress(r);
 	if (elastic__orders_poll(&r->orders, &r->ctl, 50, _say) && !r->stop_sent &&
-	    (_uses_released(r) ||
+	    (_uses_released(r) || _grants_add(r) ||
 	     (_look(r, &r->now, &err) == 0 && !_same_set(&r->set, &r->now)))) {
 		_say("asking the %d ranks to re-form at the next step boundary (SIGUSR1)",
 		     r->set.total);
@@ -882,10 +951,20 @@ static enum run_state _watch(struct run *r)
 	r->mstatus = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 	elastic__report_summary(&r->rep, EXIT_REFORM, &r->sum);
 	r->launches++;
-	if (verbose)
+	if (verbose) {
 		_say("mpirun status %d; ranks: %d ok, %d failed, %d re-form, %d signalled, %d silent",
 		     r->mstatus, r->sum.ok, r->sum.failed, r->sum.reform, r->sum.signaled,
 		     r->sum.missing);
+		for (int i = 0; i < r->rep.nranks; i++) {
+			const struct elastic_rank_end *e = &r->rep.end[i];
+			if (e->how == ELASTIC_RANK_SIGNALED ||
+			    (e->how != ELASTIC_RANK_UNKNOWN && e->value != 0 &&
+			     e->value != EXIT_REFORM))
+				_say("rank %d: %s %d", i,
+				     e->how == ELASTIC_RANK_SIGNALED ? "signal" : "exit status",
+				     e->value);
+		}
+	}
 	return RUN_REFORM;
 }
 
@@ -910,7 +989,7 @@ static enum run_state _reform(struct run *r)
 	default:
 		break;
 	}
-	_look(r, &r->now, &err);
+	r->now_fresh = _look(r, &r->now, &err) == 0;
 	int changed = !_same_set(&r->set, &r->now);
 	_say("mpirun ended after %.1f s: %d rank%s ok, %d failed, %d asked to re-form, %d killed, %d lost%s",
 	     r->t_end - r->t0, sum->ok, sum->ok == 1 ? "" : "s", sum->failed, sum->reform,

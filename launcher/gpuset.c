@@ -171,13 +171,25 @@ int elastic__gpuset_add_job(struct elastic_gpuset *set, unsigned long job,
 	if (!lines)
 		return _fail(err, EINVAL,
 			     "job %lu: no node detail (run scontrol with -d)", job);
+	if (set->njobs < ELASTIC_GPUSET_MAX_JOBS && !elastic__gpuset_has_job(set, job))
+		set->jobs[set->njobs++] = job;
+	set->raw = set->total;
 	return added;
+}
+
+int elastic__gpuset_has_job(const struct elastic_gpuset *set, unsigned long job)
+{
+	for (int i = 0; i < set->njobs; i++)
+		if (set->jobs[i] == job)
+			return 1;
+	return 0;
 }
 
 int elastic__gpuset_trim(struct elastic_gpuset *set, const struct elastic_request *req)
 {
 	int want = (int)elastic_sizes_fit(&req->sizes, req->min_gpus, req->max_gpus,
 					  set->total);
+	set->raw = set->total;
 	while (set->total > want && set->nhosts > 0) {
 		struct elastic_host *h = &set->host[set->nhosts - 1];
 		h->ngpus--;

@@ -11,6 +11,7 @@
 
 #define ELASTIC_GPUSET_MAX_HOSTS 4096
 #define ELASTIC_GPUSET_MAX_GPUS	 64 /* per host */
+#define ELASTIC_GPUSET_MAX_JOBS	 256 /* the job and its grants */
 
 struct elastic_host {
 	char name[64];
@@ -23,6 +24,9 @@ struct elastic_host {
 struct elastic_gpuset {
 	int nhosts;
 	int total;
+	int raw;   /* GPUs held before elastic__gpuset_trim (= total until then) */
+	int njobs; /* jobs whose GPUs were added (also those trimmed away) */
+	unsigned long jobs[ELASTIC_GPUSET_MAX_JOBS];
 	struct elastic_host host[ELASTIC_GPUSET_MAX_HOSTS];
 };
 
@@ -43,9 +47,12 @@ int elastic__gpuset_add_job(struct elastic_gpuset *set, unsigned long job,
 			    char *(*expand)(const char *hostlist, void *arg), void *arg,
 			    elastic_error_t *err);
 
+/* 1 if job's GPUs were added to set (kept or trimmed away). */
+int elastic__gpuset_has_job(const struct elastic_gpuset *set, unsigned long job);
+
 /* Keep the largest count the job's request allows (at most MAX, one of its
  * sizes; 0 when none fits at or above MIN), dropping GPUs from the hosts added
- * last. Returns the new total. */
+ * last; set->raw keeps the count before. Returns the new total. */
 int elastic__gpuset_trim(struct elastic_gpuset *set, const struct elastic_request *req);
 
 /* Write "HOST slots=N" lines for mpirun's --hostfile; returns 0 or -1. */

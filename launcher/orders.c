@@ -49,11 +49,23 @@ static int _grant(struct elastic_orders *o, const struct elastic_msg *m,
 {
 	if (_known(o->grow, o->ngrow, m->grant))
 		return 0;
-	if (o->ngrow < ELASTIC_ORDERS_MAX)
+	if (o->ngrow < ELASTIC_ORDERS_MAX) {
+		o->grow_gpus[o->ngrow] = m->gpus;
 		o->grow[o->ngrow++] = m->grant;
+	}
 	say("controller: grant %u started (%u GPUs on %s): growing at the next step boundary",
 	    m->grant, m->gpus, m->node);
 	return 1;
+}
+
+int elastic__orders_new_gpus(const struct elastic_orders *o,
+			     int (*known)(uint32_t grant, const void *arg), const void *arg)
+{
+	int n = 0;
+	for (int i = 0; i < o->ngrow; i++)
+		if (!elastic__orders_released(o, o->grow[i]) && !known(o->grow[i], arg))
+			n += (int)o->grow_gpus[i];
+	return n;
 }
 
 int elastic__orders_take(struct elastic_orders *o, const struct elastic_msg *m,
@@ -70,6 +82,7 @@ int elastic__orders_take(struct elastic_orders *o, const struct elastic_msg *m,
 	case ELASTIC_MSG_GRANT:
 		return _grant(o, m, say);
 	case ELASTIC_MSG_TARGET:
+		o->target = m->target;
 		say("controller: target %u GPUs", m->target);
 		return 0;
 	case ELASTIC_MSG_ERROR:

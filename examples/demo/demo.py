@@ -84,19 +84,19 @@ class Job:
 
 # The fewest re-forms (relaunches over a new set of GPUs) and in-place heals
 # the scenario needs, per job and cause: one per change that moves the job's
-# GPUs. Job 1: grows 1 -> 8 (grow), gives 4 to job 2 and 1 more at the
-# priority change (shrink, shrink), heals a lost rank in place and keeps its
-# GPUs through job 2's node loss. Job 2: starts on its MIN of 1 (Slurm) and
-# grows to 4, then 5 at the priority change, re-forms on 4 after the node
-# loss (failure), back to 5 when the node is back, to 8 when job 1 ends
-# (grow x4). A job that finds its grants already running at its first
-# launch starts on them and needs one grow less.
+# GPUs. A job starts on its share at once: Slurm starts it on its MIN of 1,
+# elasticd starts its grants, and elastic-run waits for them before the first
+# launch (--grant-wait), so no grow at the start. Job 1: starts on 8, gives 4
+# to job 2 and 1 more at the priority change (shrink, shrink), heals a lost
+# rank in place and keeps its GPUs through job 2's node loss. Job 2: starts on
+# 4, grows to 5 at the priority change, re-forms on 4 after the node loss
+# (failure), back to 5 when the node is back, to 8 when job 1 ends (grow x3).
 CAUSES = ec.CAUSES
 DIGITS_TRAIN = 1500  # examples/pytorch/train_digits.py's training split
 TORCH_TRAIN = os.path.join(ec.SRC, "examples/pytorch/train_digits.py")
 TORCH_SBATCH = os.path.join(ec.SRC, "examples/pytorch/train.sbatch")
-MIN_REFORMS = {1: {"grow": 1, "shrink": 2, "failure": 0, "other": 0, "heal": 1},
-               2: {"grow": 4, "shrink": 0, "failure": 1, "other": 0, "heal": 0}}
+MIN_REFORMS = {1: {"grow": 0, "shrink": 2, "failure": 0, "other": 0, "heal": 1},
+               2: {"grow": 3, "shrink": 0, "failure": 1, "other": 0, "heal": 0}}
 
 
 class Demo:

@@ -137,7 +137,13 @@ static void trim_to_max_and_sizes(void **state)
 	elastic__gpuset_add_job(&set, 11, grant_oneline, expand, NULL, &err);
 	/* 7 GPUs, pow2: 4. */
 	assert_int_equal(set.total, 7);
+	assert_int_equal(set.raw, 7);
 	assert_int_equal(elastic__gpuset_trim(&set, &pow2), 4);
+	/* what was held before the trim, and every job added, stay known */
+	assert_int_equal(set.raw, 7);
+	assert_true(elastic__gpuset_has_job(&set, 10));
+	assert_true(elastic__gpuset_has_job(&set, 11));
+	assert_false(elastic__gpuset_has_job(&set, 12));
 	/* GPUs go from the hosts added last: node2 first. */
 	assert_int_equal(set.nhosts, 1);
 	assert_int_equal(set.host[0].ngpus, 4);

@@ -95,6 +95,32 @@ static void grants_and_others(void **state)
 	assert_non_null(strstr(said, "message about job 8 ignored (this is job 7)"));
 }
 
+static int known_21(uint32_t grant, const void *arg)
+{
+	(void)arg;
+	return grant == 21;
+}
+
+/* GPUs the announced grants add by the controller's word: not those ordered
+ * released, not those the caller knows (already in the launched set). */
+static void new_gpus(void **state)
+{
+	struct elastic_orders o;
+	struct elastic_msg g20 = msg(ELASTIC_MSG_GRANT, 7, 0, 20);
+	struct elastic_msg g21 = msg(ELASTIC_MSG_GRANT, 7, 0, 21);
+	struct elastic_msg g22 = msg(ELASTIC_MSG_GRANT, 7, 0, 22);
+	struct elastic_msg r22 = msg(ELASTIC_MSG_RELEASE, 7, 9, 22);
+	elastic__orders_init(&o, 7);
+	assert_int_equal(elastic__orders_new_gpus(&o, known_21, NULL), 0);
+	g20.gpus = 3;
+	elastic__orders_take(&o, &g20, say);
+	elastic__orders_take(&o, &g21, say);
+	elastic__orders_take(&o, &g22, say);
+	assert_int_equal(elastic__orders_new_gpus(&o, known_21, NULL), 3 + 2);
+	elastic__orders_take(&o, &r22, say);
+	assert_int_equal(elastic__orders_new_gpus(&o, known_21, NULL), 3);
+}
+
 /* The book is bounded: the oldest release is forgotten. */
 static void release_overflow(void **state)
 {
@@ -116,6 +142,7 @@ int main(void)
 		cmocka_unit_test(release_once),
 		cmocka_unit_test(release_after_done),
 		cmocka_unit_test(grants_and_others),
+		cmocka_unit_test(new_gpus),
 		cmocka_unit_test(release_overflow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -537,11 +537,15 @@ out:
 /* A job that started since the last tick: look at slurmctld's jobs now (at
  * most twice a second, whoever asks), without acting: the main loop ticks
  * after this poll. */
-static void _refresh_jobs(struct ed_ctl *c)
+/* Re-read slurmctld for a job that spoke before elasticd saw it running: at
+ * most every 500 ms for a job elasticd does not know (a hello for any id
+ * must not load slurmctld), every 50 ms for a pending elastic job it knows
+ * (it has just started: refusing it would cost the job a reconnect). */
+static void _refresh_jobs(struct ed_ctl *c, const struct _jobrt *known)
 {
 	struct ed_snapshot s;
 	elastic_error_t err;
-	if (ed_now_ms() - c->last_tick_ms < 500)
+	if (ed_now_ms() - c->last_tick_ms < (known ? 50u : 500u))
 		return;
 	c->last_tick_ms = ed_now_ms();
 	if (ed_slurm_snapshot(c->conf.grant_prefix, &s, &err) < 0) {
@@ -589,7 +593,7 @@ static struct _jobrt *_sender(struct ed_ctl *c, const struct elastic_msg *m, uid
 {
 	struct _jobrt *rt = _rt(c, m->job);
 	if (!rt || !rt->running) {
-		_refresh_jobs(c);
+		_refresh_jobs(c, rt);
 		rt = _rt(c, m->job);
 	}
 	if (!rt || !rt->running)
@@ -659,7 +663,9 @@ int ed_ctl_busy(const struct ed_ctl *c)
 		return 1;
 	for (int i = 0; i < c->njobs; i++)
 		if (c->jobs[i].state == ELASTIC_STATE_GROWING ||
-		    c->jobs[i].state == ELASTIC_STATE_SHRINKING)
+		    c->jobs[i].state == ELASTIC_STATE_SHRINKING ||
+		    /* a job the split starts: its grants follow its start */
+		    (c->jobs[i].state == ELASTIC_STATE_PENDING && c->jobs[i].target > 0))
 			return 1;
 	return 0;
 }

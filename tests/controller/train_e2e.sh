@@ -65,6 +65,14 @@ ctl_wait_split 90 "$j1=4" "$j2=4"
 wait_size alice 4 60
 wait_size bob 4 60
 t_log "job 2 ($j2) arrived: 4/4 GPUs, both training at 4 ranks"
+# It launched on its share at once: elastic-run waited for the grants
+# elasticd started for it (--grant-wait) rather than launching on its first
+# GPU and re-forming a moment later.
+first=$(grep -a -m1 -E "elastic-run [^ ]+: job $j2: [0-9]+ ranks? on" "$T_DIR/train-bob.out")
+case "$first" in
+*": job $j2: 4 ranks on"*) t_log "job 2's first launch: ${first#*: job $j2: }" ;;
+*) t_fail "job 2 did not launch on its share of 4 at once: '$first'" ;;
+esac
 
 t0=$(date +%s.%N)
 scontrol update JobId="$j2" Priority=10000
