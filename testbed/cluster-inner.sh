@@ -134,7 +134,7 @@ SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
 GresTypes=gpu
 SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,bf_interval=1,defer_batch=0
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,bf_interval=1
 PriorityType=priority/multifactor
 PriorityWeightFairshare=10000
 PriorityWeightAge=0
