@@ -717,11 +717,12 @@ static int _in_set(uint32_t grant, const void *set)
 	return elastic__gpuset_has_job(set, grant);
 }
 
-/* Before the first launch: when the controller's target for the job is
- * above the GPUs it holds, it is starting grants for it (a job that has
- * just started gets its share at once). Waiting up to --grant-wait seconds
- * for them spares the job a launch on its first GPUs and a re-form a moment
- * later. 1 if grants were announced (look again), else 0. */
+/* When the controller's target for the job is above the GPUs it holds, it
+ * is starting grants for it: before the first launch (a job that has just
+ * started gets its share at once), and after a release that had to free a
+ * larger grant (elasticd starts a smaller one in its place). Waiting up to
+ * --grant-wait seconds for them spares the job a launch and a re-form a
+ * moment later. 1 if grants were announced (look again), else 0. */
 static int _await_grants(struct run *r)
 {
 	double t0 = _now(), until = t0 + r->grant_wait;
@@ -736,7 +737,7 @@ static int _await_grants(struct run *r)
 			break;
 	}
 	if (add > 0)
-		_say("waited %.0f ms for %d GPU%s of grants before the first launch",
+		_say("waited %.0f ms for %d GPU%s of grants before launching",
 		     (_now() - t0) * 1e3, add, add == 1 ? "" : "s");
 	else if (r->orders.target > (uint32_t)r->set.raw)
 		_say("target %u GPUs but no grant started within %d s: launching on %d",
@@ -744,12 +745,18 @@ static int _await_grants(struct run *r)
 	return add > 0;
 }
 
+static int _uses_released(const struct run *r);
+
 /* Choose the launch set (r->set) and write what the agent and the ranks
  * read: the hostfile and ELASTIC_RUN_MAP. 0, or -1 (logged; r->status is
  * the run's exit status). */
 static int _choose(struct run *r)
 {
 	elastic_error_t err;
+
+	/* a planned re-form that gave grants back (acknowledged below) */
+	int released = r->launches > 0 && _uses_released(r) && !r->sum.failed &&
+		       !r->sum.signaled && !r->sum.missing;
 
 	if (r->now_fresh) {
 		/* _reform looked just now, after the previous mpirun ended */
@@ -760,15 +767,19 @@ static int _choose(struct run *r)
 		r->status = 1;
 		return -1;
 	}
-	if (r->have_ctl && r->launches == 0 && _await_grants(r) && _look(r, &r->set, &err) < 0) {
-		_say("cannot find this job's GPUs: %s", err.text);
-		r->status = 1;
-		return -1;
-	}
 	if (r->have_ctl) {
+		/* acknowledges the releases: elasticd cancels those grants */
 		elastic__orders_releases_done(&r->orders);
 		r->ctl.gpus = r->set.total;
 		elastic__orders_poll(&r->orders, &r->ctl, 0, _say);
+		if ((r->launches == 0 || released) && _await_grants(r)) {
+			if (_look(r, &r->set, &err) < 0) {
+				_say("cannot find this job's GPUs: %s", err.text);
+				r->status = 1;
+				return -1;
+			}
+			r->ctl.gpus = r->set.total;
+		}
 	}
 	if (r->set.total < r->req.min_gpus) {
 		_say("only %d GPU%s usable, below the job's minimum of %ld: giving up",

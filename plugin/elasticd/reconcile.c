@@ -258,6 +258,9 @@ out:
 	return ret;
 }
 
+static int _grow(const struct ed_rc_in *in, struct ed_rc *rc, int i, int node, int gpus,
+		 int from, int to);
+
 /* Order the release of held running grants of job i on node so that at
  * least excess GPUs go (elastic__pick_release chooses which). */
 static int _release(const struct ed_rc_in *in, struct ed_rc *rc, int i, int node,
@@ -280,9 +283,11 @@ static int _release(const struct ed_rc_in *in, struct ed_rc *rc, int i, int node
 		/* Out of memory there: no release this tick (the next retries). */
 		npick = elastic__pick_release(sizes, n, excess, pick, 64);
 	}
+	int released = 0;
 	for (int k = 0; k < npick && ret == 0; k++) {
 		const struct ed_grant *gr = &s->grants[idx[pick[k]]];
 		struct ed_rc_action *a = _act(rc, ED_RC_RELEASE, i, j->id, gr->id);
+		released += gr->gpus;
 		if (!a) {
 			ret = -1;
 			break;
@@ -298,6 +303,13 @@ static int _release(const struct ed_rc_in *in, struct ed_rc *rc, int i, int node
 	}
 	free(idx);
 	free(sizes);
+	/* No grants there add up to the excess (e.g. one of 2 where 1 must
+	 * go): the grant is re-shaped while the job re-forms anyway. What was
+	 * released beyond the excess comes back at once as a smaller grant; it
+	 * starts on the GPUs the release frees and elastic-run waits for it
+	 * before relaunching (one re-form, the exact size). */
+	if (ret == 0 && released > excess)
+		ret = _grow(in, rc, i, node, released - excess, from, to);
 	return ret;
 }
 
