@@ -56,6 +56,7 @@ struct run {
 	/* launches: the GPU set launched on, and the one seen now */
 	struct elastic_gpuset set, now;
 	int launches, stuck, status, stop_sent, mstatus;
+	int unplanned; /* relaunches no controller order asked for */
 	int now_fresh; /* `now` was looked up after the last mpirun ended */
 	double t0, t_end;
 	struct elastic_report_summary sum;
@@ -94,7 +95,8 @@ static void _usage(FILE *f)
 		"or its GPUs change. Use it inside an sbatch script or salloc.\n"
 		"\n"
 		"  -v, --verbose          say more (repeat for the mpirun command line)\n"
-		"  -n, --max-relaunch N   give up after N relaunches (default 20)\n"
+		"  -n, --max-relaunch N   give up after N relaunches that no controller order\n"
+		"                         asked for (failures, lost nodes; default 20)\n"
 		"      --max-stuck N      give up after N failures in a row on an unchanged\n"
 		"                         GPU set that made no progress (default 3)\n"
 		"      --grant-wait S     at the start, wait up to S seconds (default 3; 0: do\n"
@@ -1005,13 +1007,14 @@ static enum run_state _reform(struct run *r)
 	_say("mpirun ended after %.1f s: %d rank%s ok, %d failed, %d asked to re-form, %d killed, %d lost%s",
 	     r->t_end - r->t0, sum->ok, sum->ok == 1 ? "" : "s", sum->failed, sum->reform,
 	     sum->signaled, sum->missing, changed ? "; the job's GPUs changed" : "");
-	switch (elastic__run_retry(sum->reform > 0 || changed || r->stop_sent, &r->stuck,
-				   r->launches, r->max_stuck, r->max_relaunch)) {
+	switch (elastic__run_retry(sum->reform > 0 || changed || r->stop_sent, r->stop_sent,
+				   &r->stuck, &r->unplanned, r->max_stuck, r->max_relaunch)) {
 	case ELASTIC_RUN_STUCK:
 		_say("%d failures in a row on the same GPUs: giving up", r->stuck);
 		return RUN_FINISH;
 	case ELASTIC_RUN_TOO_MANY:
-		_say("relaunched %d times: giving up (--max-relaunch)", r->launches - 1);
+		_say("relaunched %d times without an order (failures): giving up (--max-relaunch)",
+		     r->unplanned - 1);
 		return RUN_FINISH;
 	default:
 		return RUN_LAUNCH;

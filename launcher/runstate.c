@@ -23,14 +23,14 @@ enum elastic_run_next elastic__run_ended(const struct elastic_report_summary *su
 	return ELASTIC_RUN_REFORM;
 }
 
-enum elastic_run_next elastic__run_retry(int progress, int *stuck, int launches,
-					 int max_stuck, int max_relaunch)
+enum elastic_run_next elastic__run_retry(int progress, int planned, int *stuck,
+					 int *relaunches, int max_stuck, int max_relaunch)
 {
 	if (progress)
 		*stuck = 0;
 	else if (++*stuck > max_stuck)
 		return ELASTIC_RUN_STUCK;
-	if (launches > max_relaunch)
+	if (!planned && ++*relaunches > max_relaunch)
 		return ELASTIC_RUN_TOO_MANY;
 	return ELASTIC_RUN_REFORM;
 }

@@ -26,10 +26,13 @@ enum elastic_run_next elastic__run_ended(const struct elastic_report_summary *su
 
 /* Whether to launch again: progress is whether the last launch moved the
  * job on (ranks asked to re-form, the GPUs changed, or elastic-run asked
- * for the re-form). *stuck counts the failures in a row without progress
- * (reset by progress); launches is how many mpiruns ran so far. Returns
- * REFORM, STUCK (*stuck > max_stuck) or TOO_MANY (launches > max_relaunch). */
-enum elastic_run_next elastic__run_retry(int progress, int *stuck, int launches,
-					 int max_stuck, int max_relaunch);
+ * for the re-form); planned whether elastic-run asked for it on the
+ * controller's order. *stuck counts the failures in a row without progress
+ * (reset by progress); *relaunches counts the relaunches nobody planned
+ * (failures, lost nodes): a job resized by the controller for days is never
+ * given up for that. Returns REFORM, STUCK (*stuck > max_stuck) or TOO_MANY
+ * (*relaunches > max_relaunch). */
+enum elastic_run_next elastic__run_retry(int progress, int planned, int *stuck,
+					 int *relaunches, int max_stuck, int max_relaunch);
 
 #endif

@@ -70,30 +70,43 @@ static void stopped_and_nostart(void **state)
 /* Failures without progress count up to max_stuck, progress resets them. */
 static void stuck(void **state)
 {
-	int st = 0;
-	assert_int_equal(elastic__run_retry(0, &st, 1, 2, 20), ELASTIC_RUN_REFORM);
-	assert_int_equal(elastic__run_retry(0, &st, 2, 2, 20), ELASTIC_RUN_REFORM);
+	int st = 0, n = 0;
+	assert_int_equal(elastic__run_retry(0, 0, &st, &n, 2, 20), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_retry(0, 0, &st, &n, 2, 20), ELASTIC_RUN_REFORM);
 	assert_int_equal(st, 2);
-	assert_int_equal(elastic__run_retry(1, &st, 3, 2, 20), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_retry(1, 0, &st, &n, 2, 20), ELASTIC_RUN_REFORM);
 	assert_int_equal(st, 0);
-	assert_int_equal(elastic__run_retry(0, &st, 4, 2, 20), ELASTIC_RUN_REFORM);
-	assert_int_equal(elastic__run_retry(0, &st, 5, 2, 20), ELASTIC_RUN_REFORM);
-	assert_int_equal(elastic__run_retry(0, &st, 6, 2, 20), ELASTIC_RUN_STUCK);
+	assert_int_equal(elastic__run_retry(0, 0, &st, &n, 2, 20), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_retry(0, 0, &st, &n, 2, 20), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_retry(0, 0, &st, &n, 2, 20), ELASTIC_RUN_STUCK);
 	assert_int_equal(st, 3);
 	st = 0; /* --max-stuck 0: the first failure without progress ends it */
-	assert_int_equal(elastic__run_retry(0, &st, 1, 0, 20), ELASTIC_RUN_STUCK);
+	assert_int_equal(elastic__run_retry(0, 0, &st, &n, 0, 20), ELASTIC_RUN_STUCK);
 }
 
-/* launches counts mpiruns: --max-relaunch N allows N + 1 of them. */
+/* Unplanned relaunches count: --max-relaunch N allows N of them. */
 static void max_relaunch(void **state)
 {
-	int st = 0;
-	assert_int_equal(elastic__run_retry(1, &st, 3, 3, 3), ELASTIC_RUN_REFORM);
-	assert_int_equal(elastic__run_retry(1, &st, 4, 3, 3), ELASTIC_RUN_TOO_MANY);
-	st = 3; /* stuck is judged first */
-	assert_int_equal(elastic__run_retry(0, &st, 4, 3, 3), ELASTIC_RUN_STUCK);
-	st = 0;
-	assert_int_equal(elastic__run_retry(1, &st, 1, 3, 0), ELASTIC_RUN_TOO_MANY);
+	int st = 0, n = 0;
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(elastic__run_retry(1, 0, &st, &n, 3, 3), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_retry(1, 0, &st, &n, 3, 3), ELASTIC_RUN_TOO_MANY);
+	st = 3, n = 0; /* stuck is judged first */
+	assert_int_equal(elastic__run_retry(0, 0, &st, &n, 3, 3), ELASTIC_RUN_STUCK);
+	st = 0, n = 0;
+	assert_int_equal(elastic__run_retry(1, 0, &st, &n, 3, 0), ELASTIC_RUN_TOO_MANY);
+}
+
+/* Re-forms the controller ordered never use up --max-relaunch: a job resized
+ * 1000 times keeps running (the bench that found it gave up after 20). */
+static void planned_not_counted(void **state)
+{
+	int st = 0, n = 0;
+	for (int k = 0; k < 1000; k++)
+		assert_int_equal(elastic__run_retry(1, 1, &st, &n, 3, 20), ELASTIC_RUN_REFORM);
+	assert_int_equal(n, 0);
+	assert_int_equal(elastic__run_retry(1, 0, &st, &n, 3, 20), ELASTIC_RUN_REFORM);
+	assert_int_equal(n, 1);
 }
 
 int main(void)
@@ -104,6 +117,7 @@ int main(void)
 		cmocka_unit_test(stopped_and_nostart),
 		cmocka_unit_test(stuck),
 		cmocka_unit_test(max_relaunch),
+		cmocka_unit_test(planned_not_counted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
