@@ -33,6 +33,7 @@
 
 static int verbose;
 static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t usr1_pending; /* elastic-run got SIGUSR1: re-form */
 static pid_t child = -1;
 
 /* One run of the job: what the user asked, the job, the files of the run,
@@ -57,6 +58,8 @@ struct run {
 	struct elastic_gpuset set, now;
 	int launches, stuck, status, stop_sent, mstatus;
 	int unplanned; /* relaunches no controller order asked for */
+	int stop_due;  /* a re-form is due; SIGUSR1 waits until the ranks can take it */
+	struct timespec t0_wall; /* when the current mpirun was started */
 	int now_fresh; /* `now` was looked up after the last mpirun ended */
 	double t0, t_end;
 	struct elastic_report_summary sum;
@@ -515,6 +518,14 @@ static void _on_signal(int sig)
 		kill(child, sig);
 }
 
+/* elastic-run's own SIGUSR1 (a re-form asked from outside): passed on to
+ * the ranks when they can take it (_stop_when_ready). */
+static void _on_usr1(int sig)
+{
+	(void)sig;
+	usr1_pending = 1;
+}
+
 static int _same_set(const struct elastic_gpuset *a, const struct elastic_gpuset *b)
 {
 	if (a->nhosts != b->nhosts || a->total != b->total)
@@ -849,6 +860,7 @@ static int _spawn(struct run *r, const char **av)
 	setenv("ELASTIC_RUN_GEN", gen, 1);
 	elastic__prewarm_launch(&r->set, r->t_end); /* zygotes ahead of need */
 	r->t0 = _now();
+	clock_gettime(CLOCK_REALTIME, &r->t0_wall);
 	child = fork();
 	if (child < 0) {
 		_say("fork: %s", strerror(errno));
@@ -922,14 +934,45 @@ static int _grants_add(const struct run *r)
  * job re-form on the new set. A release of GPUs in use, or started grants
  * that add usable GPUs, stop them at once; otherwise Slurm is asked (a
  * grant may add no usable GPU, e.g. under --elastic-sizes). */
+/* Can the ranks of the current launch take SIGUSR1? Only once libelastic
+ * installed its handler in every rank: before, the signal's default action
+ * ends them (a grant announced 0.2 s after the one that started a re-form
+ * killed all 7 ranks of the launch it started). A step committed since the
+ * launch (rank 0's progress record is newer) shows it; after 10 s without
+ * one the ranks get it anyway (a launch stuck in its start-up). */
+static int _ranks_ready(const struct run *r)
+{
+	struct stat st;
+	if (_now() - r->t0 > 10.0)
+		return 1;
+	if (stat(r->progress, &st) < 0)
+		return 0;
+	return st.st_mtim.tv_sec > r->t0_wall.tv_sec ||
+	       (st.st_mtim.tv_sec == r->t0_wall.tv_sec &&
+		st.st_mtim.tv_nsec > r->t0_wall.tv_nsec);
+}
+
 static void _follow_orders(struct run *r)
 {
 	elastic_error_t err;
 
 	_progress(r);
 	if (elastic__orders_poll(&r->orders, &r->ctl, 50, _say) && !r->stop_sent &&
+	    !r->stop_due &&
 	    (_uses_released(r) || _grants_add(r) ||
-	     (_look(r, &r->now, &err) == 0 && !_same_set(&r->set, &r->now)))) {
+	     (_look(r, &r->now, &err) == 0 && !_same_set(&r->set, &r->now))))
+		r->stop_due = 1;
+}
+
+/* A re-form that is due (an order, or SIGUSR1 to elastic-run) reaches the
+ * ranks as SIGUSR1 once they can take it. */
+static void _stop_when_ready(struct run *r)
+{
+	if (usr1_pending) {
+		usr1_pending = 0;
+		r->stop_due = 1;
+	}
+	if (r->stop_due && !r->stop_sent && _ranks_ready(r)) {
 		_say("asking the %d ranks to re-form at the next step boundary (SIGUSR1)",
 		     r->set.total);
 		kill(child, SIGUSR1);
@@ -943,7 +986,7 @@ static enum run_state _watch(struct run *r)
 {
 	int ws;
 
-	r->stop_sent = 0;
+	r->stop_sent = r->stop_due = 0;
 	for (;;) {
 		elastic__report_poll(&r->rep, r->have_ctl ? 50 : 200);
 		pid_t w = waitpid(child, &ws, WNOHANG);
@@ -951,6 +994,7 @@ static enum run_state _watch(struct run *r)
 			break;
 		if (r->have_ctl)
 			_follow_orders(r);
+		_stop_when_ready(r);
 	}
 	child = -1;
 	r->t_end = _now();
@@ -1052,8 +1096,9 @@ int main(int argc, char **argv)
 	struct sigaction sa = {.sa_handler = _on_signal};
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGUSR2, &sa, NULL);
+	struct sigaction su = {.sa_handler = _on_usr1};
+	sigaction(SIGUSR1, &su, NULL);
 	while (s != RUN_FINISH) {
 		switch (s) {
 		case RUN_LAUNCH:
