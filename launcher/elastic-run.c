@@ -42,8 +42,8 @@ struct run {
 	/* options */
 	const char *mpirun, *extra[32];
 	int nextra, max_relaunch, max_stuck, dry;
-	int grant_wait; /* s the first launch waits for grants the controller starts */
-	char **prog; /* the program and its arguments, NULL-terminated */
+	int grant_wait; /* s a launch waits for grants the controller is starting */
+	char **prog;	/* the program and its arguments, NULL-terminated */
 	/* the job */
 	unsigned long jobid;
 	struct elastic_request req; /* MIN, MAX, sizes (ELASTIC_* variables) */
@@ -60,7 +60,7 @@ struct run {
 	int unplanned; /* relaunches no controller order asked for */
 	int stop_due;  /* a re-form is due; SIGUSR1 waits until the ranks can take it */
 	struct timespec t0_wall; /* when the current mpirun was started */
-	int now_fresh; /* `now` was looked up after the last mpirun ended */
+	int now_fresh;		 /* `now` was looked up after the last mpirun ended */
 	double t0, t_end;
 	struct elastic_report_summary sum;
 };
@@ -573,7 +573,9 @@ static int _value_opt(struct run *r, const char *a, const char *v)
 		if (rc >= 0)
 			return rc;
 		if (r->grant_wait > 600) {
-			fprintf(stderr, "elastic-run: --grant-wait takes 0 to 600 seconds, not '%s'\n", v);
+			fprintf(stderr,
+				"elastic-run: --grant-wait takes 0 to 600 seconds, not '%s'\n",
+				v);
 			return EXIT_USAGE;
 		}
 	} else {
@@ -745,8 +747,9 @@ static int _await_grants(struct run *r)
 	while (r->grant_wait > 0 && _now() < until) {
 		elastic__orders_poll(&r->orders, &r->ctl, 50, _say);
 		add = elastic__orders_new_gpus(&r->orders, _in_set, &r->set);
-		if (!r->orders.target ? _now() - t0 > 0.5 || !elastic__ctl_connected(&r->ctl)
-				      : (int)r->orders.target <= r->set.raw + add)
+		if (!r->orders.target
+			    ? _now() - t0 > 0.5 || !elastic__ctl_connected(&r->ctl)
+			    : (int)r->orders.target <= r->set.raw + add)
 			break;
 	}
 	if (add > 0)
@@ -925,8 +928,9 @@ static int _uses_released(const struct run *r)
 static int _grants_add(const struct run *r)
 {
 	int add = elastic__orders_new_gpus(&r->orders, _in_set, &r->set);
-	return add > 0 && (int)elastic_sizes_fit(&r->req.sizes, r->req.min_gpus,
-						 r->req.max_gpus, r->set.raw + add) != r->set.total;
+	return add > 0 &&
+	       (int)elastic_sizes_fit(&r->req.sizes, r->req.min_gpus, r->req.max_gpus,
+				      r->set.raw + add) != r->set.total;
 }
 
 /* While mpirun runs: an order that changes the job's GPUs makes the ranks
@@ -1018,7 +1022,8 @@ static enum run_state _watch(struct run *r)
 			    (e->how != ELASTIC_RANK_UNKNOWN && e->value != 0 &&
 			     e->value != EXIT_REFORM))
 				_say("rank %d: %s %d", i,
-				     e->how == ELASTIC_RANK_SIGNALED ? "signal" : "exit status",
+				     e->how == ELASTIC_RANK_SIGNALED ? "signal"
+								     : "exit status",
 				     e->value);
 		}
 	}
@@ -1051,8 +1056,9 @@ static enum run_state _reform(struct run *r)
 	_say("mpirun ended after %.1f s: %d rank%s ok, %d failed, %d asked to re-form, %d killed, %d lost%s",
 	     r->t_end - r->t0, sum->ok, sum->ok == 1 ? "" : "s", sum->failed, sum->reform,
 	     sum->signaled, sum->missing, changed ? "; the job's GPUs changed" : "");
-	switch (elastic__run_retry(sum->reform > 0 || changed || r->stop_sent, r->stop_sent,
-				   &r->stuck, &r->unplanned, r->max_stuck, r->max_relaunch)) {
+	switch (elastic__run_retry(sum->reform > 0 || changed || r->stop_sent,
+				   r->stop_sent, &r->stuck, &r->unplanned, r->max_stuck,
+				   r->max_relaunch)) {
 	case ELASTIC_RUN_STUCK:
 		_say("%d failures in a row on the same GPUs: giving up", r->stuck);
 		return RUN_FINISH;

@@ -10,7 +10,7 @@
 #include "contract.h" /* struct elastic_request */
 
 #define ELASTIC_GPUSET_MAX_HOSTS 4096
-#define ELASTIC_GPUSET_MAX_GPUS	 64 /* per host */
+#define ELASTIC_GPUSET_MAX_GPUS	 64  /* per host */
 #define ELASTIC_GPUSET_MAX_JOBS	 256 /* the job and its grants */
 
 struct elastic_host {

@@ -59,7 +59,8 @@ static int _grant(struct elastic_orders *o, const struct elastic_msg *m,
 }
 
 int elastic__orders_new_gpus(const struct elastic_orders *o,
-			     int (*known)(uint32_t grant, const void *arg), const void *arg)
+			     int (*known)(uint32_t grant, const void *arg),
+			     const void *arg)
 {
 	int n = 0;
 	for (int i = 0; i < o->ngrow; i++)

@@ -24,9 +24,10 @@ struct elastic_orders {
 		int done, acked;
 	} rel[ELASTIC_ORDERS_MAX];
 	int ngrow;
-	uint32_t grow[ELASTIC_ORDERS_MAX];  /* grants announced as started */
+	uint32_t grow[ELASTIC_ORDERS_MAX];	/* grants announced as started */
 	uint32_t grow_gpus[ELASTIC_ORDERS_MAX]; /* their GPUs, as announced */
-	uint32_t target; /* GPUs the controller last said the job should hold; 0: none yet */
+	uint32_t
+		target; /* GPUs the controller last said the job should hold; 0: none yet */
 };
 
 void elastic__orders_init(struct elastic_orders *o, uint32_t job);
@@ -44,7 +45,8 @@ int elastic__orders_released(const struct elastic_orders *o, uint32_t grant);
  * known(grant, arg) is 0 (e.g. not in the set launched on): what the job
  * would gain by the controller's word, before Slurm is asked. */
 int elastic__orders_new_gpus(const struct elastic_orders *o,
-			     int (*known)(uint32_t grant, const void *arg), const void *arg);
+			     int (*known)(uint32_t grant, const void *arg),
+			     const void *arg);
 
 /* The job runs without every grant ordered released so far (call it when
  * the old mpirun has ended and the next launch set is chosen): they are due

@@ -33,6 +33,7 @@ enum elastic_run_next elastic__run_ended(const struct elastic_report_summary *su
  * given up for that. Returns REFORM, STUCK (*stuck > max_stuck) or TOO_MANY
  * (*relaunches > max_relaunch). */
 enum elastic_run_next elastic__run_retry(int progress, int planned, int *stuck,
-					 int *relaunches, int max_stuck, int max_relaunch);
+					 int *relaunches, int max_stuck,
+					 int max_relaunch);
 
 #endif

@@ -139,10 +139,8 @@ static void release_overflow(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(release_once),
-		cmocka_unit_test(release_after_done),
-		cmocka_unit_test(grants_and_others),
-		cmocka_unit_test(new_gpus),
+		cmocka_unit_test(release_once),	     cmocka_unit_test(release_after_done),
+		cmocka_unit_test(grants_and_others), cmocka_unit_test(new_gpus),
 		cmocka_unit_test(release_overflow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -89,7 +89,8 @@ static void max_relaunch(void **state)
 {
 	int st = 0, n = 0;
 	for (int k = 0; k < 3; k++)
-		assert_int_equal(elastic__run_retry(1, 0, &st, &n, 3, 3), ELASTIC_RUN_REFORM);
+		assert_int_equal(elastic__run_retry(1, 0, &st, &n, 3, 3),
+				 ELASTIC_RUN_REFORM);
 	assert_int_equal(elastic__run_retry(1, 0, &st, &n, 3, 3), ELASTIC_RUN_TOO_MANY);
 	st = 3, n = 0; /* stuck is judged first */
 	assert_int_equal(elastic__run_retry(0, 0, &st, &n, 3, 3), ELASTIC_RUN_STUCK);
@@ -103,7 +104,8 @@ static void planned_not_counted(void **state)
 {
 	int st = 0, n = 0;
 	for (int k = 0; k < 1000; k++)
-		assert_int_equal(elastic__run_retry(1, 1, &st, &n, 3, 20), ELASTIC_RUN_REFORM);
+		assert_int_equal(elastic__run_retry(1, 1, &st, &n, 3, 20),
+				 ELASTIC_RUN_REFORM);
 	assert_int_equal(n, 0);
 	assert_int_equal(elastic__run_retry(1, 0, &st, &n, 3, 20), ELASTIC_RUN_REFORM);
 	assert_int_equal(n, 1);
