@@ -743,18 +743,25 @@ static int _await_grants(struct run *r)
 	double t0 = _now(), until = t0 + r->grant_wait;
 	int add = 0;
 
-	/* the target follows the registration within a tick */
+	/* The target follows the registration within a tick. A job that
+	 * started before elasticd saw it pending may be refused once and
+	 * register on the next attempt (0.5 s later): keep polling for it. */
 	while (r->grant_wait > 0 && _now() < until) {
 		elastic__orders_poll(&r->orders, &r->ctl, 50, _say);
 		add = elastic__orders_new_gpus(&r->orders, _in_set, &r->set);
-		if (!r->orders.target
-			    ? _now() - t0 > 0.5 || !elastic__ctl_connected(&r->ctl)
-			    : (int)r->orders.target <= r->set.raw + add)
+		if (r->orders.target && (int)r->orders.target <= r->set.raw + add)
+			break;
+		/* no controller to hear from (elasticd down): do not hold the job */
+		if (!r->orders.target && !elastic__ctl_connected(&r->ctl) &&
+		    _now() - t0 > 1.5)
 			break;
 	}
 	if (add > 0)
 		_say("waited %.0f ms for %d GPU%s of grants before launching",
 		     (_now() - t0) * 1e3, add, add == 1 ? "" : "s");
+	else if (r->grant_wait > 0 && !r->orders.target)
+		_say("no target from the controller within %d s: launching on %d",
+		     r->grant_wait, r->set.total);
 	else if (r->orders.target > (uint32_t)r->set.raw)
 		_say("target %u GPUs but no grant started within %d s: launching on %d",
 		     r->orders.target, r->grant_wait, r->set.total);

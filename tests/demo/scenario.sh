@@ -5,7 +5,8 @@
 # job 1 trains elastic_train, job 2 the PyTorch example) on 2 nodes x 4 GPUs
 # and asserts from what Slurm and the jobs
 # printed, not from the driver's verdict: the GPU allocations in order (8;
-# 4/4; 3/5; job 2 below 5 after its node loss, then back to 5; job 2 on 8
+# 4/4; 3/5; job 2 below 5 after its node loss, then back to 5 or more (8
+# when job 1 ended before the node was back, as the demo allows); job 2 on 8
 # after job 1 ended), job 1's lost rank healed in place without a relaunch,
 # no job re-formed more often than the scenario needs (per cause),
 # every step of both jobs committed once and in order, and each final model
@@ -54,7 +55,7 @@ t0=$SECONDS
 torch_epochs=${DEMO_TORCH_EPOCHS:-16}
 python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (the demo's job 2 is the PyTorch example)"
 python3 "$src/examples/demo/demo.py" --build "$build" --out "$out" \
-	--epochs1 "${DEMO_EPOCHS1:-8}" --torch-epochs "$torch_epochs" --dwell 6 >"$T_DIR/demo.log" 2>&1
+	--epochs1 "${DEMO_EPOCHS1:-10}" --torch-epochs "$torch_epochs" --dwell 6 >"$T_DIR/demo.log" 2>&1
 rc=$?
 t_log "demo.py exit $rc after $((SECONDS - t0)) s"
 if [ $rc != 0 ]; then
@@ -70,14 +71,14 @@ seq=$(awk '!/^#/ { print $2 "/" $3 }' "$out/alloc.tsv" | uniq | paste -sd' ')
 t_log "GPU allocations (job 1/job 2) over time: $seq"
 echo "$seq" | awk '{
 	# 8/0, then 4/4, then 3/5, then job 2 below 5 (node loss; the
-	# capacity lost may shrink job 1 too), then job 2 on 5 again
+	# capacity lost may shrink job 1 too), then job 2 on 5 or more again
 	# (replacement), then 0/8.
 	n = split("8/0 4/4 3/5 LOSS BACK 0/8", want, " "); k = 1
 	for (i = 1; i <= NF && k <= n; i++) {
 		split($i, g, "/")
-		if (want[k] == "LOSS" ? (g[2] > 0 && g[2] < 5) : want[k] == "BACK" ? g[2] == 5 : $i == want[k]) k++
+		if (want[k] == "LOSS" ? (g[2] > 0 && g[2] < 5) : want[k] == "BACK" ? g[2] >= 5 : $i == want[k]) k++
 	}
-	exit k <= n ? 1 : 0 }' || t_fail "allocations not in the order 8/0, 4/4, 3/5, job 2 below 5, job 2 on 5, 0/8: $seq"
+	exit k <= n ? 1 : 0 }' || t_fail "allocations not in the order 8/0, 4/4, 3/5, job 2 below 5, job 2 on 5 or more, 0/8: $seq"
 
 # 2. Every step committed once, in order, in both jobs: each step line
 # follows the previous one; a relaunch never resumes before the next step
@@ -89,7 +90,7 @@ for n in 1 2; do
 	f=$out/job$n.out
 	# job 1: elastic_train, 4096 samples, 32 steps an epoch; job 2: the
 	# PyTorch example, 1500 samples, 12 steps an epoch
-	steps=$([ $n = 1 ] && echo $((${DEMO_EPOCHS1:-8} * 32)) || echo $((torch_epochs * 12)))
+	steps=$([ $n = 1 ] && echo $((${DEMO_EPOCHS1:-10} * 32)) || echo $((torch_epochs * 12)))
 	res=$(tr -d '\000' <"$f" | awk -v total="$steps" '
 		/re-form [0-9]+: / { want_resume = 1 }
 		/resumed at committed step/ && want_resume {
@@ -132,7 +133,7 @@ t_log "job 2 (PyTorch): loss $first -> $last, test accuracy ${acc#* } (shown at 
 
 # 3. Job 1's lost rank: healed in place (a redo at the smaller size, no
 # relaunch after the kill); job 2's node loss: a relaunch on fewer ranks
-# that resumed from the snapshot, then back to 5 ranks.
+# that resumed from the snapshot, then back to 5 ranks or more.
 f1=$out/job1.out
 # After the heal, a relaunch may only follow an order of the controller.
 awk '/^redo step/ { f = 1 } f && /controller: (release|grant)/ { f = 0 }
@@ -140,8 +141,8 @@ awk '/^redo step/ { f = 1 } f && /controller: (release|grant)/ { f = 0 }
 	t_fail "job 1 was relaunched after losing a rank (not healed in place)"
 t_grep "^redo step [0-9]+: size now 2" "$f1" "job 1 did not continue on 2 ranks after losing one"
 sizes2=$(grep -aEo '^step [0-9]+ epoch [0-9]+ size [0-9]+' "$out/job2.out" | awk '{ print $6 }' | uniq | paste -sd' ')
-echo " $sizes2 " | grep -Eq ' 5( [1-4])+ 5 ' ||
-	t_fail "job 2's sizes do not show 5 -> fewer -> 5 around its node loss: $sizes2"
+echo " $sizes2 " | grep -Eq ' 5( [1-4])+ [5-8] ' ||
+	t_fail "job 2's sizes do not show 5 -> fewer -> 5 or more around its node loss: $sizes2"
 grep -q 'NODE LOST' "$out/events.tsv" || t_fail "no node loss in the events"
 
 # 4. One re-form per job per change: re-forms counted by cause from each
