@@ -92,38 +92,60 @@ ctl_kill9() {
 	CTL_PID=""
 }
 
+# A job submitted deferred ($CTL_DEFER) enters the split with PRIORITY only:
+# its priority is set, then its start time set to now. Setting the priority
+# after a plain sbatch races elasticd's tick (multifactor gives a new user's
+# job 10000 first: a wrong split, then a second re-split); elasticd leaves a
+# deferred job out.
+CTL_DEFER=--begin=now+3600
+ctl_start_with_priority() { # job priority
+	scontrol update JobId="$1" Priority="$2" || t_fail "cannot set job $1's priority"
+	scontrol update JobId="$1" StartTime=now || t_fail "cannot start deferred job $1"
+}
+
 # An elastic job of USER. With the SPANK and job_submit plugins loaded it is
 # submitted the way users do (--elastic-gpus; job_submit makes it request MIN
 # GPUs and tags it); without them, a leader with MIN GPUs is tagged by hand
 # (AdminComment as root) exactly as job_submit_elastic would. Prints its id.
-# With PRIORITY, the job enters the split with that priority only: it is
-# submitted deferred (--begin; elasticd leaves such a job out), its priority
-# set, then its start time set to now. Setting the priority after a plain
-# sbatch races elasticd's tick (multifactor gives a new user's job 10000
-# first: a wrong split, then a second re-split).
+# With PRIORITY, it enters the split with that priority (ctl_start_with_priority).
 # CTL_SBATCH_EXTRA: more sbatch options (word-split), e.g. -H.
 ctl_job() { # user account min max grace [priority]
-	local u=$1 a=$2 min=$3 max=$4 grace=$5 prio=${6:-} id defer=()
-	[ -n "$prio" ] && defer=(--begin=now+3600)
+	local u=$1 a=$2 min=$3 max=$4 grace=$5 prio=${6:-} id extra=()
+	[ -n "$prio" ] && extra=("$CTL_DEFER")
 	# shellcheck disable=SC2206
-	defer+=(${CTL_SBATCH_EXTRA:-})
+	extra+=(${CTL_SBATCH_EXTRA:-})
 	if t_have_spank; then
-		id=$(t_sbatch "$u" -A "$a" -J "ejob-$u" --elastic-gpus="$min-$max" "${defer[@]}" \
+		id=$(t_sbatch "$u" -A "$a" -J "ejob-$u" --elastic-gpus="$min-$max" "${extra[@]}" \
 			--elastic-grace="$grace" -N1 -n1 --wrap 'sleep 3000')
 		echo "$id" >>"$T_DIR/jobs"
 		scontrol show job "$id" | grep -q "AdminComment=elastic:min=$min,max=$max" ||
 			t_fail "job $id submitted with --elastic-gpus has no elastic tag"
 	else
-		id=$(t_sbatch "$u" -A "$a" -J "ejob-$u" --gres=gpu:"$min" "${defer[@]}" -N1 -n1 --wrap 'sleep 3000')
+		id=$(t_sbatch "$u" -A "$a" -J "ejob-$u" --gres=gpu:"$min" "${extra[@]}" -N1 -n1 --wrap 'sleep 3000')
 		# Called in $(...): remember the job in a file for the cleanup.
 		echo "$id" >>"$T_DIR/jobs"
 		scontrol update JobId="$id" AdminComment="elastic:min=$min,max=$max,grace=$grace,sizes=any,weight=1" ||
 			t_fail "cannot tag job $id"
 	fi
-	if [ -n "$prio" ]; then
-		scontrol update JobId="$id" Priority="$prio" || t_fail "cannot set job $id's priority"
-		scontrol update JobId="$id" StartTime=now || t_fail "cannot start deferred job $id"
-	fi
+	[ -z "$prio" ] || ctl_start_with_priority "$id" "$prio"
+	echo "$id"
+}
+
+# A job of USER that trains for real (after ctl_need_trainer): its batch
+# script $T_DIR/NAME.sh execs elastic-run -v over elastic_train with
+# TRAIN_ARGS, its output goes to $T_DIR/NAME.out; SBATCH_ARGS (the elastic
+# request, nodes...) follow. With PRIORITY (not empty) it enters the split
+# with that priority (ctl_start_with_priority). Prints its id.
+ctl_train_job() { # name user account "train args" priority sbatch-args...
+	local name=$1 u=$2 a=$3 targs=$4 prio=$5 id extra=()
+	shift 5
+	[ -n "$prio" ] && extra=("$CTL_DEFER")
+	printf '#!/bin/bash\nexec %s -v -- %s %s\n' "$run" "$train" "$targs" >"$T_DIR/$name.sh"
+	chmod 755 "$T_DIR/$name.sh"
+	id=$(t_sbatch "$u" -A "$a" -J "$name" "${extra[@]}" -D "$T_DIR" -o "$T_DIR/$name.out" \
+		"$@" "$T_DIR/$name.sh")
+	echo "$id" >>"$T_DIR/jobs"
+	[ -z "$prio" ] || ctl_start_with_priority "$id" "$prio"
 	echo "$id"
 }
 

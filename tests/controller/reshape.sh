@@ -21,17 +21,10 @@ ctl_block_nodes node2 node3 node4
 ctl_conf PolicyMode=priority CoolDown=10
 ctl_start
 
-cat >"$T_DIR/job.sh" <<EOF
-#!/bin/bash
-exec $run -v -- $train --epochs 400 --samples 4096 --global-batch 128 --step-sleep 25000
-EOF
-chmod 755 "$T_DIR/job.sh"
-out=$T_DIR/train.out
-j1=$(t_sbatch alice -A acct_a -J train-alice --elastic-gpus=1-4 --elastic-grace=30 -N1 -n1 \
-	--begin=now+3600 -D "$T_DIR" -o "$out" "$T_DIR/job.sh")
-echo "$j1" >>"$T_DIR/jobs"
-scontrol update JobId="$j1" Priority=10000 || t_fail "cannot set job $j1's priority"
-scontrol update JobId="$j1" StartTime=now || t_fail "cannot start deferred job $j1"
+j1=$(ctl_train_job train-alice alice acct_a \
+	"--epochs 400 --samples 4096 --global-batch 128 --step-sleep 25000" 10000 \
+	--elastic-gpus=1-4 --elastic-grace=30 -N1 -n1)
+out=$T_DIR/train-alice.out
 
 # Latest size the trainer reported.
 size_now() { grep -aEo '^step [0-9]+ epoch [0-9]+ size [0-9]+' "$out" 2>/dev/null | tail -n1 | awk '{print $6}'; }

@@ -15,14 +15,9 @@ t_ompi_env
 ctl_block_nodes node2 node3 node4
 ctl_start
 
-cat >"$T_DIR/job.sh" <<JOB
-#!/bin/bash
-exec $run -v -- $train --epochs 30 --samples 4096 --global-batch 128 --step-sleep 50000
-JOB
-chmod 755 "$T_DIR/job.sh"
-id=$(t_sbatch alice -A acct_a -J status --elastic-gpus=2 -N1 -n1 -w node1 -D "$T_DIR" \
-	-o "$T_DIR/job.out" "$T_DIR/job.sh")
-echo "$id" >>"$T_DIR/jobs"
+id=$(ctl_train_job job alice acct_a \
+	"--epochs 30 --samples 4096 --global-batch 128 --step-sleep 50000" "" \
+	--elastic-gpus=2 -N1 -n1 -w node1)
 
 # job|user|min|max|target|gpus|state|grants|connected|resized|nodes|step|rate
 field() { ctl status -j "$id" -p 2>/dev/null | awk -F'|' -v f="$1" '{ print $f }'; }

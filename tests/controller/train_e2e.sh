@@ -26,20 +26,11 @@ for e in 20 26; do
 done
 ctl_start
 
-# One training job of USER: prints its id.
-train_job() { # user account epochs priority (set before it enters the split: ctl_job)
-	local id
-	cat >"$T_DIR/job-$1.sh" <<EOF
-#!/bin/bash
-exec $run -v -- $train --epochs $3 $targs --step-sleep 25000 --compare $T_DIR/ref-$3.model
-EOF
-	chmod 755 "$T_DIR/job-$1.sh"
-	id=$(t_sbatch "$1" -A "$2" -J "train-$1" --elastic-gpus=1-8 --elastic-grace=30 -N1 -n1 \
-		--begin=now+3600 -D "$T_DIR" -o "$T_DIR/train-$1.out" "$T_DIR/job-$1.sh")
-	echo "$id" >>"$T_DIR/jobs"
-	scontrol update JobId="$id" Priority="$4" || t_fail "cannot set job $id's priority"
-	scontrol update JobId="$id" StartTime=now || t_fail "cannot start deferred job $id"
-	echo "$id"
+# One training job of USER, output in train-USER.out: prints its id.
+train_job() { # user account epochs priority (set before it enters the split)
+	ctl_train_job "train-$1" "$1" "$2" \
+		"--epochs $3 $targs --step-sleep 25000 --compare $T_DIR/ref-$3.model" "$4" \
+		--elastic-gpus=1-8 --elastic-grace=30 -N1 -n1
 }
 # Latest size rank 0 of USER's job reported.
 size_of() { grep -aEo '^step [0-9]+ epoch [0-9]+ size [0-9]+' "$T_DIR/train-$1.out" 2>/dev/null | tail -n1 | awk '{print $6}'; }
