@@ -64,20 +64,6 @@ MODES = {"today": ({"ELASTICD_FAST": "0"},
 PHASES = ("tick", "shrink", "slurm", "stop", "relaunch", "start")
 
 
-def site_cooldown():
-    """CoolDown of the cluster's elastic.conf (elasticd's default: 10 s)."""
-    conf = os.path.join(os.environ.get("ELASTIC_TESTBED_DIR", "/nonexistent"), "etc/elastic.conf")
-    try:
-        with open(conf) as f:
-            for line in f:
-                k, _, v = line.strip().partition("=")
-                if k == "CoolDown":
-                    return float(v)
-    except OSError:
-        pass
-    return 10.0
-
-
 def log_events(path):
     """[(t, kind, job)] from an elasticd log: order, ack, announce."""
     res = []
@@ -113,7 +99,7 @@ class Latency:
         self.shm = a.shm
         self.jobs = []
         self.res = {}  # mode -> {"arrival"|"priority": [dict]}
-        self.cooldown = site_cooldown()
+        self.cooldown = float(ec.site_setting("CoolDown", 10))  # elasticd's default: 10 s
 
     def submit(self, n, d):
         user, acct = ec.USERS[n - 1]

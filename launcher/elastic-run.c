@@ -102,8 +102,9 @@ static void _usage(FILE *f)
 		"                         asked for (failures, lost nodes; default 20)\n"
 		"      --max-stuck N      give up after N failures in a row on an unchanged\n"
 		"                         GPU set that made no progress (default 3)\n"
-		"      --grant-wait S     at the start, wait up to S seconds (default 3; 0: do\n"
-		"                         not) for the grants the controller is starting for\n"
+		"      --grant-wait S     before the first launch (and after a release the\n"
+		"                         controller re-shapes), wait up to S seconds (default\n"
+		"                         3; 0: do not) for the grants it is starting for\n"
 		"                         this job, so that it launches on its share at once\n"
 		"      --mpirun PATH      the mpirun to use (default: mpirun)\n"
 		"      --mpirun-arg ARG   extra mpirun argument (repeatable)\n"
@@ -768,6 +769,17 @@ static int _await_grants(struct run *r)
 	return add > 0;
 }
 
+/* r->set from Slurm now; -1 (logged, r->status set) when it cannot be read. */
+static int _look_launch_set(struct run *r)
+{
+	elastic_error_t err;
+	if (_look(r, &r->set, &err) == 0)
+		return 0;
+	_say("cannot find this job's GPUs: %s", err.text);
+	r->status = 1;
+	return -1;
+}
+
 static int _uses_released(const struct run *r);
 
 /* Choose the launch set (r->set) and write what the agent and the ranks
@@ -785,9 +797,7 @@ static int _choose(struct run *r)
 		/* _reform looked just now, after the previous mpirun ended */
 		r->now_fresh = 0;
 		memcpy(&r->set, &r->now, sizeof(r->set));
-	} else if (_look(r, &r->set, &err) < 0) {
-		_say("cannot find this job's GPUs: %s", err.text);
-		r->status = 1;
+	} else if (_look_launch_set(r) < 0) {
 		return -1;
 	}
 	if (r->have_ctl) {
@@ -796,11 +806,8 @@ static int _choose(struct run *r)
 		r->ctl.gpus = r->set.total;
 		elastic__orders_poll(&r->orders, &r->ctl, 0, _say);
 		if ((r->launches == 0 || released) && _await_grants(r)) {
-			if (_look(r, &r->set, &err) < 0) {
-				_say("cannot find this job's GPUs: %s", err.text);
-				r->status = 1;
+			if (_look_launch_set(r) < 0)
 				return -1;
-			}
 			r->ctl.gpus = r->set.total;
 		}
 	}
@@ -940,11 +947,6 @@ static int _grants_add(const struct run *r)
 				      r->set.raw + add) != r->set.total;
 }
 
-/* While mpirun runs: an order that changes the job's GPUs makes the ranks
- * stop at their next committed step (libelastic acts on SIGUSR1) and the
- * job re-form on the new set. A release of GPUs in use, or started grants
- * that add usable GPUs, stop them at once; otherwise Slurm is asked (a
- * grant may add no usable GPU, e.g. under --elastic-sizes). */
 /* Can the ranks of the current launch take SIGUSR1? Only once libelastic
  * installed its handler in every rank: before, the signal's default action
  * ends them (a grant announced 0.2 s after the one that started a re-form
@@ -963,6 +965,10 @@ static int _ranks_ready(const struct run *r)
 		st.st_mtim.tv_nsec > r->t0_wall.tv_nsec);
 }
 
+/* While mpirun runs: an order that changes the job's GPUs makes a re-form
+ * due (_stop_when_ready tells the ranks). A release of GPUs in use, or
+ * started grants that add usable GPUs, settle it at once; otherwise Slurm
+ * is asked (a grant may add no usable GPU, e.g. under --elastic-sizes). */
 static void _follow_orders(struct run *r)
 {
 	elastic_error_t err;

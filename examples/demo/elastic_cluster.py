@@ -237,6 +237,24 @@ def kill(pids):
             pass
 
 
+def site_conf():
+    """The cluster's elastic.conf (testbed/cluster writes it)."""
+    return os.path.join(os.environ["ELASTIC_TESTBED_DIR"], "etc/elastic.conf")
+
+
+def site_setting(key, default):
+    """KEY's value in the cluster's elastic.conf as a string, else default."""
+    try:
+        with open(site_conf()) as f:
+            for line in f:
+                k, _, v = line.strip().partition("=")
+                if k == key:
+                    return v
+    except (OSError, KeyError):
+        pass
+    return default
+
+
 class Elasticd:
     """A private elasticd on the cluster's elastic.conf (one per cluster),
     its log in log; env adds to its environment."""
@@ -252,7 +270,7 @@ class Elasticd:
                               stderr=subprocess.DEVNULL).returncode == 0
 
     def start(self):
-        conf = os.path.join(os.environ["ELASTIC_TESTBED_DIR"], "etc/elastic.conf")
+        conf = site_conf()
         if not os.path.exists(conf):
             die(f"{conf} is missing: start the cluster with the plugins built (ELASTIC_BUILD_DIR)")
         if self.answers():
