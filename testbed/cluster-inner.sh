@@ -22,6 +22,25 @@ P_CTLD=$PB P_DBD=$((PB + 1)) P_DB=$((PB + 2)) P_ELASTIC=$((PB + 3)) P_SLURMD0=$(
 CLUSTER=el$INST
 MUNGE_SOCK=$I/run/munge.sock
 export SLURM_CONF=$I/etc/slurm.conf
+# The runtime of this root (testbed/mkroot; ELASTIC_TESTBED_RUNTIME) picks the
+# network. ompi5: the fake nodes share the host's loopback. ompi6: PRRTE 5
+# never advertises a loopback address and Open MPI's TCP transport refuses
+# two nodes with one address, so each fake node is its own network + UTS
+# namespace with its own address on a private bridge, as on a real cluster.
+# The bridge lives in the cluster's own "head" namespace (the daemons,
+# elasticd and `cluster exec` run there): nothing reaches the host's network.
+RUNTIME=$(cat /etc/elastic-testbed-runtime 2>/dev/null || echo ompi5)
+if [ "$RUNTIME" = ompi6 ]; then
+	# its own build tree (testbed/check builds it there)
+	[ -n "${ELASTIC_BUILD_DIR:-}" ] || BUILD=/src/build-testbed-ompi6
+	NET=netns
+	SUBNET=10.77.0.0/24 HEAD_ADDR=10.77.0.1 HEAD_NAME=head
+else
+	NET=loopback
+	HEAD_ADDR=127.0.0.1 HEAD_NAME=$(hostname -s)
+fi
+# A node's address: node K is 10.77.0.(10+K) in netns mode.
+_node_addr() { if [ $NET = netns ]; then echo "10.77.0.$((10 + ${1#node}))"; else echo 127.0.0.1; fi; }
 
 say() { printf '[cluster %s %s] %s\n' "$INST" "$(date +%H:%M:%S)" "$*" >&2; }
 die() {
@@ -39,8 +58,13 @@ _live_pid() { # file prog
 	echo "$pid"
 }
 
-# The daemons of an instance: name, pid file, program.
+# The daemons of an instance: name, pid file, program. In netns mode the
+# namespace holders come first (started first, stopped last).
 _daemons() {
+	if [ $NET = netns ]; then
+		echo "netns-head $I/run/netns-head.pid elastic-netns"
+		for n in $NODES; do echo "netns-$n $I/run/netns-$n.pid elastic-netns"; done
+	fi
 	echo "munged $I/run/munged.pid munged"
 	echo "mariadbd $I/run/mariadbd.pid mariadbd"
 	echo "slurmdbd $I/run/slurmdbd.pid slurmdbd"
@@ -96,7 +120,7 @@ _write_config() {
 		pdir="$pdir:$BUILD/plugin/job_submit/.libs"
 	fi
 	if [ -f /src/testbed/conf/elastic.conf ]; then
-		sed -e "s|@ELASTIC_PORT@|$P_ELASTIC|g" -e "s|@INSTANCE_DIR@|$I|g" \
+		sed -e "s|@ELASTIC_PORT@|$P_ELASTIC|g" -e "s|@INSTANCE_DIR@|$I|g" -e "s|@HEAD_ADDR@|$HEAD_ADDR|g" \
 			/src/testbed/conf/elastic.conf >"$I/etc/elastic.conf"
 	fi
 	echo "${spank}" >"$I/etc/plugstack.conf"
@@ -107,7 +131,7 @@ ClusterName=$CLUSTER
 # Job ids apart per instance: node snapshots in /dev/shm are named by job id,
 # and instances running at once on this host share /dev/shm.
 FirstJobId=$(((((PB - 17000) / 20 % 600) + 600) % 600 * 100000 + 1))
-SlurmctldHost=$(hostname -s)(127.0.0.1)
+SlurmctldHost=$HEAD_NAME($HEAD_ADDR)
 SlurmctldPort=$P_CTLD
 SlurmUser=root
 SlurmdUser=root
@@ -162,7 +186,11 @@ NodeName=DEFAULT CPUs=8 RealMemory=4000 Gres=gpu:$GPUS_PER_NODE State=UNKNOWN
 EOF
 	i=0
 	for n in $NODES; do
-		echo "NodeName=$n NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((P_SLURMD0 + i))" >>"$I/etc/slurm.conf"
+		if [ $NET = netns ]; then
+			echo "NodeName=$n NodeHostname=$n NodeAddr=$(_node_addr $n) Port=$((P_SLURMD0 + i))" >>"$I/etc/slurm.conf"
+		else
+			echo "NodeName=$n NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((P_SLURMD0 + i))" >>"$I/etc/slurm.conf"
+		fi
 		i=$((i + 1))
 	done
 	echo "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP" >>"$I/etc/slurm.conf"
@@ -332,8 +360,14 @@ _start_slurm() {
 		# Each node in its own UTS namespace named after it: what runs there
 		# (job steps, Open MPI's daemons) sees the node's name as its host
 		# name, as on real nodes; Open MPI's runtime tells nodes apart by it.
-		unshare --uts sh -c "hostname $n && exec slurmd -N $n" 2>>"$I/log/slurmd-$n.log" ||
-			_start_failed "slurmd-$n"
+		# In netns mode also in the node's network namespace.
+		if [ $NET = netns ]; then
+			nsenter --net=/proc/$(_ns_pid "$n")/ns/net --uts=/proc/$(_ns_pid "$n")/ns/uts \
+				slurmd -N "$n" 2>>"$I/log/slurmd-$n.log" || _start_failed "slurmd-$n"
+		else
+			unshare --uts sh -c "hostname $n && exec slurmd -N $n" 2>>"$I/log/slurmd-$n.log" ||
+				_start_failed "slurmd-$n"
+		fi
 	done
 	say "slurmd x$NNODES started; waiting for $NNODES idle nodes"
 	_wait_for 60 "$NNODES idle nodes" bash -c "[ \"\$(sinfo -h -N -t idle -o %N | sort -u | wc -l)\" = $NNODES ]"
@@ -347,32 +381,97 @@ _all_up() {
 	scontrol ping >/dev/null 2>&1
 }
 
-do_up() {
-	local t0=$SECONDS
-	if [ -f "$SLURM_CONF" ] && _all_up; then
-		say "already up (SLURM_CONF=$SLURM_CONF)"
-		return 0
-	fi
-	# Something is left from a crash or a half start: clear it first.
-	do_down quiet
-	# Another instance whose name hashes to the same ports and that runs.
-	local other
-	for other in /var/lib/elastic-testbed/*/etc/slurm.conf; do
-		[ "$other" = "$SLURM_CONF" ] || [ ! -f "$other" ] && continue
-		grep -qx "SlurmctldPort=$P_CTLD" "$other" || continue
-		local od=${other%/etc/slurm.conf}
-		if _live_pid "$od/run/slurmctld.pid" slurmctld >/dev/null; then
-			die "instance '${od##*/}' runs on ports $PB.. too: stop it, or set ELASTIC_TESTBED_PORT_BASE (e.g. $((PB + 1000)))"
-		fi
+# netns mode: the pid of the process holding a namespace (head, nodeN).
+_ns_pid() { _live_pid "$I/run/netns-$1.pid" elastic-netns; }
+
+# Start a namespace holder: a process alone in a new network namespace (and
+# UTS namespace named NAME) that keeps it alive until `down` kills it.
+_ns_start() { # name
+	mkdir -p "$I/run"
+	setsid unshare --net --uts bash -c 'hostname "$1" && exec -a "elastic-netns $2 $1" sleep infinity' \
+		_ "$1" "$INST" </dev/null >/dev/null 2>&1 &
+	echo $! >"$I/run/netns-$1.pid"
+	_wait_for 5 "the $1 namespace" _ns_pid "$1"
+}
+
+# In a namespace held by NAME's holder: run a command.
+_in_ns() { # name command...
+	local pid
+	pid=$(_ns_pid "$1") || die "no $1 namespace (cluster not up)"
+	shift
+	nsenter --net=/proc/$pid/ns/net --uts=/proc/$pid/ns/uts -- "$@"
+}
+
+# The private network of netns mode: the head namespace with the bridge
+# (HEAD_ADDR) and, per node, a namespace whose eth0 is a veth into the
+# bridge; loopback up everywhere. Must run outside the head namespace.
+_net_up() {
+	local n hp np
+	say "network: bridge $SUBNET in a head namespace ($HEAD_NAME $HEAD_ADDR), one namespace per node"
+	_ns_start head
+	hp=$(_ns_pid head)
+	_in_ns head sh -ec "ip link set lo up; ip link add br0 type bridge; ip addr add $HEAD_ADDR/24 dev br0; ip link set br0 up"
+	for n in $NODES; do
+		_ns_start "$n"
+		np=$(_ns_pid "$n")
+		_in_ns head ip link add "v$n" type veth peer name eth0 netns "$np"
+		_in_ns head ip link set "v$n" master br0 up
+		_in_ns "$n" sh -ec "ip link set lo up; ip addr add $(_node_addr "$n")/24 dev eth0; ip link set eth0 up"
 	done
-	rm -rf "$I/state" "$I/spool" "$I/run" "$I/log"
+	# reachable: a connection to a closed port is refused at once (no ping
+	# in the root)
+	case $(_in_ns head timeout 3 bash -c "exec 3<>/dev/tcp/$(_node_addr node1)/9" 2>&1) in
+	*refused*) ;;
+	*) die "network: the head namespace cannot reach node1 at $(_node_addr node1)" ;;
+	esac
+}
+
+# netns mode: re-run this script inside the head namespace when not there yet.
+_enter_head() { # action args...
+	[ $NET = netns ] || return 0
+	local hp
+	hp=$(_ns_pid head) || return 0
+	[ "$(readlink /proc/self/ns/net)" = "$(readlink "/proc/$hp/ns/net")" ] && return 0
+	exec nsenter --net=/proc/$hp/ns/net --uts=/proc/$hp/ns/uts -- bash "$0" "$@"
+}
+
+do_up() {
+	local t0
+	t0=$(date +%s)
+	# netns mode runs this twice: here, then (after _net_up) in the head
+	# namespace with _TB_NET_READY set, from the configuration on.
+	if [ -z "${_TB_NET_READY:-}" ]; then
+		if [ -f "$SLURM_CONF" ] && _all_up; then
+			say "already up (SLURM_CONF=$SLURM_CONF)"
+			return 0
+		fi
+		# Something is left from a crash or a half start: clear it first.
+		do_down quiet
+		# Another instance whose name hashes to the same ports and that runs.
+		local other
+		for other in /var/lib/elastic-testbed/*/etc/slurm.conf; do
+			[ "$other" = "$SLURM_CONF" ] || [ ! -f "$other" ] && continue
+			grep -qx "SlurmctldPort=$P_CTLD" "$other" || continue
+			local od=${other%/etc/slurm.conf}
+			if _live_pid "$od/run/slurmctld.pid" slurmctld >/dev/null; then
+				die "instance '${od##*/}' runs on ports $PB.. too: stop it, or set ELASTIC_TESTBED_PORT_BASE (e.g. $((PB + 1000)))"
+			fi
+		done
+		rm -rf "$I/state" "$I/spool" "$I/run" "$I/log"
+		if [ $NET = netns ]; then
+			_net_up
+			export _TB_NET_READY=1 _TB_T0=$t0
+			_enter_head up
+		fi
+	fi
+	t0=${_TB_T0:-$t0}
 	_write_config
 	_start_munge
 	_start_db
 	_start_slurmdbd
 	_accounts
 	_start_slurm
-	say "up in $((SECONDS - t0)) s: $(sinfo -h -o '%D nodes %T, partition %P' | paste -sd';' -)"
+	say "up in $(($(date +%s) - t0)) s ($NET network, runtime $RUNTIME): $(sinfo -h -o '%D nodes %T, partition %P' | paste -sd';' -)"
 	say "use: testbed/cluster --instance $INST exec -- sinfo   (SLURM_CONF=$SLURM_CONF)"
 }
 
@@ -459,8 +558,16 @@ do_status() {
 # (mpi_yield_when_idle) rather than spin: 8 spinning ranks on 2 cores made a
 # step of the C trainer 0.18 s instead of 0.06 s and every re-form slower
 # (bench/latency.sh: swap 3.55 s -> 2.11 s). A real node gives each rank a core.
+#
+# ompi6 (netns network): TCP and PRRTE's daemons use the bridge's subnet
+# (PRRTE 5 never uses loopback between daemons); coll/han stays off: after
+# a failure it returned a wrong sum with MPI_SUCCESS (TESTBED-NOTES).
 _ompi_env() {
-	echo "export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han"
+	if [ $NET = netns ]; then
+		echo "export OMPI_MCA_btl_tcp_if_include=$SUBNET PRTE_MCA_prte_if_include=$SUBNET OMPI_MCA_coll=^han"
+	else
+		echo "export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han"
+	fi
 	echo "export OMPI_MCA_mpi_yield_when_idle=1"
 	echo "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
 }
@@ -478,6 +585,10 @@ do_env() {
 	echo "export ELASTIC_TESTBED_DIR=$I"
 	echo "export ELASTIC_TESTBED_INSTANCE=$INST"
 	echo "export ELASTIC_TESTBED_ELASTICD_PORT=$P_ELASTIC"
+	# where a controller of this cluster listens so that jobs on every node
+	# reach it (the head namespace's bridge address in netns mode)
+	echo "export ELASTIC_TESTBED_HEAD_ADDR=$HEAD_ADDR"
+	echo "export ELASTIC_TESTBED_RUNTIME=$RUNTIME"
 	_ompi_env
 }
 
@@ -508,6 +619,9 @@ do_exec() {
 
 action=$1
 shift
+# netns mode: everything but `env --ompi` runs in the head namespace
+# (where slurmctld and elasticd listen); `up` creates it first.
+[ "$action $*" = "env --ompi" ] || _enter_head "$action" "$@"
 case "$action" in
 up) do_up ;;
 down) do_down ;;

@@ -10,6 +10,25 @@ TB_SRC=$(cd "$TB_DIR/.." && pwd)
 TB_SRC_IN_ROOT=/src
 # The Debian suite the root is made from.
 TB_SUITE=trixie
+# The MPI runtime of the root, one switch (ELASTIC_TESTBED_RUNTIME):
+#   ompi5  Debian 13's Open MPI 5.0.7 / PRRTE 3 / PMIx 5 (the default); the
+#          fake nodes share the host's loopback;
+#   ompi6  the same Debian 13 root with Open MPI 6 / PRRTE 5 / PMIx 7 (and
+#          what they need: glibc, gcc runtime, hwloc) pinned from Debian sid;
+#          each fake node is its own network + UTS namespace on a private
+#          bridge (PRRTE 5 refuses loopback addresses). Slurm, Python and
+#          torch stay Debian 13's, so the switch changes only the runtime.
+TB_RUNTIME=${ELASTIC_TESTBED_RUNTIME:-ompi5}
+case "$TB_RUNTIME" in
+ompi5 | ompi6) ;;
+*)
+	printf '[testbed] error: ELASTIC_TESTBED_RUNTIME=%s: not a runtime (ompi5 or ompi6)\n' "$TB_RUNTIME" >&2
+	exit 1
+	;;
+esac
+export ELASTIC_TESTBED_RUNTIME=$TB_RUNTIME
+# The suite the ompi6 runtime's packages are pinned from.
+TB_SID=sid
 
 tb_log() { printf '[testbed %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 tb_die() {
@@ -27,10 +46,12 @@ tb_mirror() {
 	echo "${m:-http://deb.debian.org/debian}"
 }
 
-# The recipe hash: the files that say how the root is made.
+# The recipe hash: the files that say how the root is made, and the runtime.
 tb_recipe_hash() {
-	cat "$TB_DIR/mkroot" "$TB_DIR/packages.list" "$TB_DIR/root-setup.sh" |
-		sha256sum | cut -c1-12
+	{
+		cat "$TB_DIR/mkroot" "$TB_DIR/packages.list" "$TB_DIR/root-setup.sh"
+		[ "$TB_RUNTIME" = ompi5 ] || echo "runtime $TB_RUNTIME"
+	} | sha256sum | cut -c1-12
 }
 
 # What Debian serves now for the suite: "13.8 of <date>", the Version and
@@ -42,28 +63,33 @@ tb_recipe_hash() {
 # remembered in $TB_CACHE/dist-$TB_SUITE; ELASTIC_TESTBED_DIST overrides it
 # (the scripts export it after the first look, so one run asks once). When
 # the mirror does not answer, the last state seen is used, with a warning.
-tb_dist() {
-	if [ -n "${ELASTIC_TESTBED_DIST:-}" ]; then
+tb_dist() { # [suite: default $TB_SUITE; the ompi6 root adds $TB_SID's state]
+	local suite=${1:-$TB_SUITE}
+	if [ "$suite" = "$TB_SUITE" ] && [ -n "${ELASTIC_TESTBED_DIST:-}" ]; then
 		echo "$ELASTIC_TESTBED_DIST"
 		return 0
 	fi
-	local memo=$TB_CACHE/dist-$TB_SUITE ttl=${ELASTIC_TESTBED_DIST_TTL:-600} now rel
+	if [ "$suite" = "$TB_SID" ] && [ -n "${ELASTIC_TESTBED_DIST_SID:-}" ]; then
+		echo "$ELASTIC_TESTBED_DIST_SID"
+		return 0
+	fi
+	local memo=$TB_CACHE/dist-$suite ttl=${ELASTIC_TESTBED_DIST_TTL:-600} now rel
 	now=$(date +%s)
 	if [ -s "$memo" ] && [ $((now - $(stat -c %Y "$memo"))) -lt "$ttl" ]; then
 		cat "$memo"
 		return 0
 	fi
-	if rel=$(curl -fsS --max-time 15 "$(tb_mirror)/dists/$TB_SUITE/InRelease" 2>/dev/null |
+	if rel=$(curl -fsS --max-time 15 "$(tb_mirror)/dists/$suite/InRelease" 2>/dev/null |
 		awk '!v && /^Version:/ { v = $2 } !d && /^Date:/ { sub(/^Date: */, ""); d = $0 }
 			END { if (d != "") print (v != "" ? v : "?") " of " d }') && [ -n "$rel" ]; then
 		mkdir -p "$TB_CACHE"
 		echo "$rel" >"$memo.tmp" && mv -f "$memo.tmp" "$memo"
 		echo "$rel"
 	elif [ -s "$memo" ]; then
-		tb_log "warning: $(tb_mirror)/dists/$TB_SUITE/InRelease did not answer: using the last state seen ($(cat "$memo"))"
+		tb_log "warning: $(tb_mirror)/dists/$suite/InRelease did not answer: using the last state seen ($(cat "$memo"))"
 		cat "$memo"
 	else
-		tb_log "warning: $(tb_mirror)/dists/$TB_SUITE/InRelease did not answer and no state was ever seen"
+		tb_log "warning: $(tb_mirror)/dists/$suite/InRelease did not answer and no state was ever seen"
 		echo "unknown"
 	fi
 }
@@ -72,7 +98,13 @@ tb_dist() {
 # thus rebuilds its root exactly when a fresh machine would get other
 # packages.
 tb_root_key() {
-	printf 'recipe %s\ndist %s\n' "$(tb_recipe_hash)" "$(tb_dist)" | sha256sum | cut -c1-12
+	tb_key_lines | sha256sum | cut -c1-12
+}
+
+# The key's parts, as a root's .elastic-testbed-key file holds them.
+tb_key_lines() {
+	printf 'recipe %s\ndist %s\n' "$(tb_recipe_hash)" "$(tb_dist)"
+	[ "$TB_RUNTIME" = ompi5 ] || printf 'dist-%s %s\n' "$TB_SID" "$(tb_dist "$TB_SID")"
 }
 
 tb_root() { echo "$TB_CACHE/root-$(tb_root_key)"; }
@@ -83,6 +115,10 @@ tb_root_ready() { [ -f "$(tb_root)/.elastic-testbed-ready" ]; }
 tb_pin_dist() {
 	ELASTIC_TESTBED_DIST=$(tb_dist)
 	export ELASTIC_TESTBED_DIST
+	if [ "$TB_RUNTIME" != ompi5 ]; then
+		ELASTIC_TESTBED_DIST_SID=$(tb_dist "$TB_SID")
+		export ELASTIC_TESTBED_DIST_SID
+	fi
 }
 
 # The lock file of a root: every package and its exact version.

@@ -15,7 +15,7 @@ as() { # user cmd...: run as user with the cluster's munge socket
 	setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups \
 		env ELASTIC_MUNGE_SOCKET="$ELASTIC_MUNGE_SOCKET" "$@"
 }
-ECTL=("$CTL_BIN/elastic-ctl" -c "127.0.0.1:$CTL_PORT")
+ECTL=("$CTL_BIN/elastic-ctl" -c "$CTL_HOST:$CTL_PORT")
 bob_uid=$(id -u bob)
 
 j=$(ctl_job alice acct_a 1 2 10)
@@ -126,16 +126,16 @@ t_log "$n random frames: elasticd alive"
 # quietest are closed for newer ones), then 50 peers that start a frame and
 # never finish it (the newest: they stay until the frame timeout).
 python3 - "$CTL_PORT" <<'EOF'
-import resource, socket, sys, time
+import os, resource, socket, sys, time
 resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
 port = int(sys.argv[1])
 conns = []
 for i in range(1100):
-    s = socket.create_connection(("127.0.0.1", port))
+    s = socket.create_connection((os.environ["CTL_HOST"], port))
     conns.append(s)
 slow = []
 for i in range(50):
-    s = socket.create_connection(("127.0.0.1", port))
+    s = socket.create_connection((os.environ["CTL_HOST"], port))
     s.sendall(b"ELJC\x01\x01\x00\x00\x00\x00\x01\x00MUNGE:")
     slow.append(s)
 time.sleep(11)

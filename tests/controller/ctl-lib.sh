@@ -42,10 +42,16 @@ ctl_cleanup() {
 	return 0
 }
 
+# Where the test's elasticd listens: the cluster's head address, which jobs
+# on every fake node reach (testbed/cluster env; loopback when the nodes
+# share it).
+CTL_HOST=${ELASTIC_TESTBED_HEAD_ADDR:-127.0.0.1}
+export CTL_HOST
+
 # elastic.conf of the test's elasticd; extra Key=Value lines as arguments.
 ctl_conf() {
 	{
-		echo "ControllerHost=127.0.0.1"
+		echo "ControllerHost=$CTL_HOST"
 		echo "ControllerPort=$CTL_PORT"
 		echo "TickSeconds=1"
 		echo "CoolDown=0"
@@ -66,7 +72,7 @@ ctl_need_trainer() {
 	[ -x "$train" ] && [ -x "$run" ] || t_skip "elastic_train or elastic-run not built"
 }
 
-ctl() { "$CTL_BIN/elastic-ctl" -c "127.0.0.1:$CTL_PORT" "$@"; }
+ctl() { "$CTL_BIN/elastic-ctl" -c "$CTL_HOST:$CTL_PORT" "$@"; }
 
 ctl_start() {
 	"$CTL_BIN/elasticd" -D -f "$T_DIR/elastic.conf" -L "$T_DIR/elasticd.log" &
@@ -156,7 +162,7 @@ ctl_client() { # user job args...
 	# setpriv execs (runuser would stay as a parent that a kill misses).
 	setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups \
 		env ELASTIC_MUNGE_SOCKET="$ELASTIC_MUNGE_SOCKET" \
-		"$CTL_BIN/elastic-ctl" -c "127.0.0.1:$CTL_PORT" proto-client -j "$j" -g 1 -r -s 1 "$@" \
+		"$CTL_BIN/elastic-ctl" -c "$CTL_HOST:$CTL_PORT" proto-client -j "$j" -g 1 -r -s 1 "$@" \
 		>>"$T_DIR/client-$j.out" 2>&1 &
 	CTL_CLIENTS="$CTL_CLIENTS $!"
 }

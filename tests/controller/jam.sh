@@ -59,7 +59,7 @@ t0 = time.time()
 conns = []
 for i in range(n):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.connect(("127.0.0.1", port))
+    s.connect((os.environ["CTL_HOST"], port))
     if mode == 'query':
         s.sendall(f[i])
     s.setblocking(False)

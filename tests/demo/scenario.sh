@@ -54,7 +54,10 @@ out=$T_DIR/demo
 t0=$SECONDS
 torch_epochs=${DEMO_TORCH_EPOCHS:-16}
 python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (the demo's job 2 is the PyTorch example)"
-python3 "$src/examples/demo/demo.py" --build "$build" --out "$out" \
+# (in the private cluster's own network where its nodes have one: cluster exec)
+in_cluster=()
+[ -n "$own" ] && in_cluster=(bash "$src/testbed/cluster-inner.sh" exec --)
+"${in_cluster[@]}" python3 "$src/examples/demo/demo.py" --build "$build" --out "$out" \
 	--epochs1 "${DEMO_EPOCHS1:-10}" --torch-epochs "$torch_epochs" --dwell 6 >"$T_DIR/demo.log" 2>&1
 rc=$?
 t_log "demo.py exit $rc after $((SECONDS - t0)) s"

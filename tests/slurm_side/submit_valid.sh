@@ -27,7 +27,7 @@ tres=$(es_job_field "$id" TresPerJob)
 t_wait_job "$id" 60
 cat "$T_DIR/out1"
 for kv in JOB_ID=$id MIN_GPUS=2 MAX_GPUS=8 GRACE=45 SIZES=2,4,8 WEIGHT=3 \
-	CONTROLLER=localhost:$ES_PORT; do
+	CONTROLLER=$(es_conf_value ControllerHost localhost):$ES_PORT; do
 	t_grep "^batch ELASTIC_$kv\$" "$T_DIR/out1" "batch script of job $id lacks ELASTIC_$kv"
 done
 t_grep '^batch CUDA_VISIBLE_DEVICES=[0-9]+,[0-9]+$' "$T_DIR/out1" "job $id did not get 2 GPUs"
