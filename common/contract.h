@@ -40,7 +40,10 @@ int elastic__fail(elastic_error_t *err, int e, const char *fmt, ...)
  * step timeout) exits with ELASTIC_EXIT_REFORM (EX_TEMPFAIL). The same value
  * is in <elastic/elastic.h>: a translation unit that sees both would fail to
  * compile if they differed. elastic-run's own statuses follow. */
-#define ELASTIC_EXIT_REFORM  75
+#define ELASTIC_EXIT_REFORM 75
+/* A rank that left at a planned shrink in place (its GPUs are released; the
+ * other ranks go on without it): neither a failure nor a re-form. */
+#define ELASTIC_EXIT_LEFT    76
 #define ELASTIC_EXIT_USAGE   2 /* elastic-run: bad options or job environment */
 #define ELASTIC_EXIT_NOALLOC 3 /* elastic-run: not inside a Slurm allocation */
 

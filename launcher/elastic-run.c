@@ -52,7 +52,7 @@ struct run {
 	struct elastic_orders orders;
 	/* the run's files (in dir) and the ranks' reports */
 	char self[PATH_MAX], dir[PATH_MAX], hostfile[PATH_MAX + 16];
-	char agent[PATH_MAX + 32], progress[PATH_MAX + 32];
+	char agent[PATH_MAX + 32], progress[PATH_MAX + 32], leave[PATH_MAX + 32];
 	struct elastic_report rep;
 	/* launches: the GPU set launched on, and the one seen now */
 	struct elastic_gpuset set, now;
@@ -61,6 +61,19 @@ struct run {
 	int stop_due;  /* a re-form is due; SIGUSR1 waits until the ranks can take it */
 	struct timespec t0_wall; /* when the current mpirun was started */
 	int now_fresh;		 /* `now` was looked up after the last mpirun ended */
+	/* the MPI runtime survives a lost daemon (Open MPI >= 6: PRRTE 5): ranks
+	 * lost with a node or a cancelled grant are healed in place by the
+	 * survivors, with no relaunch */
+	int in_place;
+	int world; /* ranks of the launch, less those lost and healed in place */
+	int in_place_heals;
+	/* a planned shrink in place under way: ranks asked to leave (their GPUs
+	 * named in the leave file), the world size before, the step at which
+	 * they left (0 until the survivors' record shows it), when it was asked */
+	int leaving, leave_world;
+	unsigned long long leave_step;
+	double t_leave;
+	struct elastic_gpuset after; /* the set without the leaving ranks' GPUs */
 	double t0, t_end;
 	struct elastic_report_summary sum;
 };
@@ -107,6 +120,8 @@ static void _usage(FILE *f)
 		"                         3; 0: do not) for the grants it is starting for\n"
 		"                         this job, so that it launches on its share at once\n"
 		"      --mpirun PATH      the mpirun to use (default: mpirun)\n"
+		"      --runtime          say which MPI runtime mpirun is and whether a lost\n"
+		"                         node heals in place with it, then exit\n"
 		"      --mpirun-arg ARG   extra mpirun argument (repeatable)\n"
 		"      --dry-run          print the GPU set and the mpirun command only\n"
 		"  -h, --help             this text\n"
@@ -278,33 +293,52 @@ static int _map_find(const char *map, const char *host, unsigned long *job, char
 	return -1;
 }
 
-/* The job's progress: rank 0's libelastic rewrites "STEP SAMPLES TIME" in the
- * file named by ELASTIC_RUN_PROGRESS at most once a second; when the step
- * moved, tell elasticd the step and the samples/s since the last record
- * (elastic-ctl status). Read at most once a second too. */
+/* Rank 0's progress record "STEP SAMPLES TIME SIZE" (libelastic rewrites it
+ * in the file named by ELASTIC_RUN_PROGRESS at most once a second, and at
+ * once when the world size changed), if written by the current launch:
+ * 0, or -1 (none yet, or an older launch's). *size is 0 in a record of a
+ * libelastic without the field. */
+static int _progress_read(const struct run *r, unsigned long long *step,
+			  unsigned long long *seen, double *t, int *size)
+{
+	char buf[96];
+	struct stat st;
+	int fd;
+	ssize_t n;
+
+	if ((fd = open(r->progress, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1; /* no record yet */
+	if (fstat(fd, &st) < 0 || st.st_mtim.tv_sec < r->t0_wall.tv_sec ||
+	    (st.st_mtim.tv_sec == r->t0_wall.tv_sec &&
+	     st.st_mtim.tv_nsec <= r->t0_wall.tv_nsec)) {
+		close(fd);
+		return -1;
+	}
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	*size = 0;
+	return sscanf(buf, "%llu %llu %lf %d", step, seen, t, size) >= 3 ? 0 : -1;
+}
+
+/* The job's progress: when the committed step moved, tell elasticd the step
+ * and the samples/s since the last record (elastic-ctl status). Read at
+ * most once a second. */
 static void _progress(struct run *r)
 {
-	const char *path = r->progress;
 	static double t_read, t_last;
 	static unsigned long long step_last = ~0ULL, seen_last;
 	static double rate;
 	unsigned long long step, seen;
 	double t;
-	char buf[80];
-	int fd;
-	ssize_t n;
+	int size;
 
 	if (_now() - t_read < 1.0)
 		return;
 	t_read = _now();
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return; /* no record yet */
-	n = pread(fd, buf, sizeof(buf) - 1, 0);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	if (sscanf(buf, "%llu %llu %lf", &step, &seen, &t) != 3 || step == step_last)
+	if (_progress_read(r, &step, &seen, &t, &size) < 0 || step == step_last)
 		return;
 	/* the rate between two records, by the writer's clock */
 	if (step_last != ~0ULL && seen >= seen_last && t > t_last)
@@ -342,6 +376,16 @@ static int _agent(int argc, char **argv)
 		strcat(cmd, argv[i]);
 		if (i + 1 < argc)
 			strcat(cmd, " ");
+	}
+	/* PRRTE 5 starts a remote prted with --daemonize: it would leave the
+	 * srun step at once, out of Slurm's reach (a scancelled grant would
+	 * not stop it, nor its ranks). In the foreground it is the step: the
+	 * step's end ends it, and PRRTE sees the daemon lost. */
+	for (char *d = cmd; (d = strstr(d, " --daemonize"));) {
+		if (d[12] == ' ' || d[12] == '\0')
+			memmove(d, d + 12, strlen(d + 12) + 1);
+		else
+			d += 12;
 	}
 	snprintf(jobopt, sizeof(jobopt), "--jobid=%lu", job);
 	char *sargv[] = {
@@ -497,6 +541,18 @@ static int _rank(int argc, char **argv)
 		raise(WTERMSIG(ws));
 		return 128 + WTERMSIG(ws);
 	}
+	/* A rank that left at a planned shrink in place (reported as such
+	 * above) must end as a process failure that ULFM lets the others
+	 * survive. PRRTE 5 takes a non-zero exit for an error it makes fatal to
+	 * the others ("An error occurred in PMIx Event Notification"), and an
+	 * exit 0 without MPI_Finalize for a process still to be waited for (the
+	 * others' MPI_Finalize then hangs). A process killed is a failure, as
+	 * for a lost rank. */
+	if (WEXITSTATUS(ws) == ELASTIC_EXIT_LEFT) {
+		fflush(NULL);
+		signal(SIGKILL, SIG_DFL);
+		raise(SIGKILL);
+	}
 	return WEXITSTATUS(ws);
 }
 
@@ -585,6 +641,9 @@ static int _value_opt(struct run *r, const char *a, const char *v)
 	return -1;
 }
 
+static int _runtime_in_place(const struct run *r, char *desc, size_t len);
+static void _plan_leave(struct run *r);
+
 static int _options(struct run *r, int argc, char **argv)
 {
 	int i, rc;
@@ -605,6 +664,12 @@ static int _options(struct run *r, int argc, char **argv)
 			verbose++;
 		} else if (strcmp(a, "--dry-run") == 0) {
 			r->dry = 1;
+		} else if (strcmp(a, "--runtime") == 0) {
+			char rt[128];
+			int ip = _runtime_in_place(r, rt, sizeof(rt));
+			printf("%s: a lost node %s\n", rt,
+			       ip ? "heals in place" : "ends mpirun (re-form)");
+			return 0;
 		} else if ((strcmp(a, "-n") == 0 || strcmp(a, "--max-relaunch") == 0 ||
 			    strcmp(a, "--max-stuck") == 0 || strcmp(a, "--mpirun") == 0 ||
 			    strcmp(a, "--grant-wait") == 0 ||
@@ -631,6 +696,35 @@ static int _options(struct run *r, int argc, char **argv)
 	}
 	r->prog = argv + i;
 	return -1;
+}
+
+/* Does the MPI runtime survive the loss of one of its daemons, so that the
+ * ranks lost with a node heal in place? Open MPI 6 (PRRTE 5) does under
+ * --with-ft ulfm; 5.0.x (PRRTE 3) aborts the whole mpirun. Asked once from
+ * `mpirun --version` ("mpirun (Open MPI) 6.0.0rc2"); ELASTIC_RUN_IN_PLACE
+ * =0/1 overrides it. */
+static int _runtime_in_place(const struct run *r, char *desc, size_t len)
+{
+	const char *o = getenv("ELASTIC_RUN_IN_PLACE");
+	char cmd[PATH_MAX + 32], line[256];
+	int major = 0;
+
+	snprintf(desc, len, "unknown MPI runtime");
+	snprintf(cmd, sizeof(cmd), "'%s' --version 2>/dev/null", r->mpirun);
+	FILE *f = strchr(r->mpirun, '\'') ? NULL : popen(cmd, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *v = strstr(line, "(Open MPI) ");
+		if (v && !major) {
+			major = atoi(v + 11);
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(desc, len, "Open MPI %s", v + 11);
+		}
+	}
+	if (f)
+		pclose(f);
+	if (o && (!strcmp(o, "0") || !strcmp(o, "1")))
+		return *o == '1';
+	return major >= 6;
 }
 
 /* The Slurm job and the elastic settings from the environment. */
@@ -673,6 +767,14 @@ static int _job(struct run *r)
 	}
 	/* warm interpreters for a Python program's relaunches (prewarm.h) */
 	elastic__prewarm_setup(r->prog, r->jobid, verbose, _say);
+	char rt[128];
+	r->in_place = _runtime_in_place(r, rt, sizeof(rt));
+	/* the ranks' libelastic follows the same word (its snapshot default) */
+	setenv("ELASTIC_RUN_IN_PLACE", r->in_place ? "1" : "0", 1);
+	if (verbose)
+		_say("MPI runtime: %s: a lost node %s", rt,
+		     r->in_place ? "heals in place (the survivors go on)"
+				 : "ends mpirun (re-form from the snapshot)");
 	return -1;
 }
 
@@ -699,6 +801,7 @@ static int _files(struct run *r)
 	snprintf(r->agent, sizeof(r->agent), "%s/agent", r->dir);
 	snprintf(r->progress, sizeof(r->progress), "%s/progress", r->dir);
 	setenv("ELASTIC_RUN_PROGRESS", r->progress, 1);
+	snprintf(r->leave, sizeof(r->leave), "%s/leave", r->dir);
 	FILE *af = fopen(r->agent, "w");
 	if (!af || fprintf(af, "#!/bin/sh\nexec '%s' --agent \"$@\"\n", r->self) < 0 ||
 	    fclose(af) != 0 || chmod(r->agent, 0755) < 0) {
@@ -853,6 +956,19 @@ static void _mpirun_argv(const struct run *r, const char *np, const char **av)
 	av[n++] = "--prtemca";
 	av[n++] = "ras";
 	av[n++] = "^slurm";
+	if (r->in_place) {
+		/* a node gone silent (its link down, power lost) is noticed by
+		 * TCP keepalive on the daemons' connections: probes after 2 s
+		 * idle, every 1 s, 3 unanswered = lost (defaults: hours) */
+		static const char *ka[] = {"prte_keepalive_time",   "2",
+					   "prte_keepalive_intvl",  "1",
+					   "prte_keepalive_probes", "3"};
+		for (int k = 0; k < 6; k += 2) {
+			av[n++] = "--prtemca";
+			av[n++] = ka[k];
+			av[n++] = ka[k + 1];
+		}
+	}
 	av[n++] = "-np";
 	av[n++] = np;
 	for (int e = 0; e < r->nextra; e++)
@@ -878,6 +994,15 @@ static int _spawn(struct run *r, const char **av)
 	elastic__prewarm_launch(&r->set, r->t_end); /* zygotes ahead of need */
 	r->t0 = _now();
 	clock_gettime(CLOCK_REALTIME, &r->t0_wall);
+	r->world = r->set.total;
+	r->leaving = 0;
+	if (r->in_place) {
+		/* libelastic reads it at a planned stop: empty = everybody stops */
+		int fd = open(r->leave, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+		setenv("ELASTIC_RUN_LEAVE", r->leave, 1);
+	}
 	child = fork();
 	if (child < 0) {
 		_say("fork: %s", strerror(errno));
@@ -977,8 +1102,11 @@ static void _follow_orders(struct run *r)
 	if (elastic__orders_poll(&r->orders, &r->ctl, 50, _say) && !r->stop_sent &&
 	    !r->stop_due &&
 	    (_uses_released(r) || _grants_add(r) ||
-	     (_look(r, &r->now, &err) == 0 && !_same_set(&r->set, &r->now))))
+	     (_look(r, &r->now, &err) == 0 && !_same_set(&r->set, &r->now)))) {
+		if (_uses_released(r))
+			_plan_leave(r);
 		r->stop_due = 1;
+	}
 }
 
 /* A re-form that is due (an order, or SIGUSR1 to elastic-run) reaches the
@@ -997,6 +1125,138 @@ static void _stop_when_ready(struct run *r)
 	}
 }
 
+/* Does the set have GPUs of grant? */
+static int _grant_in_set(uint32_t grant, const void *set)
+{
+	const struct elastic_gpuset *g = set;
+	for (int h = 0; h < g->nhosts; h++)
+		for (int i = 0; i < g->host[h].ngpus; i++)
+			if (g->host[h].gpu_job[i] == grant)
+				return 1;
+	return 0;
+}
+
+/* The grants ordered released (their GPUs' ranks leave). */
+static int _released_job(unsigned long job, const void *arg)
+{
+	return elastic__orders_released(arg, (uint32_t)job);
+}
+
+/* A release of GPUs the ranks use, on a runtime that survives a lost
+ * daemon: name those GPUs in the leave file, so that their ranks leave at
+ * the next step boundary and the others go on (libelastic's planned shrink
+ * in place), when what is left is a size the job allows. Otherwise the
+ * file stays empty: every rank stops and the job re-forms. */
+static void _plan_leave(struct run *r)
+{
+	char list[8192];
+	int n;
+
+	if (!r->in_place || r->leaving || r->world != r->set.total || _grants_add(r) ||
+	    (n = elastic__gpuset_leave(&r->set, _released_job, &r->orders, list,
+				       sizeof(list))) <= 0 ||
+	    n >= r->set.total ||
+	    /* the controller starts a grant in place of a larger one it had
+	     * to release (re-shape): one re-form onto both is better */
+	    (r->orders.target && r->set.total - n < (int)r->orders.target) ||
+	    (int)elastic_sizes_fit(&r->req.sizes, r->req.min_gpus, r->req.max_gpus,
+				   r->set.total - n) != r->set.total - n)
+		return;
+	FILE *f = fopen(r->leave, "w");
+	if (!f || fputs(list, f) < 0 || fclose(f) != 0) {
+		_say("cannot write %s: %s: the job re-forms instead", r->leave,
+		     strerror(errno));
+		return;
+	}
+	r->leaving = n, r->leave_world = r->world, r->leave_step = 0;
+	r->t_leave = _now();
+	memcpy(&r->after, &r->set, sizeof(r->after));
+	elastic__gpuset_drop(&r->after, _released_job, &r->orders);
+	_say("planned shrink in place: the %d rank%s on released GPUs leave at the next step boundary",
+	     n, n == 1 ? "" : "s");
+}
+
+/* The ranks on released GPUs left and the others went on at size (rank 0's
+ * record); once they committed a step after it, the releases are done and
+ * acknowledged: elasticd cancels the grants (their daemons' end is
+ * survived). */
+static void _shrink_done(struct run *r, unsigned long long step, int size)
+{
+	if (!r->leave_step) {
+		char desc[2048];
+		r->leave_step = step;
+		r->world = size;
+		/* the GPUs named when the shrink was planned (a grant released
+		 * since has its ranks still running) */
+		memcpy(&r->set, &r->after, sizeof(r->set));
+		elastic__gpuset_describe(&r->set, desc, sizeof(desc));
+		_say("planned shrink in place: %d rank%s left after step %llu, %d go on (%.0f ms after the order); GPUs now: %s",
+		     r->leaving, r->leaving == 1 ? "" : "s", step, size,
+		     (_now() - r->t_leave) * 1e3, desc);
+		r->stop_sent = r->stop_due = 0;
+		unlink(r->leave);
+		int fd = open(r->leave, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (step <= r->leave_step)
+		return;
+	_say("planned shrink in place: step %llu committed at %d rank%s: releasing", step,
+	     size, size == 1 ? "" : "s");
+	r->leaving = 0;
+	if (r->have_ctl) {
+		r->ctl.gpus = r->set.total;
+		/* only the grants no rank runs on any more; one released while
+		 * this shrink was under way gets a shrink of its own */
+		elastic__orders_releases_done_unless(&r->orders, _grant_in_set, &r->set);
+		elastic__orders_poll(&r->orders, &r->ctl, 0, _say);
+		if (_uses_released(r)) {
+			_plan_leave(r);
+			r->stop_due = 1;
+		}
+	}
+}
+
+/* With a runtime that survives a lost daemon: rank 0's record of a smaller
+ * world says ranks were lost and the survivors healed in place. The launch
+ * goes on; its GPU set becomes what Slurm says the job holds now (a
+ * cancelled grant, a node gone), and elasticd hears the smaller count. */
+static void _watch_heals(struct run *r)
+{
+	static double t_read;
+	unsigned long long step, seen;
+	double t;
+	int size;
+	elastic_error_t err;
+
+	if (!r->in_place || _now() - t_read < 0.1)
+		return;
+	t_read = _now();
+	if (_progress_read(r, &step, &seen, &t, &size) < 0 || size <= 0)
+		return;
+	if (r->leaving && size == r->leave_world - r->leaving) {
+		_shrink_done(r, step, size);
+		return;
+	}
+	if (size >= r->world)
+		return;
+	r->in_place_heals++;
+	_say("%d rank%s lost; the survivors healed in place at %d rank%s from step %llu (no relaunch)",
+	     r->world - size, r->world - size == 1 ? "" : "s", size, size == 1 ? "" : "s",
+	     step);
+	r->world = size;
+	if (_look(r, &r->now, &err) == 0 && r->now.total < r->set.total) {
+		char desc[2048];
+		r->set = r->now;
+		elastic__gpuset_describe(&r->set, desc, sizeof(desc));
+		_say("GPUs now: %s", desc);
+	}
+	if (r->have_ctl) {
+		r->ctl.gpus = r->set.total < size ? r->set.total : size;
+		elastic__orders_status(&r->ctl, step, -1, _say);
+	}
+}
+
 /* WATCH: wait for mpirun while taking the ranks' reports and the
  * controller's orders; then sum up how the launch ended. */
 static enum run_state _watch(struct run *r)
@@ -1009,6 +1269,7 @@ static enum run_state _watch(struct run *r)
 		pid_t w = waitpid(child, &ws, WNOHANG);
 		if (w == child || (w < 0 && errno != EINTR))
 			break;
+		_watch_heals(r);
 		if (r->have_ctl)
 			_follow_orders(r);
 		_stop_when_ready(r);
@@ -1026,9 +1287,9 @@ static enum run_state _watch(struct run *r)
 	elastic__report_summary(&r->rep, EXIT_REFORM, &r->sum);
 	r->launches++;
 	if (verbose) {
-		_say("mpirun status %d; ranks: %d ok, %d failed, %d re-form, %d signalled, %d silent",
+		_say("mpirun status %d; ranks: %d ok, %d failed, %d re-form, %d signalled, %d silent, %d left",
 		     r->mstatus, r->sum.ok, r->sum.failed, r->sum.reform, r->sum.signaled,
-		     r->sum.missing);
+		     r->sum.missing, r->sum.left);
 		for (int i = 0; i < r->rep.nranks; i++) {
 			const struct elastic_rank_end *e = &r->rep.end[i];
 			if (e->how == ELASTIC_RANK_SIGNALED ||
@@ -1094,6 +1355,7 @@ static int _finish(struct run *r)
 	unlink(r->hostfile);
 	unlink(r->agent);
 	unlink(r->progress);
+	unlink(r->leave);
 	rmdir(r->dir);
 	return r->status;
 }

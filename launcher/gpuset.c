@@ -200,6 +200,58 @@ int elastic__gpuset_trim(struct elastic_gpuset *set, const struct elastic_reques
 	return set->total;
 }
 
+int elastic__gpuset_leave(const struct elastic_gpuset *set,
+			  int (*gone)(unsigned long job, const void *arg),
+			  const void *arg, char *buf, size_t len)
+{
+	int n = 0;
+	size_t off = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (int h = 0; h < set->nhosts; h++)
+		for (int g = 0; g < set->host[h].ngpus; g++) {
+			if (!gone(set->host[h].gpu_job[g], arg))
+				continue;
+			int w = snprintf(buf + off, off < len ? len - off : 0, "%s %d\n",
+					 set->host[h].name, set->host[h].gpu[g]);
+			if (w < 0 || off + (size_t)w >= len)
+				return -1;
+			off += (size_t)w;
+			n++;
+		}
+	return n;
+}
+
+int elastic__gpuset_drop(struct elastic_gpuset *set,
+			 int (*gone)(unsigned long job, const void *arg), const void *arg)
+{
+	int dropped = 0, nh = 0;
+
+	for (int h = 0; h < set->nhosts; h++) {
+		struct elastic_host *x = &set->host[h];
+		int k = 0;
+		for (int g = 0; g < x->ngpus; g++) {
+			if (gone(x->gpu_job[g], arg)) {
+				dropped++;
+				continue;
+			}
+			x->gpu[k] = x->gpu[g];
+			x->gpu_job[k++] = x->gpu_job[g];
+		}
+		x->ngpus = k;
+		if (k > 0) {
+			if (nh != h)
+				set->host[nh] = *x;
+			nh++;
+		}
+	}
+	set->nhosts = nh;
+	set->total -= dropped;
+	set->raw -= dropped;
+	return dropped;
+}
+
 static int _write(const char *path, elastic_error_t *err,
 		  int (*emit)(FILE *, const struct elastic_gpuset *),
 		  const struct elastic_gpuset *set)

@@ -55,6 +55,19 @@ int elastic__gpuset_has_job(const struct elastic_gpuset *set, unsigned long job)
  * last; set->raw keeps the count before. Returns the new total. */
 int elastic__gpuset_trim(struct elastic_gpuset *set, const struct elastic_request *req);
 
+/* The "HOST GPU" lines (libelastic's ELASTIC_RUN_LEAVE list) of the GPUs
+ * whose job is gone(job, arg), into buf: their count, or -1 when buf is
+ * too small. */
+int elastic__gpuset_leave(const struct elastic_gpuset *set,
+			  int (*gone)(unsigned long job, const void *arg),
+			  const void *arg, char *buf, size_t len);
+
+/* Drop the GPUs whose job is gone(job, arg) (and hosts left with none):
+ * the set the ranks run on after those GPUs' ranks left. Returns how many. */
+int elastic__gpuset_drop(struct elastic_gpuset *set,
+			 int (*gone)(unsigned long job, const void *arg),
+			 const void *arg);
+
 /* Write "HOST slots=N" lines for mpirun's --hostfile; returns 0 or -1. */
 int elastic__gpuset_write_hostfile(const struct elastic_gpuset *set, const char *path,
 				   elastic_error_t *err);

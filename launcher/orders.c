@@ -98,8 +98,16 @@ int elastic__orders_take(struct elastic_orders *o, const struct elastic_msg *m,
 
 void elastic__orders_releases_done(struct elastic_orders *o)
 {
+	elastic__orders_releases_done_unless(o, NULL, NULL);
+}
+
+void elastic__orders_releases_done_unless(struct elastic_orders *o,
+					  int (*in_use)(uint32_t grant, const void *arg),
+					  const void *arg)
+{
 	for (int i = 0; i < o->nrel; i++)
-		o->rel[i].done = 1;
+		if (!in_use || !in_use(o->rel[i].grant, arg))
+			o->rel[i].done = 1;
 	o->ack_due = 1;
 }
 

@@ -53,6 +53,13 @@ int elastic__orders_new_gpus(const struct elastic_orders *o,
  * to be acknowledged. */
 void elastic__orders_releases_done(struct elastic_orders *o);
 
+/* The same for the grants in_use(grant, arg) says the job no longer uses
+ * (a planned shrink in place: the ranks of some released grants left,
+ * others may still run on theirs). */
+void elastic__orders_releases_done_unless(struct elastic_orders *o,
+					  int (*in_use)(uint32_t grant, const void *arg),
+					  const void *arg);
+
 /* The next release to acknowledge (done, not acked yet): its index, or -1. */
 int elastic__orders_next_ack(const struct elastic_orders *o);
 

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -188,6 +189,16 @@ int elastic__report_send(const char *addr, const char *line)
 	return rc;
 }
 
+/* An exit status that says the rank was killed from outside, not that it
+ * failed: libelastic's handlers end a rank that gets SIGTERM or SIGHUP with
+ * 128 + the signal (Slurm ending the step of a cancelled grant or a lost
+ * node, mpirun stopping ranks still exiting at a planned re-form). Such a
+ * rank was lost, like a SIGKILLed one; the survivors may have healed. */
+static int _killed_status(int v)
+{
+	return v == 128 + SIGTERM || v == 128 + SIGKILL || v == 128 + SIGHUP;
+}
+
 void elastic__report_summary(const struct elastic_report *r, int reform_code,
 			     struct elastic_report_summary *s)
 {
@@ -196,12 +207,14 @@ void elastic__report_summary(const struct elastic_report *r, int reform_code,
 		const struct elastic_rank_end *e = &r->end[i];
 		if (e->how == ELASTIC_RANK_UNKNOWN)
 			s->missing++;
-		else if (e->how == ELASTIC_RANK_SIGNALED)
+		else if (e->how == ELASTIC_RANK_SIGNALED || _killed_status(e->value))
 			s->signaled++;
 		else if (e->value == 0)
 			s->ok++;
 		else if (e->value == reform_code)
 			s->reform++;
+		else if (e->value == ELASTIC_EXIT_LEFT)
+			s->left++;
 		else
 			s->failed++;
 	}

@@ -53,6 +53,7 @@ int elastic__report_send(const char *addr, const char *line);
  * exited with want_code, were signalled, and did not report. */
 struct elastic_report_summary {
 	int ok, failed, reform, signaled, missing;
+	int left; /* left at a planned shrink in place (ELASTIC_EXIT_LEFT) */
 };
 void elastic__report_summary(const struct elastic_report *r, int reform_code,
 			     struct elastic_report_summary *s);

@@ -54,6 +54,15 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 		free(ctx);
 		return -1;
 	}
+	/* Under elastic-run on a runtime that heals a lost node in place
+	 * (ELASTIC_RUN_IN_PLACE=1), a node snapshot only guards against losing
+	 * the whole job (or a watchdog's relaunch): every
+	 * ELASTIC_SNAPSHOT_EVERY_IN_PLACE steps by default instead of every
+	 * step (a planned re-form still writes its last step first). */
+	const char *ip = getenv("ELASTIC_RUN_IN_PLACE"),
+		   *se = getenv("ELASTIC_SNAPSHOT_EVERY");
+	if (ip && !strcmp(ip, "1") && !(se && *se))
+		ctx->env.snapshot_every = ELASTIC_SNAPSHOT_EVERY_IN_PLACE;
 	ctx->comm = MPI_COMM_NULL;
 	ctx->progress.fd = -1;
 	ctx->host.step[0] = ctx->host.step[1] = UINT64_MAX;

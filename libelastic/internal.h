@@ -43,6 +43,7 @@ struct elastic__progress {
 	int fd;	     /* -1 until the first write */
 	int off;     /* no ELASTIC_RUN_PROGRESS, or not writable */
 	double last; /* monotonic time of the last record */
+	int size;    /* world size in the last record */
 };
 
 /* The recovery and step watchdog (watchdog.c): a thread that ends the
@@ -150,7 +151,11 @@ void elastic__finalize_returned(void);
 /* Planned re-form on SIGUSR1: install the handler (unless
  * ELASTIC_STOP_SIGNAL=none or the program has its own); was it received? */
 void elastic__stop_signal_install(elastic_ctx_t *ctx);
+/* The default node snapshot interval where a lost node heals in place. */
+#define ELASTIC_SNAPSHOT_EVERY_IN_PLACE 50
+
 int elastic__stop_requested(void);
+void elastic__stop_clear(void);
 
 /* watchdog.c: start (lock, settings: at init, before anything can fail),
  * run (the thread), stop (join, free; safe after a failed start). Arm it
@@ -175,6 +180,7 @@ int elastic__survey(elastic_ctx_t *ctx, MPI_Comm comm, uint64_t *lo, uint64_t *h
  * ELASTIC_UPDATE_AFTER_COMMIT mode, the last committed step if not yet. */
 void elastic__persist(elastic_ctx_t *ctx, int sync);
 void elastic__persist_wait(elastic_ctx_t *ctx);
+void elastic__persist_on_exit(elastic_ctx_t *ctx);
 void elastic__persist_now(elastic_ctx_t *ctx);
 void elastic__persist_final(elastic_ctx_t *ctx);
 

@@ -103,3 +103,26 @@ void elastic__persist_final(elastic_ctx_t *ctx)
 	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT && !ctx->in_step && !ctx->completed)
 		elastic__persist_now(ctx);
 }
+
+/* The watchdog ends the process (a step or a recovery hung): where the
+ * snapshot interval left the last committed step out (ELASTIC_SNAPSHOT_EVERY
+ * > 1, the default on a runtime that heals in place), it goes to the node
+ * snapshot first, so that the relaunch loses at most the step in flight. Its
+ * copy: the one made at the commit (copy at commit), or the state itself
+ * (update after commit: unchanged inside a step). */
+void elastic__persist_on_exit(elastic_ctx_t *ctx)
+{
+	elastic_error_t e;
+	int slot = (int)(ctx->committed & 1);
+	const unsigned char *src =
+		ctx->host.buf[slot] && ctx->host.step[slot] == ctx->committed
+			? ctx->host.buf[slot]
+			: NULL;
+
+	if (!ctx->started || ctx->committed == ctx->persisted || !ctx->shm_prefix[0] ||
+	    ctx->node_rank != 0 || ctx->fenced || ctx->sw.running ||
+	    (ctx->mode == ELASTIC_COPY_AT_COMMIT && !src))
+		return;
+	if (elastic__snap_shm_publish(ctx, ctx->committed, src, &e) == 0)
+		ctx->persisted = ctx->committed;
+}

@@ -136,6 +136,12 @@ int elastic__stop_requested(void)
 	return stop_requested != 0;
 }
 
+/* The ranks shrank in place instead of stopping: a later SIGUSR1 is new. */
+void elastic__stop_clear(void)
+{
+	stop_requested = 0;
+}
+
 /* elastic-run starts ranks with SIGUSR1 blocked, so that a re-form asked
  * for before elastic_init stays pending instead of killing the process:
  * unblock it here, once the handler (or the decision not to have one) is

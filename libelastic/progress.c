@@ -8,8 +8,10 @@
 
 #include "internal.h"
 
-/* At most one record a second, "STEP SAMPLES TIME" (TIME: CLOCK_MONOTONIC,
- * the same for every process of the host): a pwrite of 60 bytes into a file
+/* At most one record a second, "STEP SAMPLES TIME SIZE" (TIME:
+ * CLOCK_MONOTONIC, the same for every process of the host; SIZE: the world
+ * size), and at once after the world size changed (ranks lost and healed in
+ * place: elastic-run learns it from here): a pwrite of 71 bytes into a file
  * elastic-run named in ELASTIC_RUN_PROGRESS, by rank 0 only. Nothing is written when the
  * variable is unset (a program run without elastic-run). */
 #define PROGRESS_PERIOD_S 1.0
@@ -17,7 +19,7 @@
 void elastic__progress_commit(elastic_ctx_t *ctx)
 {
 	struct elastic__progress *p = &ctx->progress;
-	char line[64];
+	char line[80];
 	double now;
 	int len;
 
@@ -33,16 +35,17 @@ void elastic__progress_commit(elastic_ctx_t *ctx)
 		}
 	}
 	now = elastic__now_mono();
-	if (p->last > 0 && now - p->last < PROGRESS_PERIOD_S)
+	if (p->last > 0 && now - p->last < PROGRESS_PERIOD_S && ctx->size == p->size)
 		return;
 	p->last = now;
+	p->size = ctx->size;
 	/* fixed width: a reader never sees the tail of a longer record */
-	len = snprintf(line, sizeof(line), "%020llu %020llu %017.6f\n",
+	len = snprintf(line, sizeof(line), "%020llu %020llu %017.6f %010d\n",
 		       (unsigned long long)ctx->committed,
 		       (unsigned long long)(ctx->sampler
 						    ? elastic__sampler_seen(ctx->sampler)
 						    : 0),
-		       now);
+		       now, ctx->size);
 	if (pwrite(p->fd, line, (size_t)len, 0) != len)
 		elastic__log(ctx, ELASTIC_LOG_DEBUG,
 			     "progress: cannot write the progress record");

@@ -268,6 +268,105 @@ static void _stop_for_reform(elastic_ctx_t *ctx)
 	_exit(ELASTIC_EXIT_REFORM);
 }
 
+static int _lost_ranks(MPI_Comm old, MPI_Comm cur, int **out);
+
+/* Is this rank named in the leave list ("HOST GPU" lines)? */
+static int _listed(const char *list, const char *host, const char *gpu)
+{
+	size_t hl = strlen(host);
+	for (const char *l = list; *l;) {
+		const char *e = strchr(l, '\n');
+		size_t n = e ? (size_t)(e - l) : strlen(l);
+		if (n > hl && !strncmp(l, host, hl) && l[hl] == ' ' &&
+		    n - hl - 1 == strlen(gpu) && !strncmp(l + hl + 1, gpu, n - hl - 1))
+			return 1;
+		l += n + (e ? 1 : 0);
+	}
+	return 0;
+}
+
+/* Planned shrink in place (a runtime that survives a lost daemon: Open MPI
+ * 6). Before its SIGUSR1, elastic-run wrote the GPUs being released as
+ * "HOST GPU" lines into the file ELASTIC_RUN_LEAVE names; rank 0 (on
+ * elastic-run's host) reads it and tells the others. The ranks on those
+ * GPUs leave after this committed step (exit ELASTIC_EXIT_LEFT, not a
+ * failure); the others go on as a smaller world from it, with no relaunch
+ * and no snapshot read. 0: shrunk, this rank stays; -1: not this time (no
+ * list, nobody or everybody listed, an MPI error): stop and re-form as
+ * before. Collective; the decision is agreed, so it is the same on every
+ * rank. */
+static int _shrink_in_place(elastic_ctx_t *ctx)
+{
+	const char *path = getenv("ELASTIC_RUN_LEAVE"), *gpu = getenv("ELASTIC_GPU");
+	char list[8192] = "", host[256] = "";
+	int len = 0, leave, counts[2], flag, rc, old_size = ctx->size, *lost = NULL,
+	    nlost;
+	uint64_t lo, hi;
+	int node_rank = 0;
+	double t0 = elastic__now_mono();
+	MPI_Comm nc = MPI_COMM_NULL;
+
+	if (!path || !*path) /* the same environment on every rank */
+		return -1;
+	if (ctx->rank == 0) {
+		FILE *f = fopen(path, "r");
+		if (f) {
+			len = (int)fread(list, 1, sizeof(list) - 1, f);
+			fclose(f);
+		}
+	}
+	rc = MPI_Bcast(&len, 1, MPI_INT, 0, ctx->comm);
+	if (rc == MPI_SUCCESS && len > 0)
+		rc = MPI_Bcast(list, len, MPI_CHAR, 0, ctx->comm);
+	list[len > 0 && rc == MPI_SUCCESS ? len : 0] = '\0';
+	gethostname(host, sizeof(host) - 1);
+	leave = gpu && *gpu && _listed(list, host, gpu);
+	counts[0] = leave, counts[1] = 1;
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_SUM, ctx->comm);
+	flag = rc == MPI_SUCCESS && counts[0] > 0 && counts[0] < counts[1];
+	if (elastic__ft_agree(ctx->comm, &flag) != MPI_SUCCESS || !flag)
+		return -1;
+	if (MPI_Comm_split(ctx->comm, leave ? MPI_UNDEFINED : 0, ctx->rank, &nc) !=
+	    MPI_SUCCESS)
+		return -1;
+	if (leave) {
+		/* its GPU goes back; the others do not wait for this process */
+		elastic__log(
+			ctx, ELASTIC_LOG_INFO,
+			"planned shrink in place: leaving after committed step %llu (exit %d)",
+			(unsigned long long)ctx->committed, ELASTIC_EXIT_LEFT);
+		elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg, ELASTIC_EXIT_LEFT,
+				   "planned shrink: left");
+		fflush(NULL);
+		_exit(ELASTIC_EXIT_LEFT);
+	}
+	MPI_Comm_set_errhandler(nc, MPI_ERRORS_RETURN);
+	if (elastic__survey(ctx, nc, &lo, &hi, &node_rank) != MPI_SUCCESS)
+		node_rank = ctx->node_rank;
+	nlost = _lost_ranks(ctx->comm, nc, &lost);
+	MPI_Comm_free(&ctx->comm);
+	ctx->comm = nc;
+	MPI_Comm_rank(nc, &ctx->rank);
+	MPI_Comm_size(nc, &ctx->size);
+	ctx->node_rank = node_rank;
+	elastic__nccl_on_change(ctx, lost, nlost);
+	free(lost);
+	elastic__stop_clear();
+	ctx->stop_pending = 0;
+	ctx->stats.shrinks++;
+	elastic__log(
+		ctx, ELASTIC_LOG_INFO,
+		"planned shrink in place: size %d -> %d in %.3f ms after committed step %llu",
+		old_size, ctx->size, (elastic__now_mono() - t0) * 1e3,
+		(unsigned long long)ctx->committed);
+	ctx->progress.last = 0; /* elastic-run learns the new size at once */
+	elastic__progress_commit(ctx);
+	if (ctx->cb.change_fn)
+		ctx->cb.change_fn(ctx, ctx->cb.change_arg);
+	return 0;
+}
+
 int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 {
 	if (!ctx)
@@ -518,7 +617,7 @@ static int _commit(elastic_ctx_t *ctx, elastic_error_t *err)
 		ctx->stats.commits++;
 		ctx->stats.last_failure_time = 0;
 		elastic__progress_commit(ctx);
-		if (!(flag & AGREE_NO_STOP)) {
+		if (!(flag & AGREE_NO_STOP) && _shrink_in_place(ctx) < 0) {
 			/* with update after commit the caller has not applied this
 			 * step yet: stop at the next begin, once it has */
 			if (ctx->mode == ELASTIC_COPY_AT_COMMIT)

@@ -38,6 +38,7 @@ static void *_watchdog(void *arg)
 				if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
 				}
 				pthread_mutex_unlock(&ctx->wd.lock);
+				elastic__persist_on_exit(ctx);
 				elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg,
 						   ELASTIC_EXIT_REFORM,
 						   kind == 2 ? "step timeout"

@@ -174,6 +174,36 @@ static void hostfile_lines(void **state)
 	assert_non_null(strstr(err.text, "/nonexistent/dir/h"));
 }
 
+static int _is_11(unsigned long job, const void *arg)
+{
+	(void)arg;
+	return job == 11;
+}
+
+/* A planned shrink in place: the ranks on job 11's GPU leave ("HOST GPU"
+ * lines), and the set without them is what the others run on. */
+static void leave_lines_and_drop(void **state)
+{
+	static struct elastic_gpuset set;
+	elastic_error_t err;
+	char buf[64], desc[256];
+	memset(&set, 0, sizeof(set));
+	elastic__gpuset_add_job(&set, 10, leader, expand, NULL, &err);
+	elastic__gpuset_add_job(&set, 11, grant_oneline, expand, NULL, &err);
+	assert_int_equal(elastic__gpuset_leave(&set, _is_11, NULL, buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "node1 3\n");
+	assert_int_equal(elastic__gpuset_leave(&set, _is_11, NULL, buf, 4), -1);
+	assert_int_equal(elastic__gpuset_drop(&set, _is_11, NULL), 1);
+	assert_int_equal(set.total, 6);
+	elastic__gpuset_describe(&set, desc, sizeof(desc));
+	assert_string_equal(desc, "node1:3 GPUs (job 10), node2:3 GPUs (job 10)");
+	/* a host left with no GPU goes */
+	set.host[1].gpu_job[0] = set.host[1].gpu_job[1] = set.host[1].gpu_job[2] = 11;
+	assert_int_equal(elastic__gpuset_drop(&set, _is_11, NULL), 3);
+	assert_int_equal(set.nhosts, 1);
+	assert_int_equal(set.total, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +213,7 @@ int main(void)
 		cmocka_unit_test(bad_text_is_refused),
 		cmocka_unit_test(trim_to_max_and_sizes),
 		cmocka_unit_test(hostfile_lines),
+		cmocka_unit_test(leave_lines_and_drop),
 	};
 	return cmocka_run_group_tests_name("gpuset", tests, NULL, NULL);
 }

@@ -75,6 +75,30 @@ static void release_after_done(void **state)
 	assert_int_equal(elastic__orders_next_ack(&o), 1);
 }
 
+static int _uses_11(uint32_t grant, const void *arg)
+{
+	(void)arg;
+	return grant == 11;
+}
+
+/* A planned shrink in place: of two released grants, only the one whose
+ * ranks left is done; the other waits (its ranks still run). */
+static void release_done_unless_in_use(void **state)
+{
+	struct elastic_orders o;
+	struct elastic_msg a = msg(ELASTIC_MSG_RELEASE, 7, 1, 10);
+	struct elastic_msg b = msg(ELASTIC_MSG_RELEASE, 7, 2, 11);
+	elastic__orders_init(&o, 7);
+	elastic__orders_take(&o, &a, say);
+	elastic__orders_take(&o, &b, say);
+	elastic__orders_releases_done_unless(&o, _uses_11, NULL);
+	assert_int_equal(elastic__orders_next_ack(&o), 0);
+	o.rel[0].acked = 1;
+	assert_int_equal(elastic__orders_next_ack(&o), -1);
+	elastic__orders_releases_done_unless(&o, NULL, NULL);
+	assert_int_equal(elastic__orders_next_ack(&o), 1);
+}
+
 static void grants_and_others(void **state)
 {
 	struct elastic_orders o;
@@ -139,9 +163,12 @@ static void release_overflow(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(release_once),	     cmocka_unit_test(release_after_done),
-		cmocka_unit_test(grants_and_others), cmocka_unit_test(new_gpus),
+		cmocka_unit_test(release_once),
+		cmocka_unit_test(release_after_done),
+		cmocka_unit_test(grants_and_others),
+		cmocka_unit_test(new_gpus),
 		cmocka_unit_test(release_overflow),
+		cmocka_unit_test(release_done_unless_in_use),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,7 @@
 static struct elastic_report_summary sum(int ok, int failed, int reform, int signaled,
 					 int missing)
 {
-	struct elastic_report_summary s = {ok, failed, reform, signaled, missing};
+	struct elastic_report_summary s = {ok, failed, reform, signaled, missing, 0};
 	return s;
 }
 
@@ -46,6 +46,35 @@ static void not_finished(void **state)
 	s = sum(0, 0, 0, 0, 4);
 	assert_int_equal(elastic__run_ended(&s, 137, 0, &status), ELASTIC_RUN_REFORM);
 	assert_int_equal(status, 137); /* no failed rank: mpirun's status */
+}
+
+/* How rank ends add up: a rank ended by a signal, or by an exit status of
+ * 128 + SIGTERM/SIGKILL/SIGHUP (killed from outside: a cancelled grant, a
+ * lost node), is counted killed, not failed; then the survivors that ended
+ * the program make the run finished. */
+static void summary_killed_not_failed(void **state)
+{
+	struct elastic_rank_end end[8] = {
+		{ELASTIC_RANK_EXITED, 0},   {ELASTIC_RANK_EXITED, 0},
+		{ELASTIC_RANK_EXITED, 143}, {ELASTIC_RANK_SIGNALED, 9},
+		{ELASTIC_RANK_EXITED, 1},   {ELASTIC_RANK_EXITED, 75},
+		{ELASTIC_RANK_UNKNOWN, 0},  {ELASTIC_RANK_EXITED, ELASTIC_EXIT_LEFT}};
+	struct elastic_report rep = {.nranks = 8, .end = end};
+	struct elastic_report_summary s;
+	int status = -1;
+
+	elastic__report_summary(&rep, 75, &s);
+	assert_int_equal(s.ok, 2);
+	assert_int_equal(s.signaled, 2);
+	assert_int_equal(s.failed, 1);
+	assert_int_equal(s.reform, 1);
+	assert_int_equal(s.missing, 1);
+	assert_int_equal(s.left, 1); /* left at a planned shrink in place */
+	/* two survivors ended the program, two ranks were killed (in place) */
+	rep.nranks = 4;
+	elastic__report_summary(&rep, 75, &s);
+	assert_int_equal(elastic__run_ended(&s, 143, 0, &status), ELASTIC_RUN_FINISHED);
+	assert_int_equal(status, 0);
 }
 
 static void stopped_and_nostart(void **state)
@@ -116,6 +145,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(finished),
 		cmocka_unit_test(not_finished),
+		cmocka_unit_test(summary_killed_not_failed),
 		cmocka_unit_test(stopped_and_nostart),
 		cmocka_unit_test(stuck),
 		cmocka_unit_test(max_relaunch),

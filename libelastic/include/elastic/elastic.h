@@ -70,8 +70,17 @@ enum elastic_step_result {
  * elastic_init unless ELASTIC_STOP_SIGNAL=none or the program has its own
  * SIGUSR1 handler) notes it; the next elastic_step_commit() agrees on it
  * with the step, commits the step, writes the node snapshot, finalizes MPI
- * and exits with ELASTIC_EXIT_REFORM: no committed step is lost or redone. */
+ * and exits with ELASTIC_EXIT_REFORM: no committed step is lost or redone.
+ *
+ * Planned shrink in place: with a runtime that survives a lost daemon (Open
+ * MPI 6), elastic-run names the GPUs being released in the file
+ * ELASTIC_RUN_LEAVE before its SIGUSR1. At that commit the ranks on those
+ * GPUs leave (they exit with ELASTIC_EXIT_LEFT) and the others go on as a
+ * smaller world from the committed step: elastic_step_commit() returns
+ * ELASTIC_COMMITTED, the change callback runs, elastic_size() is smaller.
+ * No relaunch, no snapshot read. */
 #define ELASTIC_EXIT_REFORM 75
+#define ELASTIC_EXIT_LEFT   76
 
 /* Log levels for the callback and ELASTIC_DEBUG. */
 enum elastic_log_level {
@@ -279,6 +288,7 @@ struct elastic_stats {
 	double last_failure_time; /* CLOCK_REALTIME when it was detected */
 	uint64_t resumed_step;	  /* step restored from a snapshot, 0: none */
 	int initial_size;	  /* size at elastic_init */
+	uint64_t shrinks; /* planned shrinks in place (ranks left at a step boundary) */
 };
 void elastic_get_stats(const elastic_ctx_t *ctx, struct elastic_stats *st);
 
