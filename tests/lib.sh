@@ -45,6 +45,12 @@ t_ompi_env() {
 	eval "$env"
 }
 
+# Does the MPI runtime heal a lost node in place (Open MPI 6: PRRTE 5
+# survives a lost daemon)? As elastic-run itself decides (`--runtime`).
+t_runtime_in_place() {
+	"${top_builddir:?}/launcher/elastic-run" --runtime 2>/dev/null | grep -q 'heals in place$'
+}
+
 # A scratch directory every test user can write (job output lands here).
 t_scratch() {
 	T_DIR=$(mktemp -d "/tmp/$T_NAME.XXXXXX")

@@ -7,21 +7,28 @@
 #  path B: elastic-run over a job on node1 and its grant on node2; at a random
 #          committed step every process of the job on node2 is SIGKILLed (PRRTE
 #          daemon, rank wrappers, ranks) and the grant cancelled (the node is gone
-#          from the job): mpirun ends, elastic-run re-forms on what is left and
-#          the ranks resume from the node snapshot.
-# Both: the same final model, every sample once per epoch, no hang (timeouts fail),
+#          from the job): on Open MPI 5 mpirun ends, elastic-run re-forms on
+#          what is left and the ranks resume from the node snapshot; on a
+#          runtime that survives a lost daemon (Open MPI 6, `elastic-run
+#          --runtime`) the survivors must heal in place, with no relaunch.
+#  path C: (a runtime that heals in place, nodes in their own network namespaces)
+#          path B after a silent node loss: node 2's link is taken down first (as
+#          when it loses power: no connection is reset), then its processes are
+#          SIGKILLed; the survivors must heal in place within a bounded time
+#          (TCP keepalive on PRRTE's connections); the link comes back after.
+# All: the same final model, every sample once per epoch, no hang (timeouts fail),
 # and the time from the kill to the first step committed after it.
 #   ELASTIC_CLUSTER_RUNS (default 1 of each), ELASTIC_CLUSTER_NP (4; 8 also works),
-#   ELASTIC_CLUSTER_PATHS (AB; A or B for one path only)
+#   ELASTIC_CLUSTER_PATHS (AB, and ABC where path C can run; any of A, B, C)
 set -u
 . "$(dirname "$0")/common.sh"
 t_need_cluster
 t_scratch
 
 runs=${ELASTIC_CLUSTER_RUNS:-1}
-paths=${ELASTIC_CLUSTER_PATHS:-AB}
+paths=${ELASTIC_CLUSTER_PATHS:-}
 np=${ELASTIC_CLUSTER_NP:-4}
-[[ $paths =~ ^(A|B|AB|BA)$ ]] || t_fail "ELASTIC_CLUSTER_PATHS='$paths': give A, B or AB (a run of no path proves nothing)"
+[[ -z $paths || $paths =~ ^[ABC]+$ ]] || t_fail "ELASTIC_CLUSTER_PATHS='$paths': give A, B, C or a mix (a run of no path proves nothing)"
 [[ $runs =~ ^[1-9][0-9]*$ ]] || t_fail "ELASTIC_CLUSTER_RUNS='$runs': give a count of at least 1"
 [[ $np =~ ^(4|6|8)$ ]] || t_fail "ELASTIC_CLUSTER_NP='$np': give 4, 6 or 8 ranks (half on each of 2 nodes)"
 # Path A passes only when ULFM healed the job in place (no relaunch), as the
@@ -33,6 +40,17 @@ per=$((np / 2))
 RANDOM=${ELASTIC_CLUSTER_SEED:-$$}
 targs="--quiet --step-sleep 4000 --epochs 3 --samples 4096 --global-batch 128"
 cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
+rt_in_place=0
+t_runtime_in_place && rt_in_place=1
+# path C needs node 2's link: its veth in this (the head) network namespace
+silent_ok=0
+[ "$rt_in_place" = 1 ] && ip link show vnode2 >/dev/null 2>&1 && silent_ok=1
+if [ -z "$paths" ]; then
+	paths=AB
+	[ "$silent_ok" = 1 ] && paths=ABC
+fi
+[[ $paths != *C* || $silent_ok = 1 ]] || t_fail "path C needs a runtime that heals in place and node 2 in its own network namespace (testbed runtime ompi6)"
+t_log "MPI runtime: $("$T_DIR/elastic-run" --runtime)"
 cat >"$T_DIR/job.sh" <<JOB
 #!/bin/bash
 # (the testbed's Open MPI settings come from the test's environment: t_ompi_env)
@@ -63,9 +81,10 @@ t_wait_job "$id" 180
 t_grep '^done: 96 steps' "$T_DIR/ref.out" "reference run"
 
 # Path B, run $1: elastic-run over node1 (the job) and node2 (its grant); lose
-# node 2 at a random committed step. 0: passed.
+# node 2 at a random committed step; $2 = silent: path C (the link first). 0: passed.
 _run_b() {
-	local i=$1 out=$T_DIR/b$i.out prog=$T_DIR/progress.b$i target lead grant
+	local i=$1 silent=${2:-} P=B out=$T_DIR/b$i.out prog=$T_DIR/progress.b$i target lead grant
+	[ -n "$silent" ] && P=C out=$T_DIR/c$i.out prog=$T_DIR/progress.c$i
 	local end victims p comm env t_kill last size first rec reforms
 	target=$((3 + RANDOM % 80))
 	lead=$(t_sbatch root -N1 -n"$per" -w node1 --gres=gpu:"$per" -H -o "$out" -D "$T_DIR" --wrap "
@@ -91,32 +110,50 @@ exec timeout 150 ./elastic-run -v -- $TRAIN $targs --step-sleep 20000 --progress
 		[[ $env == *$'\n'"SLURM_JOB_ID=$grant"$'\n'* && $env == *$'\n'"SLURMD_NODENAME=node2"$'\n'* ]] &&
 			victims="$victims ${p#/proc/}"
 	done
+	[ -n "$silent" ] && ip link set vnode2 down
 	t_kill=$(date +%s.%N)
 	[ -n "$victims" ] && kill -KILL $victims
-	scancel "$grant"
 	last=$(sed 's/^0*//' "$prog" 2>/dev/null)
+	if [ -n "$silent" ]; then
+		# nothing tells the others: only keepalive can (bounded: 30 s)
+		local until=$((SECONDS + 30))
+		until grep -q 'the survivors healed in place' "$out" 2>/dev/null || [ $SECONDS -ge $until ]; do
+			sleep 0.1
+		done
+		ip link set vnode2 up
+	fi
+	scancel "$grant"
 	t_wait_job "$lead" 200
-	# the first step committed by a relaunch, and its time
-	read -r first rec < <(awk -v k="$t_kill" '/re-form [0-9]+:/ { f = 1 }
+	# the first step committed after the loss (by a relaunch, or in place),
+	# and its time
+	read -r first rec < <(awk -v k="$t_kill" -v ip="$rt_in_place" '/re-form [0-9]+:/ || ip { f = 1 }
 		f && /^step [0-9]+ .*first commit after a change/ {
 			for (i = 1; i <= NF; i++) if ($i ~ /^t=/) c = substr($i, 3)
+			if (c < k) next
 			printf "%d %.1f\n", $2, (c - k) * 1000; exit }' "$out")
 	size=$(sed -n 's/^done: 96 steps, 3 epochs, size \([0-9]*\) .* 0 bad, 0 violations.*/\1/p' "$out")
 	reforms=$(grep -c 're-form [0-9]*:' "$out")
+	# in place: no relaunch, and elastic-run saw the survivors heal
+	local how="first step of the relaunch"
+	if [ "$rt_in_place" = 1 ]; then
+		how="first step healed in place"
+		[ "$reforms" = 0 ] && grep -q "ranks lost; the survivors healed in place at $per ranks" "$out" || first=""
+	fi
 	if [ -n "$victims" ] && [ -n "$size" ] && grep -q '^model matches reference' "$out" &&
 		grep -q "job $lead: finished" "$out" && [ -n "$first" ] && [ "$first" -gt "${last:-0}" ]; then
-		echo "$rec" >>"$T_DIR/rec_b"
-		t_log "path B run $i (job $lead + grant $grant): node 2 lost at committed step ${last:-0}, $reforms re-form(s), first step of the relaunch $first at size $size: ok, loss to next commit $rec ms"
+		echo "$rec" >>"$T_DIR/rec_$P"
+		t_log "path $P run $i (job $lead + grant $grant): node 2 lost$([ -n "$silent" ] && echo " silently") at committed step ${last:-0}, $reforms re-form(s), $how $first at size $size: ok, loss to next commit $rec ms"
 		return 0
 	fi
-	t_log "path B run $i (job $lead + grant $grant): node 2 lost at committed step ${last:-?} (target $target, killed:${victims:- nothing}): FAILED (size ${size:-none}, first step after ${first:-none})"
+	t_log "path $P run $i (job $lead + grant $grant): node 2 lost at committed step ${last:-?} (target $target, killed:${victims:- nothing}): FAILED (size ${size:-none}, first step after ${first:-none})"
 	tail -30 "$out" | sed 's/^/    | /'
 	return 1
 }
 
-pass=0 total=0 pass_a=0 pass_b=0 escalated=0 in_place=0
+pass=0 total=0 pass_a=0 pass_b=0 pass_c=0 escalated=0 in_place=0
 : >"$T_DIR/rec_a"
-: >"$T_DIR/rec_b"
+: >"$T_DIR/rec_B"
+: >"$T_DIR/rec_C"
 for i in $(seq 1 "$runs"); do
 	# path A
 	if [[ $paths == *A* ]]; then
@@ -152,11 +189,18 @@ for i in $(seq 1 "$runs"); do
 		total=$((total + 1))
 		_run_b "$i" && pass=$((pass + 1)) pass_b=$((pass_b + 1))
 	fi
+	# path C
+	if [[ $paths == *C* ]]; then
+		total=$((total + 1))
+		_run_b "$i" silent && pass=$((pass + 1)) pass_c=$((pass_c + 1))
+	fi
 done
 read -r med_a max_a n_a < <(t_stats <"$T_DIR/rec_a")
-read -r med_b max_b n_b < <(t_stats <"$T_DIR/rec_b")
+read -r med_b max_b n_b < <(t_stats <"$T_DIR/rec_B")
+read -r med_c max_c n_c < <(t_stats <"$T_DIR/rec_C")
 t_log "path A ($np ranks over 2 nodes, elastic-run, SIGKILL one rank): $in_place/$([[ $paths == *A* ]] && echo "$runs" || echo 0) healed in place, $escalated re-formed after Open MPI's recovery failed; kill to first commit after (in place): median $med_a ms, max $max_a ms ($n_a runs)"
-t_log "path B ($np ranks over 2 nodes, elastic-run, node 2's daemon and ranks killed and its grant cancelled): $pass_b/$([[ $paths == *B* ]] && echo "$runs" || echo 0) passed; kill to first commit after: median $med_b ms, max $max_b ms ($n_b runs)"
+t_log "path B ($np ranks over 2 nodes, elastic-run, node 2's daemon and ranks killed and its grant cancelled$([ "$rt_in_place" = 1 ] && echo ", healed in place"): $pass_b/$([[ $paths == *B* ]] && echo "$runs" || echo 0) passed; kill to first commit after: median $med_b ms, max $max_b ms ($n_b runs)"
+[[ $paths == *C* ]] && t_log "path C ($np ranks over 2 nodes, elastic-run, node 2's link down, then its daemon and ranks killed, healed in place): $pass_c/$runs passed; kill to first commit after: median $med_c ms, max $max_c ms ($n_c runs)"
 t_log "cluster: $pass/$total runs passed ($np ranks over 2 nodes)"
 [ "$total" -gt 0 ] || t_fail "no run was made"
 [ "$pass" = "$total" ] || t_fail "$((total - pass)) of $total runs failed"
