@@ -270,6 +270,21 @@ static void _stop_for_reform(elastic_ctx_t *ctx)
 
 static int _lost_ranks(MPI_Comm old, MPI_Comm cur, int **out);
 
+/* The world becomes nc (the survivors of a recovery, or those that stayed
+ * at a planned shrink): ranks, this rank's place on its host, and NCCL told
+ * which ranks are gone. */
+static void _adopt(elastic_ctx_t *ctx, MPI_Comm nc, int node_rank)
+{
+	int *lost = NULL, nlost = _lost_ranks(ctx->comm, nc, &lost);
+	MPI_Comm_free(&ctx->comm);
+	ctx->comm = nc;
+	MPI_Comm_rank(nc, &ctx->rank);
+	MPI_Comm_size(nc, &ctx->size);
+	ctx->node_rank = node_rank;
+	elastic__nccl_on_change(ctx, lost, nlost);
+	free(lost);
+}
+
 /* Is this rank named in the leave list ("HOST GPU" lines)? */
 static int _listed(const char *list, const char *host, const char *gpu)
 {
@@ -299,8 +314,7 @@ static int _shrink_in_place(elastic_ctx_t *ctx)
 {
 	const char *path = getenv("ELASTIC_RUN_LEAVE"), *gpu = getenv("ELASTIC_GPU");
 	char list[8192] = "", host[256] = "";
-	int len = 0, leave, counts[2], flag, rc, old_size = ctx->size, *lost = NULL,
-	    nlost;
+	int len = 0, leave, counts[2], flag, rc, old_size = ctx->size;
 	uint64_t lo, hi;
 	int node_rank = 0;
 	double t0 = elastic__now_mono();
@@ -344,14 +358,7 @@ static int _shrink_in_place(elastic_ctx_t *ctx)
 	MPI_Comm_set_errhandler(nc, MPI_ERRORS_RETURN);
 	if (elastic__survey(ctx, nc, &lo, &hi, &node_rank) != MPI_SUCCESS)
 		node_rank = ctx->node_rank;
-	nlost = _lost_ranks(ctx->comm, nc, &lost);
-	MPI_Comm_free(&ctx->comm);
-	ctx->comm = nc;
-	MPI_Comm_rank(nc, &ctx->rank);
-	MPI_Comm_size(nc, &ctx->size);
-	ctx->node_rank = node_rank;
-	elastic__nccl_on_change(ctx, lost, nlost);
-	free(lost);
+	_adopt(ctx, nc, node_rank);
 	elastic__stop_clear();
 	ctx->stop_pending = 0;
 	ctx->stats.shrinks++;
@@ -462,7 +469,7 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 {
 	MPI_Comm cur = ctx->comm, nc = MPI_COMM_NULL;
 	double t0 = elastic__now_mono();
-	int old_size = ctx->size, attempt, *lost = NULL, nlost;
+	int old_size = ctx->size, attempt;
 	uint64_t lo = 0, hi = 0;
 	int node_rank = 0;
 
@@ -532,14 +539,7 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 			(unsigned long long)ctx->host.step[1]);
 	}
 	ctx->committed = lo;
-	nlost = _lost_ranks(ctx->comm, nc, &lost);
-	MPI_Comm_free(&ctx->comm);
-	ctx->comm = nc;
-	MPI_Comm_rank(nc, &ctx->rank);
-	MPI_Comm_size(nc, &ctx->size);
-	ctx->node_rank = node_rank;
-	elastic__nccl_on_change(ctx, lost, nlost);
-	free(lost);
+	_adopt(ctx, nc, node_rank);
 	elastic__watchdog_arm(ctx, 0);
 	ctx->stats.recoveries++;
 	ctx->stats.last_recovery_s = elastic__now_mono() - t0;
