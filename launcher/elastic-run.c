@@ -1157,8 +1157,10 @@ static void _plan_leave(struct run *r)
 				       sizeof(list))) <= 0 ||
 	    n >= r->set.total ||
 	    /* the controller starts a grant in place of a larger one it had
-	     * to release (re-shape): one re-form onto both is better */
-	    (r->orders.target && r->set.total - n < (int)r->orders.target) ||
+	     * to release (re-shape): one re-form onto both is better (a target
+	     * not below the set is an older grow's, not this shrink's) */
+	    (r->orders.target && (int)r->orders.target < r->set.total &&
+	     r->set.total - n < (int)r->orders.target) ||
 	    (int)elastic_sizes_fit(&r->req.sizes, r->req.min_gpus, r->req.max_gpus,
 				   r->set.total - n) != r->set.total - n)
 		return;

@@ -58,7 +58,7 @@ python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (the 
 in_cluster=()
 [ -n "$own" ] && in_cluster=(bash "$src/testbed/cluster-inner.sh" exec --)
 "${in_cluster[@]}" python3 "$src/examples/demo/demo.py" --build "$build" --out "$out" \
-	--epochs1 "${DEMO_EPOCHS1:-10}" --torch-epochs "$torch_epochs" --dwell 6 >"$T_DIR/demo.log" 2>&1
+	--epochs1 "${DEMO_EPOCHS1:-16}" --torch-epochs "$torch_epochs" --dwell 6 >"$T_DIR/demo.log" 2>&1
 rc=$?
 t_log "demo.py exit $rc after $((SECONDS - t0)) s"
 if [ $rc != 0 ]; then
@@ -97,7 +97,7 @@ for n in 1 2; do
 	f=$out/job$n.out
 	# job 1: elastic_train, 4096 samples, 32 steps an epoch; job 2: the
 	# PyTorch example, 1500 samples, 12 steps an epoch
-	steps=$([ $n = 1 ] && echo $((${DEMO_EPOCHS1:-10} * 32)) || echo $((torch_epochs * 12)))
+	steps=$([ $n = 1 ] && echo $((${DEMO_EPOCHS1:-16} * 32)) || echo $((torch_epochs * 12)))
 	res=$(tr -d '\000' <"$f" | awk -v total="$steps" '
 		/re-form [0-9]+: / { want_resume = 1 }
 		/resumed at committed step/ && want_resume {
