@@ -50,9 +50,10 @@ t_grep 're-form 1: 4 ranks' "$T_DIR/job.out" "re-formed at 4 ranks"
 if t_runtime_in_place; then
 	# Open MPI 6: the shrink is done in place, the 2 surviving Python
 	# processes go on (no relaunch)
-	t_grep 'planned shrink in place: 2 ranks left after step [0-9]+, 2 go on' "$T_DIR/job.out" "shrank in place to 2 ranks"
+	# (one shrink, or one per grant when elasticd's releases come apart)
+	t_grep 'planned shrink in place: [0-9]+ ranks? left after step [0-9]+, 2 go on' "$T_DIR/job.out" "shrank in place to 2 ranks"
 	! grep -aq 're-form 2:' "$T_DIR/job.out" || t_fail "the shrink relaunched the job: $(grep -a 're-form 2:' "$T_DIR/job.out")"
-	t_log "shrink in place: $(grep -a 'planned shrink in place: 2 ranks left' "$T_DIR/job.out")"
+	t_log "shrink in place: $(grep -a 'planned shrink in place: [0-9]* ranks\{0,1\} left' "$T_DIR/job.out" | sed 's/.*: //' | paste -sd';' -)"
 else
 	t_grep 're-form 2: 2 ranks' "$T_DIR/job.out" "re-formed at 2 ranks (shrink)"
 fi
