@@ -66,7 +66,6 @@ struct run {
 	 * survivors, with no relaunch */
 	int in_place;
 	int world; /* ranks of the launch, less those lost and healed in place */
-	int in_place_heals;
 	/* a planned shrink in place under way: ranks asked to leave (their GPUs
 	 * named in the leave file), the world size before, the step at which
 	 * they left (0 until the survivors' record shows it), when it was asked */
@@ -298,6 +297,14 @@ static int _map_find(const char *map, const char *host, unsigned long *job, char
  * once when the world size changed), if written by the current launch:
  * 0, or -1 (none yet, or an older launch's). *size is 0 in a record of a
  * libelastic without the field. */
+/* Was a file last written (st) after the current mpirun was started? */
+static int _since_launch(const struct run *r, const struct stat *st)
+{
+	return st->st_mtim.tv_sec > r->t0_wall.tv_sec ||
+	       (st->st_mtim.tv_sec == r->t0_wall.tv_sec &&
+		st->st_mtim.tv_nsec > r->t0_wall.tv_nsec);
+}
+
 static int _progress_read(const struct run *r, unsigned long long *step,
 			  unsigned long long *seen, double *t, int *size)
 {
@@ -308,9 +315,7 @@ static int _progress_read(const struct run *r, unsigned long long *step,
 
 	if ((fd = open(r->progress, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1; /* no record yet */
-	if (fstat(fd, &st) < 0 || st.st_mtim.tv_sec < r->t0_wall.tv_sec ||
-	    (st.st_mtim.tv_sec == r->t0_wall.tv_sec &&
-	     st.st_mtim.tv_nsec <= r->t0_wall.tv_nsec)) {
+	if (fstat(fd, &st) < 0 || !_since_launch(r, &st)) {
 		close(fd);
 		return -1;
 	}
@@ -643,6 +648,7 @@ static int _value_opt(struct run *r, const char *a, const char *v)
 
 static int _runtime_in_place(const struct run *r, char *desc, size_t len);
 static void _plan_leave(struct run *r);
+static void _leave_clear(const struct run *r);
 
 static int _options(struct run *r, int argc, char **argv)
 {
@@ -997,10 +1003,7 @@ static int _spawn(struct run *r, const char **av)
 	r->world = r->set.total;
 	r->leaving = 0;
 	if (r->in_place) {
-		/* libelastic reads it at a planned stop: empty = everybody stops */
-		int fd = open(r->leave, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd >= 0)
-			close(fd);
+		_leave_clear(r);
 		setenv("ELASTIC_RUN_LEAVE", r->leave, 1);
 	}
 	child = fork();
@@ -1083,11 +1086,7 @@ static int _ranks_ready(const struct run *r)
 	struct stat st;
 	if (_now() - r->t0 > 10.0)
 		return 1;
-	if (stat(r->progress, &st) < 0)
-		return 0;
-	return st.st_mtim.tv_sec > r->t0_wall.tv_sec ||
-	       (st.st_mtim.tv_sec == r->t0_wall.tv_sec &&
-		st.st_mtim.tv_nsec > r->t0_wall.tv_nsec);
+	return stat(r->progress, &st) == 0 && _since_launch(r, &st);
 }
 
 /* While mpirun runs: an order that changes the job's GPUs makes a re-form
@@ -1123,6 +1122,14 @@ static void _stop_when_ready(struct run *r)
 		kill(child, SIGUSR1);
 		r->stop_sent = 1;
 	}
+}
+
+/* The leave file empty: at a planned stop every rank stops (libelastic). */
+static void _leave_clear(const struct run *r)
+{
+	int fd = open(r->leave, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* Does the set have GPUs of grant? */
@@ -1196,10 +1203,7 @@ static void _shrink_done(struct run *r, unsigned long long step, int size)
 		     r->leaving, r->leaving == 1 ? "" : "s", step, size,
 		     (_now() - r->t_leave) * 1e3, desc);
 		r->stop_sent = r->stop_due = 0;
-		unlink(r->leave);
-		int fd = open(r->leave, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd >= 0)
-			close(fd);
+		_leave_clear(r);
 	}
 	if (step <= r->leave_step)
 		return;
@@ -1242,7 +1246,6 @@ static void _watch_heals(struct run *r)
 	}
 	if (size >= r->world)
 		return;
-	r->in_place_heals++;
 	_say("%d rank%s lost; the survivors healed in place at %d rank%s from step %llu (no relaunch)",
 	     r->world - size, r->world - size == 1 ? "" : "s", size, size == 1 ? "" : "s",
 	     step);

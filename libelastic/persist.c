@@ -17,6 +17,16 @@ static void _snap_written(elastic_ctx_t *ctx)
 	}
 }
 
+/* The copy of the last committed step made at the commit (copy at commit),
+ * or NULL (update after commit: the state itself is that step's). */
+static const unsigned char *_committed_copy(const elastic_ctx_t *ctx)
+{
+	int slot = (int)(ctx->committed & 1);
+	return ctx->host.buf[slot] && ctx->host.step[slot] == ctx->committed
+		       ? ctx->host.buf[slot]
+		       : NULL;
+}
+
 /* Wait for a background node snapshot, if one was started. */
 void elastic__persist_wait(elastic_ctx_t *ctx)
 {
@@ -56,12 +66,7 @@ void elastic__persist(elastic_ctx_t *ctx, int sync)
 		if (ctx->node_rank == 0 && !ctx->fenced) {
 			/* copy at commit: from the copy just made (when fused, it is
 			 * the snapshot's data already); else from the state itself */
-			int slot = (int)(ctx->committed & 1);
-			const unsigned char *src =
-				ctx->host.buf[slot] &&
-						ctx->host.step[slot] == ctx->committed
-					? ctx->host.buf[slot]
-					: NULL;
+			const unsigned char *src = _committed_copy(ctx);
 			if (!sync && !src && ctx->env.snapshot_thread &&
 			    ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT &&
 			    elastic__snap_async_start(ctx, ctx->committed) == 0) {
@@ -113,11 +118,7 @@ void elastic__persist_final(elastic_ctx_t *ctx)
 void elastic__persist_on_exit(elastic_ctx_t *ctx)
 {
 	elastic_error_t e;
-	int slot = (int)(ctx->committed & 1);
-	const unsigned char *src =
-		ctx->host.buf[slot] && ctx->host.step[slot] == ctx->committed
-			? ctx->host.buf[slot]
-			: NULL;
+	const unsigned char *src = _committed_copy(ctx);
 
 	if (!ctx->started || ctx->committed == ctx->persisted || !ctx->shm_prefix[0] ||
 	    ctx->node_rank != 0 || ctx->fenced || ctx->sw.running ||

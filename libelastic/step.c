@@ -314,7 +314,7 @@ static int _shrink_in_place(elastic_ctx_t *ctx)
 {
 	const char *path = getenv("ELASTIC_RUN_LEAVE"), *gpu = getenv("ELASTIC_GPU");
 	char list[8192] = "", host[256] = "";
-	int len = 0, leave, counts[2], flag, rc, old_size = ctx->size;
+	int len = 0, leave, nleave = 0, flag, rc, old_size = ctx->size;
 	uint64_t lo, hi;
 	int node_rank = 0;
 	double t0 = elastic__now_mono();
@@ -335,10 +335,9 @@ static int _shrink_in_place(elastic_ctx_t *ctx)
 	list[len > 0 && rc == MPI_SUCCESS ? len : 0] = '\0';
 	gethostname(host, sizeof(host) - 1);
 	leave = gpu && *gpu && _listed(list, host, gpu);
-	counts[0] = leave, counts[1] = 1;
 	if (rc == MPI_SUCCESS)
-		rc = MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_SUM, ctx->comm);
-	flag = rc == MPI_SUCCESS && counts[0] > 0 && counts[0] < counts[1];
+		rc = MPI_Allreduce(&leave, &nleave, 1, MPI_INT, MPI_SUM, ctx->comm);
+	flag = rc == MPI_SUCCESS && nleave > 0 && nleave < ctx->size;
 	if (elastic__ft_agree(ctx->comm, &flag) != MPI_SUCCESS || !flag)
 		return -1;
 	if (MPI_Comm_split(ctx->comm, leave ? MPI_UNDEFINED : 0, ctx->rank, &nc) !=
