@@ -49,12 +49,20 @@ die() {
 }
 
 # pid from a pid file, only if that process is alive and is the expected program.
+# PROG is a substring of the command line, or with a leading ^ its start (a
+# namespace holder: until it has exec'ed, its starter's command line names it
+# too). No pipe: `grep -q` ending first made tr die of SIGPIPE, and with
+# pipefail a live daemon looked dead (a silent `up` failure under set -e).
 _live_pid() { # file prog
-	local pid
+	local pid cmd
 	[ -s "$1" ] || return 1
 	pid=$(tr -dc 0-9 <"$1")
 	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$2" || return 1
+	cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+	case $2 in
+	^*) [[ $cmd == "${2#^}"* ]] || return 1 ;;
+	*) [[ $cmd == *"$2"* ]] || return 1 ;;
+	esac
 	echo "$pid"
 }
 
@@ -62,8 +70,8 @@ _live_pid() { # file prog
 # namespace holders come first (started first, stopped last).
 _daemons() {
 	if [ $NET = netns ]; then
-		echo "netns-head $I/run/netns-head.pid elastic-netns"
-		for n in $NODES; do echo "netns-$n $I/run/netns-$n.pid elastic-netns"; done
+		echo "netns-head $I/run/netns-head.pid ^elastic-netns"
+		for n in $NODES; do echo "netns-$n $I/run/netns-$n.pid ^elastic-netns"; done
 	fi
 	echo "munged $I/run/munged.pid munged"
 	echo "mariadbd $I/run/mariadbd.pid mariadbd"
@@ -382,7 +390,7 @@ _all_up() {
 }
 
 # netns mode: the pid of the process holding a namespace (head, nodeN).
-_ns_pid() { _live_pid "$I/run/netns-$1.pid" elastic-netns; }
+_ns_pid() { _live_pid "$I/run/netns-$1.pid" "^elastic-netns"; }
 
 # Start a namespace holder: a process alone in a new network namespace (and
 # UTS namespace named NAME) that keeps it alive until `down` kills it.
@@ -477,11 +485,13 @@ do_up() {
 
 # Kill processes whose environment says they belong to this cluster (job
 # tasks survive a killed slurmd) and the given pids.
+# (grep reads to the end: with -q, tr could die of SIGPIPE and, under
+# pipefail, a leftover be missed)
 _kill_leftovers() {
 	local p pids=""
 	for p in /proc/[0-9]*; do
 		[ "${p#/proc/}" = $$ ] && continue
-		if tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qx "SLURM_CONF=$SLURM_CONF"; then
+		if tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -x "SLURM_CONF=$SLURM_CONF" >/dev/null; then
 			pids="$pids ${p#/proc/}"
 		fi
 	done
