@@ -90,14 +90,15 @@ static void _say(const char *fmt, ...)
 	va_list ap;
 	struct timespec now;
 	struct tm tm;
-	char ts[16];
+	char ts[16], msg[1024];
 	clock_gettime(CLOCK_REALTIME, &now);
 	strftime(ts, sizeof(ts), "%H:%M:%S", localtime_r(&now.tv_sec, &tm));
-	fprintf(stderr, "elastic-run %s.%03ld: ", ts, now.tv_nsec / 1000000);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* one fprintf, one write(2): the ranks' output shares this stream,
+	 * and a line written in pieces could take a rank's line in between */
+	fprintf(stderr, "elastic-run %s.%03ld: %s\n", ts, now.tv_nsec / 1000000, msg);
 }
 
 static void _usage(FILE *f)

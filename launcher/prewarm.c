@@ -246,13 +246,15 @@ static void _note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void _note(const char *fmt, ...)
 {
 	va_list ap;
+	char msg[1024];
 	if (!_verbose())
 		return;
-	fprintf(stderr, "elastic-run --rank %s: ", getenv("OMPI_COMM_WORLD_RANK") ?: "?");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* one write: see elastic-run.c's _say */
+	fprintf(stderr, "elastic-run --rank %s: %s\n",
+		getenv("OMPI_COMM_WORLD_RANK") ?: "?", msg);
 }
 
 static int _connect(const char *key)
