@@ -72,6 +72,9 @@ struct run {
 	int leaving, leave_world;
 	unsigned long long leave_step;
 	double t_leave;
+	/* releases seen that leave the set above the controller's lower
+	 * target: since when the rest of them is awaited (0: not waiting) */
+	double t_rel_wait;
 	struct elastic_gpuset after; /* the set without the leaving ranks' GPUs */
 	double t0, t_end;
 	struct elastic_report_summary sum;
@@ -1052,16 +1055,45 @@ static enum run_state _launch(struct run *r)
 	return _spawn(r, av) < 0 ? RUN_FINISH : RUN_WATCH;
 }
 
+/* GPUs of the running set that belong to grants ordered released. */
+static int _released_gpus(const struct run *r)
+{
+	int n = 0;
+	for (int h = 0; h < r->set.nhosts; h++)
+		for (int g = 0; g < r->set.host[h].ngpus; g++)
+			n += elastic__orders_released(
+				&r->orders, (uint32_t)r->set.host[h].gpu_job[g]);
+	return n;
+}
+
 /* 1 if a GPU of the running set belongs to a grant ordered released: the
  * set changes for sure, no need to ask Slurm first. */
 static int _uses_released(const struct run *r)
 {
-	for (int h = 0; h < r->set.nhosts; h++)
-		for (int g = 0; g < r->set.host[h].ngpus; g++)
-			if (elastic__orders_released(&r->orders,
-						     (uint32_t)r->set.host[h].gpu_job[g]))
-				return 1;
-	return 0;
+	return _released_gpus(r) > 0;
+}
+
+/* How long the releases of one shrink are awaited once the first came. */
+#define RELEASE_SETTLE_S 0.5
+
+/* 1 while the releases seen leave the set above the controller's target
+ * (sent before them): the others of the same shrink are on their way
+ * (elasticd orders them one grant at a time, a slurmctld call apart). Acting
+ * on the first alone re-formed twice, or, in place, let a node's ranks
+ * leave while the grant hosting its daemon was released next (its end
+ * killed the ranks that stayed). Waits RELEASE_SETTLE_S at most. */
+static int _releases_to_come(struct run *r)
+{
+	int target = (int)r->orders.target;
+	if (!target || target >= r->set.total ||
+	    r->set.total - _released_gpus(r) <= target)
+		return 0;
+	if (!r->t_rel_wait) {
+		r->t_rel_wait = _now();
+		_say("controller: target %d GPUs, %d of %d released so far: waiting up to %.1f s for the other releases",
+		     target, _released_gpus(r), r->set.total - target, RELEASE_SETTLE_S);
+	}
+	return _now() - r->t_rel_wait < RELEASE_SETTLE_S;
 }
 
 /* 1 if grants announced as started add GPUs the job's sizes let it use (by
@@ -1099,14 +1131,21 @@ static void _follow_orders(struct run *r)
 	elastic_error_t err;
 
 	_progress(r);
-	if (elastic__orders_poll(&r->orders, &r->ctl, 50, _say) && !r->stop_sent &&
-	    !r->stop_due &&
-	    (_uses_released(r) || _grants_add(r) ||
-	     (_look(r, &r->now, &err) == 0 && !_same_set(&r->set, &r->now)))) {
-		if (_uses_released(r))
-			_plan_leave(r);
+	int act = elastic__orders_poll(&r->orders, &r->ctl, 50, _say);
+	if (r->stop_sent || r->stop_due || (!act && !r->t_rel_wait))
+		return;
+	if (_uses_released(r)) {
+		if (_releases_to_come(r))
+			return;
+		r->t_rel_wait = 0;
+		_plan_leave(r);
 		r->stop_due = 1;
+		return;
 	}
+	r->t_rel_wait = 0;
+	if (act && (_grants_add(r) ||
+		    (_look(r, &r->now, &err) == 0 && !_same_set(&r->set, &r->now))))
+		r->stop_due = 1;
 }
 
 /* A re-form that is due (an order, or SIGUSR1 to elastic-run) reaches the
@@ -1155,11 +1194,33 @@ static int _released_job(unsigned long job, const void *arg)
  * the next step boundary and the others go on (libelastic's planned shrink
  * in place), when what is left is a size the job allows. Otherwise the
  * file stays empty: every rank stops and the job re-forms. */
+/* A host whose daemon runs in a released grant's job step while ranks on
+ * GPUs not released stay there (the grant's end would end them too), or
+ * -1. */
+static int _daemon_released(const struct run *r)
+{
+	for (int h = 0; h < r->set.nhosts; h++) {
+		const struct elastic_host *x = &r->set.host[h];
+		if (!elastic__orders_released(&r->orders, (uint32_t)x->job))
+			continue;
+		for (int g = 0; g < x->ngpus; g++)
+			if (!elastic__orders_released(&r->orders,
+						      (uint32_t)x->gpu_job[g]))
+				return h;
+	}
+	return -1;
+}
+
 static void _plan_leave(struct run *r)
 {
 	char list[8192];
-	int n;
+	int n, h;
 
+	if (r->in_place && !r->leaving && (h = _daemon_released(r)) >= 0) {
+		_say("planned shrink: grant %lu, released, hosts the daemon of %s where ranks stay: all ranks re-form",
+		     r->set.host[h].job, r->set.host[h].name);
+		return;
+	}
 	if (!r->in_place || r->leaving || r->world != r->set.total || _grants_add(r) ||
 	    (n = elastic__gpuset_leave(&r->set, _released_job, &r->orders, list,
 				       sizeof(list))) <= 0 ||

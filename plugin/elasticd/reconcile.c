@@ -415,17 +415,27 @@ static int _announce_now(const struct ed_rc_in *in, const struct ed_rc *rc, int 
 	return 0;
 }
 
-/* Tell job i (connected) its target and the grants started for it. */
-static int _tell(const struct ed_rc_in *in, struct ed_rc *rc, int i, int target)
+/* Tell job i (connected) its target when it changed. Before this tick's
+ * releases: a job that hears its target first knows how many GPUs the
+ * releases that follow take, and can leave in one step (elastic-run
+ * waits for them; a release acted on alone could leave half a node). */
+static int _tell_target(const struct ed_rc_in *in, struct ed_rc *rc, int i, int target)
 {
-	const struct ed_snapshot *s = in->s;
 	const struct ed_rc_job *jr = &in->jobs[i];
 	if (!jr->target_valid || jr->target_sent != target) {
-		struct ed_rc_action *a = _act(rc, ED_RC_TARGET, i, s->jobs[i].id, 0);
+		struct ed_rc_action *a = _act(rc, ED_RC_TARGET, i, in->s->jobs[i].id, 0);
 		if (!a)
 			return -1;
 		a->gpus = target;
 	}
+	return 0;
+}
+
+/* Tell job i (connected) the grants started for it. */
+static int _tell_grants(const struct ed_rc_in *in, struct ed_rc *rc, int i)
+{
+	const struct ed_snapshot *s = in->s;
+	const struct ed_rc_job *jr = &in->jobs[i];
 	if (!_announce_now(in, rc, i))
 		return 0;
 	for (int g = 0; g < s->ngrants; g++) {
@@ -462,6 +472,9 @@ int ed_rc_moves(const struct ed_rc_in *in, const struct ed_plan *plan, struct ed
 			a->why = t->explain;
 			a->gpus = t->gpus;
 		}
+		if (j->running && in->jobs[i].connected &&
+		    _tell_target(in, rc, i, t->gpus) < 0)
+			goto nomem;
 		if (j->running && _resize(in, rc, i, t) < 0)
 			goto nomem;
 		/* A grow's time is its grant's start (taken above); a shrink
@@ -470,7 +483,7 @@ int ed_rc_moves(const struct ed_rc_in *in, const struct ed_plan *plan, struct ed
 		if (in->jobs[i].last_cur && h->cur_gpus < in->jobs[i].last_cur &&
 		    h->last_resize < now - 1)
 			h->last_resize = now;
-		if (j->running && in->jobs[i].connected && _tell(in, rc, i, t->gpus) < 0)
+		if (j->running && in->jobs[i].connected && _tell_grants(in, rc, i) < 0)
 			goto nomem;
 	}
 	return 0;
