@@ -112,6 +112,7 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 		elastic__log(ctx, ELASTIC_LOG_WARN, "cannot create %s: %s",
 			     ctx->env.checkpoint_dir, strerror(errno));
 	elastic__stop_signal_install(ctx);
+	elastic__term_signal_install(ctx);
 	elastic__bind_near_gpu(ctx);
 	elastic__watchdog_run(ctx);
 	elastic__log(ctx, ELASTIC_LOG_DEBUG,
@@ -134,7 +135,8 @@ void elastic_destroy(elastic_ctx_t *ctx)
 	if (!ctx)
 		return;
 	elastic__watchdog_stop(ctx);
-	elastic__persist_final(ctx); /* waits for a background snapshot first */
+	elastic__persist_final(ctx);   /* waits for a background snapshot first */
+	elastic__term_signal_remove(); /* a SIGTERM held back ends us now */
 	elastic__snap_async_stop(ctx);
 	elastic__nccl_free(ctx);
 	elastic__progress_close(ctx);

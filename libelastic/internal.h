@@ -157,6 +157,21 @@ void elastic__stop_signal_install(elastic_ctx_t *ctx);
 int elastic__stop_requested(void);
 void elastic__stop_clear(void);
 
+/* SIGTERM (mpirun or Slurm ending the ranks; both send SIGKILL later) while
+ * the node snapshot lags the last commit (ELASTIC_SNAPSHOT_EVERY > 1): the
+ * library's handler (in front of the program's, if any) only marks it; the
+ * main thread at its next step begin, or the watchdog when the main thread
+ * is held inside a step, writes the last committed step to the node
+ * snapshot, then the signal goes to the program's disposition (default: the
+ * process dies of it, as it would have). */
+void elastic__term_signal_install(elastic_ctx_t *ctx);
+void elastic__term_signal_remove(void);
+int elastic__term_requested(void);
+/* Persist (how: 1 from the main thread at a step boundary; 0 from the
+ * watchdog, inside a step; -1 not at all), then pass SIGTERM on; only the
+ * first caller acts. */
+void elastic__term_act(elastic_ctx_t *ctx, int how);
+
 /* watchdog.c: start (lock, settings: at init, before anything can fail),
  * run (the thread), stop (join, free; safe after a failed start). Arm it
  * for a recovery (kind 1: ELASTIC_WATCHDOG) or a step (kind 2:

@@ -176,3 +176,87 @@ void elastic__stop_signal_install(elastic_ctx_t *ctx)
 	sigaction(SIGUSR1, &sa, NULL);
 	_stop_signal_unblock();
 }
+
+/* SIGTERM: see internal.h. term_armed: a context installed the handler
+ * (0 again after elastic_destroy: the signal then goes where it went
+ * before); term_prev: the program's disposition before, which gets the
+ * signal once the last commit is kept. */
+static volatile sig_atomic_t term_requested, term_armed;
+static atomic_int term_taken;
+static struct sigaction term_prev;
+
+static void _on_term_signal(int sig)
+{
+	if (!term_armed) {
+		sigaction(sig, &term_prev, NULL);
+		raise(sig);
+		return;
+	}
+	term_requested = 1;
+}
+
+int elastic__term_requested(void)
+{
+	return term_requested != 0;
+}
+
+void elastic__term_signal_install(elastic_ctx_t *ctx)
+{
+	struct sigaction old, sa = {.sa_handler = _on_term_signal};
+
+	if (!ctx->shm_prefix[0] || ctx->env.snapshot_every <= 1 || term_armed)
+		return; /* every commit is on the node already */
+	if (sigaction(SIGTERM, NULL, &old) < 0 || old.sa_handler == SIG_IGN)
+		return;
+	if (old.sa_handler != _on_term_signal)
+		term_prev = old;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	atomic_store(&term_taken, 0);
+	term_armed = 1;
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The program's disposition back; a SIGTERM held back goes to it now. */
+static void _term_restore(void)
+{
+	struct sigaction cur;
+	int pending = term_requested;
+
+	term_armed = 0;
+	term_requested = 0;
+	if (sigaction(SIGTERM, NULL, &cur) == 0 && cur.sa_handler == _on_term_signal)
+		sigaction(SIGTERM, &term_prev, NULL);
+	if (pending)
+		raise(SIGTERM);
+}
+
+void elastic__term_signal_remove(void)
+{
+	if (term_armed)
+		_term_restore();
+}
+
+void elastic__term_act(elastic_ctx_t *ctx, int how)
+{
+	char msg[200];
+	int n;
+
+	if (atomic_exchange(&term_taken, 1))
+		return; /* the other thread acts */
+	if (how > 0)
+		elastic__persist_now(ctx);
+	else if (how == 0)
+		elastic__persist_on_exit(ctx);
+	n = snprintf(msg, sizeof(msg),
+		     "libelastic[%d]: SIGTERM: committed step %llu %s\n", ctx->rank,
+		     (unsigned long long)ctx->committed,
+		     how < 0 ? "not written (the program was between steps for 2 s)"
+		     : ctx->persisted == ctx->committed || ctx->node_rank != 0
+			     ? "kept in the node snapshot"
+			     : "could not go to the node snapshot");
+	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
+	}
+	fflush(NULL);
+	_term_restore(); /* the default ends the process here */
+}

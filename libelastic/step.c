@@ -385,6 +385,8 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (ctx->completed)
 		return _fail(err, EPROTO,
 			     "elastic_step_begin: the training was completed");
+	if (ctx->started && elastic__term_requested())
+		elastic__term_act(ctx, 1); /* the last commit is applied: keep it */
 	if (!ctx->started) {
 		if (ctx->nregions == 0)
 			return _fail(

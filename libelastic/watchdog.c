@@ -15,11 +15,29 @@
 static void *_watchdog(void *arg)
 {
 	elastic_ctx_t *ctx = arg;
+	double t_term = 0;
 
 	pthread_mutex_lock(&ctx->wd.lock);
 	while (!ctx->wd.stop) {
 		int64_t d = atomic_load(&ctx->wd.deadline_ns);
 		double wait = 0.1; /* a step deadline is armed without a wake-up */
+		if (elastic__term_requested()) {
+			/* SIGTERM and the main thread reached no step begin: held
+			 * inside a step (a collective with lost peers), where the
+			 * state is the last commit's, it is persisted from here;
+			 * outside one (the caller applying an update) the process
+			 * ends without */
+			double now = elastic__now_mono();
+			if (!t_term)
+				t_term = now;
+			int in_step = __atomic_load_n(&ctx->in_step, __ATOMIC_ACQUIRE);
+			if ((in_step && now - t_term > 0.3) || now - t_term > 2.0) {
+				pthread_mutex_unlock(&ctx->wd.lock);
+				elastic__term_act(ctx, in_step ? 0 : -1);
+				pthread_mutex_lock(&ctx->wd.lock);
+				t_term = 0; /* the program's handler let it live */
+			}
+		}
 		if (d > 0) {
 			double left = d * 1e-9 - elastic__now_mono();
 			if (left <= 0) {

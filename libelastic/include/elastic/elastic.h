@@ -137,8 +137,11 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  *                        cores the launcher gave it
  *   ELASTIC_SHM_DIR      directory of node-local snapshots (default /dev/shm)
  *   ELASTIC_SNAPSHOT_EVERY  write the node-local snapshot every N committed
- *                        steps, 1..2^31 (default 1): a re-form redoes at
- *                        most N steps
+ *                        steps, 1..2^31 (default 1; 50 where a lost node
+ *                        heals in place): a re-form redoes at most N steps,
+ *                        none after SIGTERM (the last commit is written
+ *                        first, then the program's handler or the default
+ *                        action gets the signal; elastic.3)
  *   ELASTIC_SNAPSHOT_THREAD yes: with ELASTIC_UPDATE_AFTER_COMMIT, a thread
  *                        copies the node snapshot while the step runs (for
  *                        ranks with an idle core beside them; default no:
