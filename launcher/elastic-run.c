@@ -557,7 +557,12 @@ static int _rank(int argc, char **argv)
 	 * exit 0 without MPI_Finalize for a process still to be waited for (the
 	 * others' MPI_Finalize then hangs). A process killed is a failure, as
 	 * for a lost rank. */
-	if (WEXITSTATUS(ws) == ELASTIC_EXIT_LEFT) {
+	/* The same for a program ended from outside whose handler exits
+	 * 128 + the signal (SIGTERM from Slurm ending a cancelled grant's
+	 * step): the others heal in place. */
+	const char *ip = getenv("ELASTIC_RUN_IN_PLACE");
+	if (WEXITSTATUS(ws) == ELASTIC_EXIT_LEFT ||
+	    (ip && !strcmp(ip, "1") && elastic__report_killed_status(WEXITSTATUS(ws)))) {
 		fflush(NULL);
 		signal(SIGKILL, SIG_DFL);
 		raise(SIGKILL);

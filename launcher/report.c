@@ -194,7 +194,7 @@ int elastic__report_send(const char *addr, const char *line)
  * 128 + the signal (Slurm ending the step of a cancelled grant or a lost
  * node, mpirun stopping ranks still exiting at a planned re-form). Such a
  * rank was lost, like a SIGKILLed one; the survivors may have healed. */
-static int _killed_status(int v)
+int elastic__report_killed_status(int v)
 {
 	return v == 128 + SIGTERM || v == 128 + SIGKILL || v == 128 + SIGHUP;
 }
@@ -207,7 +207,8 @@ void elastic__report_summary(const struct elastic_report *r, int reform_code,
 		const struct elastic_rank_end *e = &r->end[i];
 		if (e->how == ELASTIC_RANK_UNKNOWN)
 			s->missing++;
-		else if (e->how == ELASTIC_RANK_SIGNALED || _killed_status(e->value))
+		else if (e->how == ELASTIC_RANK_SIGNALED ||
+			 elastic__report_killed_status(e->value))
 			s->signaled++;
 		else if (e->value == 0)
 			s->ok++;

@@ -58,4 +58,8 @@ struct elastic_report_summary {
 void elastic__report_summary(const struct elastic_report *r, int reform_code,
 			     struct elastic_report_summary *s);
 
+/* An exit status that says the rank was killed from outside (128 + SIGTERM,
+ * SIGKILL or SIGHUP: a program's handler that exits so), not that it failed. */
+int elastic__report_killed_status(int v);
+
 #endif
