@@ -23,7 +23,6 @@ struct _jobrt {
 	char user[ED_NAME_MAX];
 	int min, max;
 	time_t last_resize;
-	int last_cur;
 	/* what the job was told */
 	int target_valid;
 	int target_sent;
@@ -421,8 +420,7 @@ static int _rc_input(struct ed_ctl *c, const struct ed_snapshot *s, uint64_t now
 			.target_sent = rt->target_sent,
 			.announced = rt->announced,
 			.nannounced = rt->nannounced,
-			.last_resize = rt->last_resize,
-			.last_cur = rt->last_cur};
+			.last_resize = rt->last_resize};
 	}
 	for (int i = 0; i < c->nrels; i++)
 		rels[i] = (struct ed_rc_release){.grant = c->rels[i].grant,
@@ -461,7 +459,6 @@ static void _keep_states(struct ed_ctl *c, const struct ed_snapshot *s,
 		rt->state = ed_rc_state(s->jobs[i].running, h->releasing,
 					h->pending + grown[i], rt->target, rt->cur);
 		rt->last_resize = h->last_resize;
-		rt->last_cur = rt->cur;
 	}
 }
 

@@ -460,11 +460,9 @@ static int _tell_grants(const struct ed_rc_in *in, struct ed_rc *rc, int i)
 int ed_rc_moves(const struct ed_rc_in *in, const struct ed_plan *plan, struct ed_rc *rc)
 {
 	const struct ed_snapshot *s = in->s;
-	time_t now = (time_t)(in->now_ms / 1000);
 	for (int i = 0; i < plan->ntargets && i < s->njobs; i++) {
 		const struct ed_target *t = &plan->targets[i];
 		const struct ed_job *j = &s->jobs[i];
-		struct ed_rc_hold *h = &rc->jobs[i];
 		if (t->gpus != in->jobs[i].target) {
 			struct ed_rc_action *a = _act(rc, ED_RC_EXPLAIN, i, j->id, 0);
 			if (!a)
@@ -477,12 +475,13 @@ int ed_rc_moves(const struct ed_rc_in *in, const struct ed_plan *plan, struct ed
 			goto nomem;
 		if (j->running && _resize(in, rc, i, t) < 0)
 			goto nomem;
-		/* A grow's time is its grant's start (taken above); a shrink
-		 * that we did not time ourselves (a grant ended by someone
-		 * else) is dated when we see it. */
-		if (in->jobs[i].last_cur && h->cur_gpus < in->jobs[i].last_cur &&
-		    h->last_resize < now - 1)
-			h->last_resize = now;
+		/* A grow's time is its grant's start, a shrink's its release
+		 * (taken above). GPUs lost without an order of ours (a node
+		 * lost, a grant cancelled by hand) do not start the cool-down:
+		 * it keeps the policy from churning, and a loss is no policy
+		 * change. Held, the job's grow back onto the freed GPUs went to
+		 * another job that had to give them back at the end of it (two
+		 * re-forms of that job for nothing, seen in the demo). */
 		if (j->running && in->jobs[i].connected && _tell_grants(in, rc, i) < 0)
 			goto nomem;
 	}

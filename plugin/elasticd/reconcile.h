@@ -33,7 +33,6 @@ struct ed_rc_job {
 	const uint32_t *announced;     /* grants it was told of */
 	int nannounced;
 	time_t last_resize; /* s */
-	int last_cur;	    /* GPUs it ran on at the last tick */
 };
 
 struct ed_rc_in {
