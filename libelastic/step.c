@@ -338,11 +338,14 @@ static int _shrink_in_place(elastic_ctx_t *ctx)
 	if (rc == MPI_SUCCESS)
 		rc = MPI_Allreduce(&leave, &nleave, 1, MPI_INT, MPI_SUM, ctx->comm);
 	flag = rc == MPI_SUCCESS && nleave > 0 && nleave < ctx->size;
+	double t_list = elastic__now_mono();
 	if (elastic__ft_agree(ctx->comm, &flag) != MPI_SUCCESS || !flag)
 		return -1;
+	double t_agree = elastic__now_mono();
 	if (MPI_Comm_split(ctx->comm, leave ? MPI_UNDEFINED : 0, ctx->rank, &nc) !=
 	    MPI_SUCCESS)
 		return -1;
+	double t_split = elastic__now_mono();
 	if (leave) {
 		/* its GPU goes back; the others do not wait for this process */
 		elastic__log(
@@ -357,7 +360,13 @@ static int _shrink_in_place(elastic_ctx_t *ctx)
 	MPI_Comm_set_errhandler(nc, MPI_ERRORS_RETURN);
 	if (elastic__survey(ctx, nc, &lo, &hi, &node_rank) != MPI_SUCCESS)
 		node_rank = ctx->node_rank;
+	double t_survey = elastic__now_mono();
 	_adopt(ctx, nc, node_rank);
+	elastic__log(
+		ctx, ELASTIC_LOG_DEBUG,
+		"planned shrink in place: list + count %.3f ms, agree %.3f, split %.3f, survey %.3f, adopt %.3f",
+		(t_list - t0) * 1e3, (t_agree - t_list) * 1e3, (t_split - t_agree) * 1e3,
+		(t_survey - t_split) * 1e3, (elastic__now_mono() - t_survey) * 1e3);
 	elastic__stop_clear();
 	ctx->stop_pending = 0;
 	ctx->stats.shrinks++;
