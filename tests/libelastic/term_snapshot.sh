@@ -34,7 +34,13 @@ run_case() {
 	export ELASTIC_JOB_ID="term$$-$name"
 	$MPIRUN -np 4 "$TRAIN" $args --step-sleep 20000 --out "$out.model" >"$out.1" 2>&1 &
 	local mpid=$!
-	sleep 1.5
+	# some steps in (not a time: a loaded machine starts 4 ranks slowly)
+	local end=$((SECONDS + 90))
+	until [ "$(last_step "$out.1")" -ge 10 ] 2>/dev/null; do
+		[ $SECONDS -lt $end ] || t_fail "$name: no step 10 in 90 s ($(tail -3 "$out.1"))"
+		kill -0 "$mpid" 2>/dev/null || t_fail "$name: mpirun ended early ($(tail -3 "$out.1"))"
+		sleep 0.05
+	done
 	pids=$(ranks_of "$out" "$mpid")
 	[ "$(echo $pids | wc -w)" = 4 ] || t_fail "$name: 4 ranks expected, found '$pids' ($(tail -3 "$out.1"))"
 	if [ "$name" = held ]; then
@@ -52,11 +58,13 @@ run_case() {
 	timeout 20 tail --pid="$mpid" -f /dev/null || { kill -KILL "$mpid"; t_fail "$name: mpirun still running 20 s after"; }
 	wait "$mpid"
 	local said last resumed
+	# (the first rank to die of it may make mpirun kill the others first:
+	# the node snapshot is the lowest local rank's, the resume below tells)
 	said=$(grep -c 'SIGTERM: committed step .* kept in the node snapshot' "$out.1")
-	[ "$said" = "$(echo $pids | wc -w)" ] ||
-		{ tail -5 "$out.1"; t_fail "$name: $said ranks said they kept their last commit, expected every one stopped by SIGTERM"; }
+	[ "$said" -ge 1 ] && ! grep -q 'SIGTERM: committed step .* could not' "$out.1" ||
+		{ tail -5 "$out.1"; t_fail "$name: no rank kept its last commit on SIGTERM"; }
 	last=$(last_step "$out.1")
-	[ -n "$last" ] && [ "$last" -ge 3 ] || t_fail "$name: too few steps before SIGTERM ($last)"
+	[ -n "$last" ] && [ "$last" -ge 10 ] || t_fail "$name: too few steps before SIGTERM ($last)"
 	[ $(((last + 1) % 50)) != 0 ] ||
 		t_log "$name: the stop came right after a periodic snapshot (step $last): this run cannot tell"
 	ELASTIC_DEBUG=2 timeout -s KILL 60 $MPIRUN -np 3 "$TRAIN" $args --compare "$T_DIR/ref.model" >"$out.2" 2>&1 ||
