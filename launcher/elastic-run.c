@@ -1194,11 +1194,6 @@ static int _released_job(unsigned long job, const void *arg)
 	return elastic__orders_released(arg, (uint32_t)job);
 }
 
-/* A release of GPUs the ranks use, on a runtime that survives a lost
- * daemon: name those GPUs in the leave file, so that their ranks leave at
- * the next step boundary and the others go on (libelastic's planned shrink
- * in place), when what is left is a size the job allows. Otherwise the
- * file stays empty: every rank stops and the job re-forms. */
 /* A host whose daemon runs in a released grant's job step while ranks on
  * GPUs not released stay there (the grant's end would end them too), or
  * -1. */
@@ -1216,6 +1211,11 @@ static int _daemon_released(const struct run *r)
 	return -1;
 }
 
+/* A release of GPUs the ranks use, on a runtime that survives a lost
+ * daemon: name those GPUs in the leave file, so that their ranks leave at
+ * the next step boundary and the others go on (libelastic's planned shrink
+ * in place), when what is left is a size the job allows. Otherwise the
+ * file stays empty: every rank stops and the job re-forms. */
 static void _plan_leave(struct run *r)
 {
 	char list[8192];
