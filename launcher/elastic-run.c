@@ -296,11 +296,6 @@ static int _map_find(const char *map, const char *host, unsigned long *job, char
 	return -1;
 }
 
-/* Rank 0's progress record "STEP SAMPLES TIME SIZE" (libelastic rewrites it
- * in the file named by ELASTIC_RUN_PROGRESS at most once a second, and at
- * once when the world size changed), if written by the current launch:
- * 0, or -1 (none yet, or an older launch's). *size is 0 in a record of a
- * libelastic without the field. */
 /* Was a file last written (st) after the current mpirun was started? */
 static int _since_launch(const struct run *r, const struct stat *st)
 {
@@ -309,6 +304,11 @@ static int _since_launch(const struct run *r, const struct stat *st)
 		st->st_mtim.tv_nsec > r->t0_wall.tv_nsec);
 }
 
+/* Rank 0's progress record "STEP SAMPLES TIME SIZE" (libelastic rewrites it
+ * in the file named by ELASTIC_RUN_PROGRESS at most once a second, and at
+ * once when the world size changed), if written by the current launch:
+ * 0, or -1 (none yet, or an older launch's). *size is 0 in a record of a
+ * libelastic without the field. */
 static int _progress_read(const struct run *r, unsigned long long *step,
 			  unsigned long long *seen, double *t, int *size)
 {
@@ -1087,16 +1087,15 @@ static int _uses_released(const struct run *r)
  * on the first alone re-formed twice, or, in place, let a node's ranks
  * leave while the grant hosting its daemon was released next (its end
  * killed the ranks that stayed). Waits RELEASE_SETTLE_S at most. */
-static int _releases_to_come(struct run *r)
+static int _releases_to_come(struct run *r, int released)
 {
 	int target = (int)r->orders.target;
-	if (!target || target >= r->set.total ||
-	    r->set.total - _released_gpus(r) <= target)
+	if (!target || target >= r->set.total || r->set.total - released <= target)
 		return 0;
 	if (!r->t_rel_wait) {
 		r->t_rel_wait = _now();
 		_say("controller: target %d GPUs, %d of %d released so far: waiting up to %.1f s for the other releases",
-		     target, _released_gpus(r), r->set.total - target, RELEASE_SETTLE_S);
+		     target, released, r->set.total - target, RELEASE_SETTLE_S);
 	}
 	return _now() - r->t_rel_wait < RELEASE_SETTLE_S;
 }
@@ -1139,8 +1138,9 @@ static void _follow_orders(struct run *r)
 	int act = elastic__orders_poll(&r->orders, &r->ctl, 50, _say);
 	if (r->stop_sent || r->stop_due || (!act && !r->t_rel_wait))
 		return;
-	if (_uses_released(r)) {
-		if (_releases_to_come(r))
+	int released = _released_gpus(r);
+	if (released) {
+		if (_releases_to_come(r, released))
 			return;
 		r->t_rel_wait = 0;
 		_plan_leave(r);
