@@ -52,7 +52,7 @@ trap stop_own EXIT
 
 out=$T_DIR/demo
 t0=$SECONDS
-torch_epochs=${DEMO_TORCH_EPOCHS:-16}
+torch_epochs=${DEMO_TORCH_EPOCHS:-20}
 python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (the demo's job 2 is the PyTorch example)"
 # (in the private cluster's own network where its nodes have one: cluster exec)
 in_cluster=()
