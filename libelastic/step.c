@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -300,6 +301,26 @@ static int _listed(const char *list, const char *host, const char *gpu)
 	return 0;
 }
 
+/* Tag of the planned shrink's messages on the old world: the survivors'
+ * MPI_Comm_create_group, and the "go" each leaver waits for. */
+#define SHRINK_TAG 0x454c
+
+/* A leaving rank waits for the survivors' "go" asleep (0.5 ms naps), not
+ * in MPI's polling: on oversubscribed cores a spinning leaver takes the
+ * CPU the survivors need to build their world. An error (the sender
+ * failed) ends the wait too. */
+static void _await_go(MPI_Comm comm, int from)
+{
+	MPI_Request rq;
+	int done = 0;
+	if (MPI_Irecv(NULL, 0, MPI_BYTE, from, SHRINK_TAG, comm, &rq) != MPI_SUCCESS)
+		return;
+	while (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
+		struct timespec ts = {0, 500000};
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* Planned shrink in place (a runtime that survives a lost daemon: Open MPI
  * 6). Before its SIGUSR1, elastic-run wrote the GPUs being released as
  * "HOST GPU" lines into the file ELASTIC_RUN_LEAVE names; rank 0 (on
@@ -309,54 +330,94 @@ static int _listed(const char *list, const char *host, const char *gpu)
  * and no snapshot read. 0: shrunk, this rank stays; -1: not this time (no
  * list, nobody or everybody listed, an MPI error): stop and re-form as
  * before. Collective; the decision is agreed, so it is the same on every
- * rank. */
+ * rank.
+ * Cost, on the survivors' path: one broadcast (the list), one allgather
+ * (who leaves), the agreement, then the survivors alone build their world
+ * (MPI_Comm_create_group: the leavers take no part) and survey it. Each
+ * leaver waits for a zero-byte "go" from the new world's first rank before
+ * it exits, so its end (a lost process to the runtime) comes only after the
+ * survivors stopped using the old world. */
 static int _shrink_in_place(elastic_ctx_t *ctx)
 {
 	const char *path = getenv("ELASTIC_RUN_LEAVE"), *gpu = getenv("ELASTIC_GPU");
 	char list[8192] = "", host[256] = "";
-	int len = 0, leave, nleave = 0, flag, rc, old_size = ctx->size;
+	int leave, nleave = 0, flag, rc, old_size = ctx->size, *who = NULL, *stay = NULL,
+		   nstay = 0, first = -1;
 	uint64_t lo, hi;
 	int node_rank = 0;
 	double t0 = elastic__now_mono();
 	MPI_Comm nc = MPI_COMM_NULL;
+	MPI_Group g_old = MPI_GROUP_NULL, g_stay = MPI_GROUP_NULL;
 
 	if (!path || !*path) /* the same environment on every rank */
 		return -1;
 	if (ctx->rank == 0) {
 		FILE *f = fopen(path, "r");
 		if (f) {
-			len = (int)fread(list, 1, sizeof(list) - 1, f);
+			size_t n = fread(list, 1, sizeof(list) - 1, f);
+			list[n] = '\0';
 			fclose(f);
 		}
 	}
-	rc = MPI_Bcast(&len, 1, MPI_INT, 0, ctx->comm);
-	if (rc == MPI_SUCCESS && len > 0)
-		rc = MPI_Bcast(list, len, MPI_CHAR, 0, ctx->comm);
-	list[len > 0 && rc == MPI_SUCCESS ? len : 0] = '\0';
+	/* one fixed-size broadcast: a second one for the length costs more
+	 * than the bytes on these small worlds */
+	rc = MPI_Bcast(list, (int)sizeof(list), MPI_CHAR, 0, ctx->comm);
+	list[rc == MPI_SUCCESS ? sizeof(list) - 1 : 0] = '\0';
 	gethostname(host, sizeof(host) - 1);
 	leave = gpu && *gpu && _listed(list, host, gpu);
+	who = calloc((size_t)ctx->size, sizeof(int));
+	stay = calloc((size_t)ctx->size, sizeof(int));
+	if (!who || !stay)
+		rc = MPI_ERR_NO_MEM;
 	if (rc == MPI_SUCCESS)
-		rc = MPI_Allreduce(&leave, &nleave, 1, MPI_INT, MPI_SUM, ctx->comm);
+		rc = MPI_Allgather(&leave, 1, MPI_INT, who, 1, MPI_INT, ctx->comm);
+	if (rc == MPI_SUCCESS)
+		for (int i = 0; i < ctx->size; i++) {
+			if (who[i])
+				nleave++;
+			else
+				stay[nstay++] = i;
+		}
 	flag = rc == MPI_SUCCESS && nleave > 0 && nleave < ctx->size;
 	double t_list = elastic__now_mono();
-	if (elastic__ft_agree(ctx->comm, &flag) != MPI_SUCCESS || !flag)
+	if (elastic__ft_agree(ctx->comm, &flag) != MPI_SUCCESS || !flag) {
+		free(who);
+		free(stay);
 		return -1;
+	}
 	double t_agree = elastic__now_mono();
-	if (MPI_Comm_split(ctx->comm, leave ? MPI_UNDEFINED : 0, ctx->rank, &nc) !=
-	    MPI_SUCCESS)
-		return -1;
-	double t_split = elastic__now_mono();
+	first = stay[0];
 	if (leave) {
-		/* its GPU goes back; the others do not wait for this process */
+		/* its GPU goes back once the survivors have their world */
 		elastic__log(
 			ctx, ELASTIC_LOG_INFO,
 			"planned shrink in place: leaving after committed step %llu (exit %d)",
 			(unsigned long long)ctx->committed, ELASTIC_EXIT_LEFT);
+		_await_go(ctx->comm, first);
 		elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg, ELASTIC_EXIT_LEFT,
 				   "planned shrink: left");
 		fflush(NULL);
 		_exit(ELASTIC_EXIT_LEFT);
 	}
+	rc = MPI_Comm_group(ctx->comm, &g_old);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Group_incl(g_old, nstay, stay, &g_stay);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_create_group(ctx->comm, g_stay, SHRINK_TAG, &nc);
+	if (g_stay != MPI_GROUP_NULL)
+		MPI_Group_free(&g_stay);
+	if (g_old != MPI_GROUP_NULL)
+		MPI_Group_free(&g_old);
+	double t_split = elastic__now_mono();
+	if (ctx->rank == first)
+		for (int i = 0; i < old_size; i++)
+			if (who[i]) /* zero bytes: sent at once, whatever the leaver does */
+				(void)MPI_Send(NULL, 0, MPI_BYTE, i, SHRINK_TAG,
+					       ctx->comm);
+	free(who);
+	free(stay);
+	if (rc != MPI_SUCCESS)
+		return -1;
 	MPI_Comm_set_errhandler(nc, MPI_ERRORS_RETURN);
 	if (elastic__survey(ctx, nc, &lo, &hi, &node_rank) != MPI_SUCCESS)
 		node_rank = ctx->node_rank;
@@ -364,7 +425,7 @@ static int _shrink_in_place(elastic_ctx_t *ctx)
 	_adopt(ctx, nc, node_rank);
 	elastic__log(
 		ctx, ELASTIC_LOG_DEBUG,
-		"planned shrink in place: list + count %.3f ms, agree %.3f, split %.3f, survey %.3f, adopt %.3f",
+		"planned shrink in place: list + who leaves %.3f ms, agree %.3f, new world %.3f, survey %.3f, adopt %.3f",
 		(t_list - t0) * 1e3, (t_agree - t_list) * 1e3, (t_split - t_agree) * 1e3,
 		(t_survey - t_split) * 1e3, (elastic__now_mono() - t_survey) * 1e3);
 	elastic__stop_clear();
