@@ -29,13 +29,47 @@ int elastic__orders_released(const struct elastic_orders *o, uint32_t grant)
 	return 0;
 }
 
+/* The book is bounded, and a job resized for days sees thousands of
+ * grants: make room for one more entry. A started grant ordered released
+ * is never counted again (grant ids are not reused), so its entry in the
+ * grow list can go; a release already acknowledged whose grant is no
+ * longer in the grow list can go too. Only when neither frees a slot does
+ * the oldest entry go. */
+static void _forget_grow(struct elastic_orders *o)
+{
+	int k = 0;
+	for (int i = 0; i < o->ngrow; i++)
+		if (!elastic__orders_released(o, o->grow[i])) {
+			o->grow_gpus[k] = o->grow_gpus[i];
+			o->grow[k++] = o->grow[i];
+		}
+	o->ngrow = k;
+	if (o->ngrow == ELASTIC_ORDERS_MAX) {
+		o->ngrow--;
+		memmove(o->grow, o->grow + 1, sizeof(o->grow[0]) * (size_t)o->ngrow);
+		memmove(o->grow_gpus, o->grow_gpus + 1,
+			sizeof(o->grow_gpus[0]) * (size_t)o->ngrow);
+	}
+}
+
+static void _forget_release(struct elastic_orders *o)
+{
+	int k = 0;
+	for (int i = 0; i < o->nrel; i++)
+		if (!o->rel[i].acked || _known(o->grow, o->ngrow, o->rel[i].grant))
+			o->rel[k++] = o->rel[i];
+	o->nrel = k;
+	if (o->nrel == ELASTIC_ORDERS_MAX) /* forget the oldest */
+		memmove(o->rel, o->rel + 1, sizeof(o->rel[0]) * (size_t)--o->nrel);
+}
+
 static int _release(struct elastic_orders *o, const struct elastic_msg *m,
 		    elastic_say_fn say)
 {
 	if (elastic__orders_released(o, m->grant))
 		return 0;
-	if (o->nrel == ELASTIC_ORDERS_MAX) /* forget the oldest */
-		memmove(o->rel, o->rel + 1, sizeof(o->rel[0]) * --o->nrel);
+	if (o->nrel == ELASTIC_ORDERS_MAX)
+		_forget_release(o);
 	o->rel[o->nrel].order = m->order;
 	o->rel[o->nrel].acked = o->rel[o->nrel].done = 0;
 	o->rel[o->nrel++].grant = m->grant;
@@ -49,10 +83,10 @@ static int _grant(struct elastic_orders *o, const struct elastic_msg *m,
 {
 	if (_known(o->grow, o->ngrow, m->grant))
 		return 0;
-	if (o->ngrow < ELASTIC_ORDERS_MAX) {
-		o->grow_gpus[o->ngrow] = m->gpus;
-		o->grow[o->ngrow++] = m->grant;
-	}
+	if (o->ngrow == ELASTIC_ORDERS_MAX)
+		_forget_grow(o);
+	o->grow_gpus[o->ngrow] = m->gpus;
+	o->grow[o->ngrow++] = m->grant;
 	say("controller: grant %u started (%u GPUs on %s): growing at the next step boundary",
 	    m->grant, m->gpus, m->node);
 	return 1;
