@@ -182,6 +182,28 @@ static void _send_target(struct ed_ctl *c, struct _jobrt *rt, int target)
 	}
 }
 
+/* The grants a job was told of are bounded, and a job resized for days
+ * gets thousands: forget those gone from slurmctld (released, ended; ids
+ * are not reused). Once 64 had been told, no grant was announced any more
+ * and the job never grew again. If all are still there, the oldest goes
+ * (told again next tick: the job knows it already). */
+static void _forget_announced(struct _jobrt *rt, const struct ed_snapshot *s)
+{
+	int k = 0;
+	for (int i = 0; i < rt->nannounced; i++)
+		for (int g = 0; g < s->ngrants; g++)
+			if (s->grants[g].id == rt->announced[i]) {
+				rt->announced[k++] = rt->announced[i];
+				break;
+			}
+	rt->nannounced = k;
+	if (rt->nannounced == ANNOUNCED_MAX) {
+		rt->nannounced--;
+		memmove(rt->announced, rt->announced + 1,
+			sizeof(rt->announced[0]) * (size_t)rt->nannounced);
+	}
+}
+
 static void _send_grant(struct ed_ctl *c, struct _jobrt *rt, const struct ed_rc_action *g,
 			const struct ed_snapshot *s)
 {
@@ -194,7 +216,7 @@ static void _send_grant(struct ed_ctl *c, struct _jobrt *rt, const struct ed_rc_
 				.grant = g->grant,
 				.gpus = (uint32_t)g->gpus};
 	if (rt->nannounced >= ANNOUNCED_MAX)
-		return;
+		_forget_announced(rt, s);
 	snprintf(m.node, sizeof(m.node), "%s", s->nodes[g->node].name);
 	if (ed_channel_send_job(c->ch, rt->job, &m) == 0) {
 		rt->announced[rt->nannounced++] = g->grant;
