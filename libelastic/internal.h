@@ -44,6 +44,8 @@ struct elastic__progress {
 	int off;     /* no ELASTIC_RUN_PROGRESS, or not writable */
 	double last; /* monotonic time of the last record */
 	int size;    /* world size in the last record */
+	int eager;   /* write every commit's record for a period from now */
+	double eager_until;
 };
 
 /* The recovery and step watchdog (watchdog.c): a thread that ends the
@@ -168,8 +170,9 @@ void elastic__term_signal_install(elastic_ctx_t *ctx);
 void elastic__term_signal_remove(void);
 int elastic__term_requested(void);
 /* Persist (how: 1 from the main thread at a step boundary; 0 from the
- * watchdog, inside a step; -1 not at all), then pass SIGTERM on; only the
- * first caller acts. */
+ * watchdog, inside a step; -1 not at all; -2 not at all, nothing owed:
+ * before the first step or after elastic_complete), then pass SIGTERM on;
+ * only the first caller acts. */
 void elastic__term_act(elastic_ctx_t *ctx, int how);
 
 /* watchdog.c: start (lock, settings: at init, before anything can fail),

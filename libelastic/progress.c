@@ -35,7 +35,12 @@ void elastic__progress_commit(elastic_ctx_t *ctx)
 		}
 	}
 	now = elastic__now_mono();
-	if (p->last > 0 && now - p->last < PROGRESS_PERIOD_S && ctx->size == p->size)
+	if (p->eager && !p->eager_until)
+		p->eager_until = now + PROGRESS_PERIOD_S;
+	if (p->eager && now > p->eager_until)
+		p->eager = 0;
+	if (p->last > 0 && now - p->last < PROGRESS_PERIOD_S && ctx->size == p->size &&
+	    !p->eager)
 		return;
 	p->last = now;
 	p->size = ctx->size;
