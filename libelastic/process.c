@@ -248,13 +248,14 @@ void elastic__term_act(elastic_ctx_t *ctx, int how)
 		elastic__persist_now(ctx);
 	else if (how == 0)
 		elastic__persist_on_exit(ctx);
-	n = snprintf(msg, sizeof(msg),
-		     "libelastic[%d]: SIGTERM: committed step %llu %s\n", ctx->rank,
-		     (unsigned long long)ctx->committed,
-		     how < 0 ? "not written (the program was between steps for 2 s)"
-		     : ctx->persisted == ctx->committed || ctx->node_rank != 0
-			     ? "kept in the node snapshot"
-			     : "could not go to the node snapshot");
+	n = snprintf(
+		msg, sizeof(msg), "libelastic[%d]: SIGTERM: committed step %llu %s\n",
+		ctx->rank, (unsigned long long)ctx->committed,
+		how == -2 ? "owes no snapshot (no step begun, or the training completed)"
+		: how < 0 ? "not written (the program was between steps for 2 s)"
+		: ctx->persisted == ctx->committed || ctx->node_rank != 0
+			? "kept in the node snapshot"
+			: "could not go to the node snapshot");
 	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
 	}
 	fflush(NULL);

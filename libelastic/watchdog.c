@@ -26,14 +26,18 @@ static void *_watchdog(void *arg)
 			 * inside a step (a collective with lost peers), where the
 			 * state is the last commit's, it is persisted from here;
 			 * outside one (the caller applying an update) the process
-			 * ends without */
+			 * ends without; before the first step or after
+			 * elastic_complete nothing is owed: at once */
 			double now = elastic__now_mono();
 			if (!t_term)
 				t_term = now;
 			int in_step = __atomic_load_n(&ctx->in_step, __ATOMIC_ACQUIRE);
-			if ((in_step && now - t_term > 0.3) || now - t_term > 2.0) {
+			int idle = !__atomic_load_n(&ctx->started, __ATOMIC_ACQUIRE) ||
+				   __atomic_load_n(&ctx->completed, __ATOMIC_ACQUIRE);
+			if (idle || (in_step && now - t_term > 0.3) ||
+			    now - t_term > 2.0) {
 				pthread_mutex_unlock(&ctx->wd.lock);
-				elastic__term_act(ctx, in_step ? 0 : -1);
+				elastic__term_act(ctx, idle ? -2 : in_step ? 0 : -1);
 				pthread_mutex_lock(&ctx->wd.lock);
 				t_term = 0; /* the program's handler let it live */
 			}

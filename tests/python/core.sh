@@ -44,6 +44,19 @@ for r in 0 1; do
 done
 t_log "exit hook ran and output was flushed on both ranks"
 
+# SIGTERM where no snapshot is owed (node snapshots every 50 steps): before
+# the first step and after the training completed, the rank dies of it at
+# once, saying why (it used to wait 2 s: "between steps for 2 s")
+for when in before after; do
+	ELASTIC_JOB_ID="termidle$$" ELASTIC_SHM_DIR="$T_DIR" ELASTIC_SNAPSHOT_EVERY=50 \
+		t_py core_checks.py term_idle 1 "$when" || true
+	f=$T_DIR/term_idle
+	t_grep "^SIGTERM $when t=" "$f" "$when: the scenario did not reach its SIGTERM"
+	grep -q 'NOT REACHED' "$f" && { cat "$f"; t_fail "$when: the rank lived on after SIGTERM"; }
+	t_grep 'SIGTERM: committed step [0-9]* owes no snapshot' "$f" "$when: SIGTERM was not passed on at once"
+	t_log "SIGTERM $when the training: $(grep -o 'SIGTERM: committed.*' "$f")"
+done
+
 # SIGUSR1 pending from before elastic_init (blocked, as elastic-run starts
 # ranks): the rank lives, and the re-form happens after the first commit
 t_py core_checks.py early_usr1 2 "$T_DIR/early" || true

@@ -232,6 +232,27 @@ elif scenario == "exit_hook":
             step.on_commit(lambda g=g: w.__iadd__(g))
         print("NOT REACHED: the loop ended without a re-form")
 
+elif scenario == "term_idle":
+    # SIGTERM while the library owes no snapshot (argv[2]: "before" the
+    # first step, "after" the training completed), with node snapshots
+    # every 50 steps: the library's handler passes it on at once (default
+    # action: the rank dies of it) rather than waiting 2 s for a step
+    import signal
+    when = sys.argv[2]
+    with se.Context() as ctx:
+        w = np.zeros(1)
+        ctx.register("w", w)
+        if when == "after":
+            for step in ctx.steps(3):
+                g = np.ones(1)
+                ctx.allreduce(g)
+                step.on_commit(lambda g=g: w.__iadd__(g))
+            ctx.complete()
+        print("SIGTERM %s t=%.6f" % (when, time.time()), flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)
+        print("NOT REACHED: alive 10 s after SIGTERM", flush=True)
+
 elif scenario == "sigusr1":
     # a Python SIGUSR1 handler silently turns planned re-forms off: refused
     import signal
