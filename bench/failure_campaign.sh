@@ -2,12 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # bench/failure_campaign.sh [RUNS]: the failure injection campaign on a private testbed
 # cluster: 4 and 8 ranks over 2 fake nodes, RUNS runs (default 50) of each path (A: one
-# rank SIGKILLed, healed in place; B: node 2's part of the job killed, elastic-run
-# re-forms), each checked against a run without failure. Prints the pass counts and the
-# recovery times (kill to the first committed step after: median, max) per path and
-# size; the whole log of each size goes to $TMPDIR (or /tmp). About 30 s a run here.
+# rank SIGKILLed, healed in place; B: node 2's part of the job killed: healed in place
+# where the runtime survives a lost daemon (ELASTIC_TESTBED_RUNTIME=ompi6), re-formed
+# by elastic-run otherwise; C, on ompi6 only: the same after node 2's link went down
+# first, a silent loss), each checked against a run without failure; then RUNS planned
+# shrinks N -> N/2 under elasticd (tests/controller/shrink_campaign.sh: in place on
+# ompi6, re-formed on ompi5). Prints the pass counts and the times (kill or order to
+# the first committed step after: median, max) per path and size; the whole log of each
+# goes to $TMPDIR (or /tmp). About 15 s a failure run and 5 s a shrink here.
 # Needs a build tree inside the testbed root: ./testbed/check makes build-testbed
-# (ELASTIC_BUILD_DIR names another one, as a path inside the root).
+# (build-testbed-ompi6 with ELASTIC_TESTBED_RUNTIME=ompi6; ELASTIC_BUILD_DIR names
+# another one, as a path inside the root).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-50}
@@ -15,7 +20,9 @@ runs=${1:-50}
 	echo "usage: bench/failure_campaign.sh [RUNS]   (RUNS: a positive number, default 50)" >&2
 	exit 2
 }
-build=${ELASTIC_BUILD_DIR:-/src/build-testbed}
+def=/src/build-testbed
+[ "${ELASTIC_TESTBED_RUNTIME:-ompi5}" = ompi6 ] && def=/src/build-testbed-ompi6
+build=${ELASTIC_BUILD_DIR:-$def}
 [ -x "$top/${build#/src/}/examples/elastic_train" ] || {
 	echo "failure_campaign: no build at $build (run ./testbed/check once, or set ELASTIC_BUILD_DIR)" >&2
 	exit 1
@@ -29,5 +36,13 @@ for np in 4 8; do
 	"$top/testbed/cluster" --instance $inst exec -- env top_builddir="$build" \
 		ELASTIC_CLUSTER_RUNS="$runs" ELASTIC_CLUSTER_NP="$np" \
 		bash /src/tests/libelastic/cluster_failures.sh >"$log" 2>&1 || true
-	grep -a -e '] path [AB] (' -e 'FAILED' -e 'cluster: ' "$log" | sed 's/^\[[^]]*\] /  /'
+	grep -a -e '] path [ABC] (' -e 'FAILED' -e 'cluster: ' "$log" | sed 's/^\[[^]]*\] /  /'
+done
+for np in 4 8; do
+	log=${TMPDIR:-/tmp}/failure_campaign.shrink$np.log
+	echo "== planned shrink $np -> $((np / 2)) ranks, $runs runs (log: $log)"
+	"$top/testbed/cluster" --instance $inst exec -- env top_builddir="$build" \
+		ELASTIC_SHRINK_RUNS="$runs" ELASTIC_SHRINK_NP="$np" \
+		bash /src/tests/controller/shrink_campaign.sh >"$log" 2>&1 || true
+	grep -a -e 'planned shrinks' -e ": libelastic's pause" -e 'FAIL' "$log" | sed 's/^\[[^]]*\] /  /'
 done
