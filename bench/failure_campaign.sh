@@ -30,19 +30,23 @@ build=${ELASTIC_BUILD_DIR:-$def}
 inst=campaign
 trap '"$top/testbed/cluster" --instance $inst down >/dev/null 2>&1 || true' EXIT
 ELASTIC_BUILD_DIR=$build "$top/testbed/cluster" --instance $inst up >/dev/null
+# One campaign: NAME (of its log), its title, the test, its settings; then
+# the patterns of its summary lines.
+campaign() { # name title test "VAR=value ..." pattern...
+	local log=${TMPDIR:-/tmp}/failure_campaign.$1.log test=$3 vars=$4 pat=() p
+	echo "== $2 (log: $log)"
+	shift 4
+	for p in "$@"; do pat+=(-e "$p"); done
+	# shellcheck disable=SC2086 # the settings, word-split on purpose
+	"$top/testbed/cluster" --instance $inst exec -- env top_builddir="$build" $vars \
+		bash "/src/tests/$test" >"$log" 2>&1 || true
+	grep -a "${pat[@]}" "$log" | sed 's/^\[[^]]*\] /  /'
+}
 for np in 4 8; do
-	log=${TMPDIR:-/tmp}/failure_campaign.np$np.log
-	echo "== $np ranks over 2 nodes, $runs runs of each path (log: $log)"
-	"$top/testbed/cluster" --instance $inst exec -- env top_builddir="$build" \
-		ELASTIC_CLUSTER_RUNS="$runs" ELASTIC_CLUSTER_NP="$np" \
-		bash /src/tests/libelastic/cluster_failures.sh >"$log" 2>&1 || true
-	grep -a -e '] path [ABC] (' -e 'FAILED' -e 'cluster: ' "$log" | sed 's/^\[[^]]*\] /  /'
+	campaign "np$np" "$np ranks over 2 nodes, $runs runs of each path" libelastic/cluster_failures.sh \
+		"ELASTIC_CLUSTER_RUNS=$runs ELASTIC_CLUSTER_NP=$np" '] path [ABC] (' 'FAILED' 'cluster: '
 done
 for np in 4 8; do
-	log=${TMPDIR:-/tmp}/failure_campaign.shrink$np.log
-	echo "== planned shrink $np -> $((np / 2)) ranks, $runs runs (log: $log)"
-	"$top/testbed/cluster" --instance $inst exec -- env top_builddir="$build" \
-		ELASTIC_SHRINK_RUNS="$runs" ELASTIC_SHRINK_NP="$np" \
-		bash /src/tests/controller/shrink_campaign.sh >"$log" 2>&1 || true
-	grep -a -e 'planned shrinks' -e ": libelastic's pause" -e 'FAIL' "$log" | sed 's/^\[[^]]*\] /  /'
+	campaign "shrink$np" "planned shrink $np -> $((np / 2)) ranks, $runs runs" controller/shrink_campaign.sh \
+		"ELASTIC_SHRINK_RUNS=$runs ELASTIC_SHRINK_NP=$np" 'planned shrinks' ": libelastic's pause" 'FAIL'
 done
