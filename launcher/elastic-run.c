@@ -305,8 +305,9 @@ static int _since_launch(const struct run *r, const struct stat *st)
 }
 
 /* Rank 0's progress record "STEP SAMPLES TIME SIZE" (libelastic rewrites it
- * in the file named by ELASTIC_RUN_PROGRESS at most once a second, and at
- * once when the world size changed), if written by the current launch:
+ * in the file named by ELASTIC_RUN_PROGRESS at most once a second, at once
+ * when the world size changed, and at every commit for a second after a
+ * planned shrink in place), if written by the current launch:
  * 0, or -1 (none yet, or an older launch's). *size is 0 in a record of a
  * libelastic without the field. */
 static int _progress_read(const struct run *r, unsigned long long *step,

@@ -40,12 +40,11 @@ struct elastic__nccl; /* gpu.c */
 
 /* progress.c: the record elastic-run reads (ELASTIC_RUN_PROGRESS) */
 struct elastic__progress {
-	int fd;	     /* -1 until the first write */
-	int off;     /* no ELASTIC_RUN_PROGRESS, or not writable */
-	double last; /* monotonic time of the last record */
-	int size;    /* world size in the last record */
-	int eager;   /* write every commit's record for a period from now */
-	double eager_until;
+	int fd;		    /* -1 until the first write */
+	int off;	    /* no ELASTIC_RUN_PROGRESS, or not writable */
+	double last;	    /* monotonic time of the last record */
+	int size;	    /* world size in the last record */
+	double eager_until; /* monotonic: until then, every commit's record */
 };
 
 /* The recovery and step watchdog (watchdog.c): a thread that ends the
@@ -130,8 +129,10 @@ struct elastic_ctx {
 };
 
 /* progress.c: after a commit, rank 0 tells elastic-run its progress (at
- * most once a second); close at destroy. */
+ * most once a second, at once when the size changed); eager: every
+ * commit's record for the next second; close at destroy. */
 void elastic__progress_commit(elastic_ctx_t *ctx);
+void elastic__progress_eager(elastic_ctx_t *ctx);
 void elastic__progress_close(elastic_ctx_t *ctx);
 /* sampler.c: samples taken since the start (epochs x samples + consumed) */
 uint64_t elastic__sampler_seen(const elastic_sampler_t *s);

@@ -35,12 +35,8 @@ void elastic__progress_commit(elastic_ctx_t *ctx)
 		}
 	}
 	now = elastic__now_mono();
-	if (p->eager && !p->eager_until)
-		p->eager_until = now + PROGRESS_PERIOD_S;
-	if (p->eager && now > p->eager_until)
-		p->eager = 0;
 	if (p->last > 0 && now - p->last < PROGRESS_PERIOD_S && ctx->size == p->size &&
-	    !p->eager)
+	    now > p->eager_until)
 		return;
 	p->last = now;
 	p->size = ctx->size;
@@ -54,6 +50,11 @@ void elastic__progress_commit(elastic_ctx_t *ctx)
 	if (pwrite(p->fd, line, (size_t)len, 0) != len)
 		elastic__log(ctx, ELASTIC_LOG_DEBUG,
 			     "progress: cannot write the progress record");
+}
+
+void elastic__progress_eager(elastic_ctx_t *ctx)
+{
+	ctx->progress.eager_until = elastic__now_mono() + PROGRESS_PERIOD_S;
 }
 
 void elastic__progress_close(elastic_ctx_t *ctx)

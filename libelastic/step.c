@@ -441,8 +441,7 @@ static int _shrink_in_place(elastic_ctx_t *ctx)
 	/* and, for a second, every commit after: the first one elastic-run
 	 * reads after the new size acknowledges the releases, and the other
 	 * jobs get the GPUs (a record a second made that up to 1 s later) */
-	ctx->progress.eager = 1;
-	ctx->progress.eager_until = 0;
+	elastic__progress_eager(ctx);
 	if (ctx->cb.change_fn)
 		ctx->cb.change_fn(ctx, ctx->cb.change_arg);
 	return 0;

@@ -169,10 +169,14 @@ ctl_client() { # user job args...
 
 # Root jobs holding all 4 GPUs of node3 and node4: the elastic jobs then
 # share the 8 GPUs of node1 and node2, as in the reference scenario.
-ctl_block_nodes() {
-	local n id
+ctl_block_nodes() { ctl_block_gpus 4 "$@"; }
+
+# Root jobs holding GPUS GPUs on each node named.
+ctl_block_gpus() { # gpus node...
+	local g=$1 n id
+	shift
 	for n in "$@"; do
-		id=$(sbatch --parsable -J blocker -w "$n" --gres=gpu:4 -N1 -n1 -o /dev/null --wrap 'sleep 3000') ||
+		id=$(sbatch --parsable -J blocker -w "$n" --gres=gpu:"$g" -N1 -n1 -o /dev/null --wrap 'sleep 3000') ||
 			t_fail "blocker on $n"
 		CTL_BLOCKERS="$CTL_BLOCKERS $id"
 	done

@@ -28,19 +28,8 @@ ctl_setup
 ctl_need_trainer
 t_ompi_env
 ctl_block_nodes node3 node4
-if [ "$half" -lt 4 ]; then
-	# node1 and node2 keep $half GPUs free each: the job's N GPUs are N/2 a node
-	for n in node1 node2; do
-		id=$(sbatch --parsable -J blocker -w "$n" --gres=gpu:$((4 - half)) -N1 -n1 -o /dev/null --wrap 'sleep 3000') ||
-			t_fail "blocker on $n"
-		CTL_BLOCKERS="$CTL_BLOCKERS $id"
-	done
-	end=$((SECONDS + 20))
-	while squeue -h -t PD -n blocker | grep -q .; do
-		[ $SECONDS -lt $end ] || t_fail "blockers did not start"
-		sleep 0.2
-	done
-fi
+# node1 and node2 keep $half GPUs free each: the job's N GPUs are N/2 a node
+[ "$half" -lt 4 ] && ctl_block_gpus $((4 - half)) node1 node2
 in_place=0
 t_runtime_in_place && in_place=1
 
