@@ -115,6 +115,7 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 	elastic__term_signal_install(ctx);
 	elastic__bind_near_gpu(ctx);
 	elastic__watchdog_run(ctx);
+	elastic__peer_watch_start(ctx);
 	elastic__log(ctx, ELASTIC_LOG_DEBUG,
 		     "init: rank %d of %d, job '%s', watchdog %.1f s, node snapshot %s",
 		     ctx->rank, ctx->size, ctx->env.job_id, ctx->wd.timeout_s,
@@ -134,6 +135,7 @@ void elastic_destroy(elastic_ctx_t *ctx)
 {
 	if (!ctx)
 		return;
+	elastic__peer_watch_stop(ctx);
 	elastic__watchdog_stop(ctx);
 	elastic__persist_final(ctx);   /* waits for a background snapshot first */
 	elastic__term_signal_remove(); /* a SIGTERM held back ends us now */

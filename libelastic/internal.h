@@ -57,6 +57,9 @@ struct elastic__watchdog {
 	double timeout_s;	     /* recovery (elastic_set_watchdog) */
 	_Atomic int64_t deadline_ns; /* CLOCK_MONOTONIC; 0: disarmed */
 	_Atomic int kind;	     /* 1: recovery, 2: step */
+	_Atomic int peer_reform;     /* a peer exited asking for a re-form */
+	_Atomic int peer_rank;	     /* which (its launch rank; -1: not said) */
+	_Atomic int leaving;	     /* this rank is on its way out (planned re-form) */
 	int stop;
 };
 
@@ -183,6 +186,14 @@ void elastic__term_act(elastic_ctx_t *ctx, int how);
 int elastic__watchdog_start(elastic_ctx_t *ctx);
 void elastic__watchdog_run(elastic_ctx_t *ctx);
 void elastic__watchdog_stop(elastic_ctx_t *ctx);
+/* Rank RANK ended asking for a re-form (exit ELASTIC_EXIT_REFORM): the
+ * watchdog thread ends this process the same way. -1: no thread. */
+int elastic__watchdog_peer_reform(elastic_ctx_t *ctx, int rank);
+/* peer.c: the runtime's word that a peer exited ELASTIC_EXIT_REFORM (PMIx
+ * PMIX_ERR_EXIT_NONZERO_TERM, which Open MPI 6 would make fatal) taken to
+ * the watchdog; nothing without PMIx. */
+void elastic__peer_watch_start(elastic_ctx_t *ctx);
+void elastic__peer_watch_stop(elastic_ctx_t *ctx);
 void elastic__watchdog_arm(elastic_ctx_t *ctx, int kind);
 
 /* survey.c: this node's id (a hash of the host name). One allgather over

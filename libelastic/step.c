@@ -259,6 +259,7 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
  * re-forms the job over its new set of GPUs. */
 static void _stop_for_reform(elastic_ctx_t *ctx)
 {
+	atomic_store(&ctx->wd.leaving, 1); /* the peers' exits 75 are expected */
 	elastic__persist_now(ctx);
 	elastic__log(ctx, ELASTIC_LOG_INFO,
 		     "planned re-form: stopping after committed step %llu (exit %d)",
@@ -393,6 +394,7 @@ static int _shrink_in_place(elastic_ctx_t *ctx)
 			ctx, ELASTIC_LOG_INFO,
 			"planned shrink in place: leaving after committed step %llu (exit %d)",
 			(unsigned long long)ctx->committed, ELASTIC_EXIT_LEFT);
+		atomic_store(&ctx->wd.leaving, 1);
 		_await_go(ctx->comm, first);
 		elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg, ELASTIC_EXIT_LEFT,
 				   "planned shrink: left");

@@ -12,6 +12,20 @@
 
 #include "internal.h"
 
+/* The library ends the process here (documented in elastic.h): ULFM
+ * recovery, or a step whose failure went unnoticed, can hang; a peer that
+ * asked for a re-form leaves a job that must re-form. The last commit is
+ * kept on the node first. */
+static _Noreturn void _escalate(elastic_ctx_t *ctx, const char *msg, int n,
+				const char *why)
+{
+	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
+	}
+	elastic__persist_on_exit(ctx);
+	elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg, ELASTIC_EXIT_REFORM, why);
+	_exit(ELASTIC_EXIT_REFORM);
+}
+
 static void *_watchdog(void *arg)
 {
 	elastic_ctx_t *ctx = arg;
@@ -42,6 +56,18 @@ static void *_watchdog(void *arg)
 				t_term = 0; /* the program's handler let it live */
 			}
 		}
+		if (atomic_load(&ctx->wd.peer_reform) && !atomic_load(&ctx->wd.leaving)) {
+			char msg[200], who[32] = "a rank";
+			int peer = atomic_load(&ctx->wd.peer_rank);
+			if (peer >= 0)
+				snprintf(who, sizeof(who), "rank %d", peer);
+			int n = snprintf(
+				msg, sizeof(msg),
+				"libelastic[%d]: %s ended asking for a re-form: exiting %d too\n",
+				ctx->rank, who, ELASTIC_EXIT_REFORM);
+			pthread_mutex_unlock(&ctx->wd.lock);
+			_escalate(ctx, msg, n, "a peer's re-form");
+		}
 		if (d > 0) {
 			double left = d * 1e-9 - elastic__now_mono();
 			if (left <= 0) {
@@ -54,18 +80,10 @@ static void *_watchdog(void *arg)
 					kind == 2 ? ctx->env.step_timeout_s
 						  : ctx->wd.timeout_s,
 					ELASTIC_EXIT_REFORM);
-				/* The library ends the process here (documented in
-				 * elastic.h): ULFM recovery, or a step whose failure
-				 * went unnoticed, can hang. */
-				if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
-				}
 				pthread_mutex_unlock(&ctx->wd.lock);
-				elastic__persist_on_exit(ctx);
-				elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg,
-						   ELASTIC_EXIT_REFORM,
-						   kind == 2 ? "step timeout"
-							     : "recovery watchdog");
-				_exit(ELASTIC_EXIT_REFORM);
+				_escalate(ctx, msg, n,
+					  kind == 2 ? "step timeout"
+						    : "recovery watchdog");
 			}
 			if (left < wait)
 				wait = left;
@@ -98,6 +116,20 @@ void elastic__watchdog_arm(elastic_ctx_t *ctx, int kind)
 		pthread_cond_signal(&ctx->wd.cond);
 		pthread_mutex_unlock(&ctx->wd.lock);
 	}
+}
+
+int elastic__watchdog_peer_reform(elastic_ctx_t *ctx, int rank)
+{
+	if (!ctx->wd.running)
+		return -1;
+	if (atomic_load(&ctx->wd.leaving))
+		return 0; /* on its way out already: nothing to add */
+	pthread_mutex_lock(&ctx->wd.lock);
+	atomic_store(&ctx->wd.peer_rank, rank);
+	atomic_store(&ctx->wd.peer_reform, 1);
+	pthread_cond_signal(&ctx->wd.cond);
+	pthread_mutex_unlock(&ctx->wd.lock);
+	return 0;
 }
 
 int elastic_set_watchdog(elastic_ctx_t *ctx, double seconds, elastic_error_t *err)

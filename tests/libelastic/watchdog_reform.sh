@@ -6,6 +6,9 @@
 # when ULFM recovery hangs; the launcher (here a loop, as elastic-run does) relaunches
 # on the remaining size with the same ELASTIC_JOB_ID and the job resumes from the node
 # snapshot: same model as a run without failure, every sample once per epoch.
+# Where the runtime heals in place (Open MPI 6), a peer's exit 75 must end the others the
+# same way, not abort them: rank 0 alone gets a step timeout it cannot meet, the others
+# must exit 75 too ("exiting 75 too"), mpirun with 75, and the relaunch resume.
 #   ELASTIC_REFORM_RUNS (default 3)
 set -u
 . "$(dirname "$0")/common.sh"
@@ -61,5 +64,34 @@ for i in $(seq 1 "$runs"); do
 	rm -f /dev/shm/elastic-"$ELASTIC_JOB_ID"-*
 done
 t_log "watchdog escalation: $pass/$runs runs passed"
+
+# A peer's re-form exit (Open MPI 6: PRRTE 5 tells the others with
+# PMIX_ERR_EXIT_NONZERO_TERM, fatal to them unless libelastic takes it).
+if t_runtime_in_place; then
+	export ELASTIC_JOB_ID="wd$$-peer"
+	out=$T_DIR/peer
+	timeout -s KILL 60 $MPIRUN -np 1 env ELASTIC_STEP_TIMEOUT=0.000001 "$TRAIN" $args : \
+		-np 3 "$TRAIN" $args >"$out.1" 2>&1
+	rc=$?
+	too=$(grep -c 'rank [0-9] ended asking for a re-form: exiting 75 too' "$out.1")
+	why=""
+	if [ $rc != 75 ]; then
+		why="the launch ended with $rc, not 75"
+	elif [ "$too" != 3 ]; then
+		why="$too of 3 peers said they exit 75 too"
+	else
+		timeout -s KILL 60 $MPIRUN -np 4 "$TRAIN" $args --compare "$T_DIR/ref.model" >"$out.2" 2>&1 ||
+			why="the relaunch ended with $?"
+		[ -n "$why" ] || grep -q '^model matches reference' "$out.2" ||
+			why="final model differs from the reference"
+	fi
+	rm -f /dev/shm/elastic-"$ELASTIC_JOB_ID"-*
+	if [ -n "$why" ]; then
+		tail -12 "$out.1" | sed 's/^/    first | /'
+		tail -4 "$out.2" 2>/dev/null | sed 's/^/    second| /'
+		t_fail "a peer's step timeout: $why"
+	fi
+	t_log "a peer's step timeout: rank 0 exited 75, the 3 others (told of a peer's exit) exited 75 too, the relaunch matched"
+fi
 [ "$pass" = "$runs" ] || t_fail "$((runs - pass)) of $runs runs failed"
 exit 0
