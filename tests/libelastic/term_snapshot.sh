@@ -50,11 +50,24 @@ run_case() {
 		sleep 0.5
 		pids=$(echo $pids | tr ' ' '\n' | grep -vx "$stopped" | xargs)
 	fi
-	kill -TERM $pids
+	# Open MPI 5.0.7 (relaunch runtime) kills the other ranks as soon as
+	# one dies of the signal: the rank that writes the node snapshot (local
+	# rank 0) could be killed before it has, and nothing would be resumed
+	# (it failed so in the fresh check of 2d15b4d). There it gets SIGTERM first and the
+	# others once it is gone; where the runtime heals in place, all at once.
+	if ! t_runtime_in_place; then
+		for p in $pids; do
+			[ "$(local_rank "$p")" = 0 ] || continue
+			kill -TERM "$p"
+			timeout 10 tail --pid="$p" -f /dev/null || t_fail "$name: rank $p still running 10 s after SIGTERM"
+			pids=$(echo $pids | tr ' ' '\n' | grep -vx "$p" | xargs)
+		done
+	fi
+	[ -z "$pids" ] || kill -TERM $pids 2>/dev/null
 	for p in $pids; do
 		timeout 10 tail --pid="$p" -f /dev/null || t_fail "$name: rank $p still running 10 s after SIGTERM"
 	done
-	[ -n "$stopped" ] && kill -KILL "$stopped"
+	[ -n "$stopped" ] && kill -KILL "$stopped" 2>/dev/null
 	timeout 20 tail --pid="$mpid" -f /dev/null || { kill -KILL "$mpid"; t_fail "$name: mpirun still running 20 s after"; }
 	wait "$mpid"
 	local said last resumed
