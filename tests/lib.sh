@@ -13,6 +13,7 @@ T_MAIN=$$
 trap 'exit 1' USR2
 t_fail() {
 	printf '[%s] FAIL: %s\n' "$T_NAME" "$*" >&2
+	[ -z "${T_DIR:-}" ] || : >"$T_DIR/.failed" 2>/dev/null || true
 	[ "${BASHPID:-$$}" = "$T_MAIN" ] || kill -USR2 "$T_MAIN" 2>/dev/null || true
 	exit 1
 }
@@ -58,11 +59,31 @@ t_scratch() {
 	trap 't_cleanup' EXIT
 }
 # Jobs to cancel at exit (a file: t_sbatch runs in a command substitution).
-t_cleanup() {
-	local j
+# A test that failed leaves a copy of its scratch files (job outputs, daemon
+# logs; each under 2 MiB) next to its log, as <test>.sh.files, which
+# testbed/check keeps with the log: a failure seen once in CI can be read
+# after the scratch directory is gone.
+t_cleanup() { # [exit status, for a trap that runs other commands first]
+	local rc=${1:-$?} j
 	for j in $(cat "$T_DIR/.jobs" 2>/dev/null); do scancel "$j" 2>/dev/null || true; done
+	if [ -n "${T_DIR:-}" ] && [ -d "$T_DIR" ] &&
+		{ [ -f "$T_DIR/.failed" ] || { [ "$rc" != 0 ] && [ "$rc" != 77 ]; }; }; then
+		t_keep_files "$T_DIR"
+	fi
 	[ -n "${T_DIR:-}" ] && [ -z "${T_KEEP:-}" ] && rm -rf "$T_DIR"
 	return 0
+}
+t_keep_files() { # dir
+	local rel=$0 dest
+	case "$rel" in
+	*/tests/*) rel=${rel##*/tests/} ;;
+	*) rel=$T_NAME.sh ;;
+	esac
+	dest=${top_builddir:-.}/tests/$rel.files
+	rm -rf "$dest" && mkdir -p "$dest" || return 0
+	(cd "$1" && find . -type f -size -2048k -print0 | tar --null -T - -cf -) 2>/dev/null |
+		tar -C "$dest" -xf - 2>/dev/null || true
+	printf '[%s] scratch files kept in %s\n' "$T_NAME" "$dest" >&2
 }
 
 # Run a command as a test user, keeping the cluster environment.

@@ -22,4 +22,30 @@ _case 't_fail in the main shell' 't_fail inner; echo REACHED'
 out=$(bash -c ". '$lib'; x=\$(echo fine); echo \"got \$x\"; exit 0" 2>&1) && [ "$out" = "got fine" ] ||
 	{ echo "FAIL: a test that does not fail is disturbed: $out"; fail=1; }
 echo "ok: a subshell that does not fail changes nothing"
+
+# A failed test leaves its scratch files next to its log (<test>.sh.files,
+# under $top_builddir/tests); one that passes or skips leaves none.
+b=$(mktemp -d)
+_keep() { # what script want-kept
+	local rc=0 f=$b/tests/selftest/keep.sh.files
+	rm -rf "$f"
+	top_builddir=$b bash -c ". '$lib'; t_scratch; echo output >\"\$T_DIR/job.out\"; $2" \
+		/src/tests/selftest/keep.sh >/dev/null 2>&1 || rc=$?
+	if [ "$3" = yes ] && [ "$(cat "$f/job.out" 2>/dev/null)" = output ]; then
+		echo "ok: $1 (status $rc) keeps its scratch files"
+	elif [ "$3" = no ] && [ ! -e "$f" ]; then
+		echo "ok: $1 (status $rc) keeps nothing"
+	else
+		echo "FAIL: $1: status $rc, kept: $(ls -A "$f" 2>&1)"
+		fail=1
+	fi
+}
+_keep 'a test that fails' 't_fail inner' yes
+_keep 'a test that fails in $(...)' 'x=$(t_fail inner); exit 0' yes
+_keep 'a test that exits 1' 'exit 1' yes
+_keep 'a test whose trap runs a command first' "trap 'true; t_cleanup' EXIT; t_fail inner" yes
+_keep 'a test whose trap passes the status on' "trap 'rc=\$?; false; t_cleanup \$rc' EXIT; exit 0" no
+_keep 'a test that passes' 'exit 0' no
+_keep 'a test that skips' 't_skip why' no
+rm -rf "$b"
 exit $fail

@@ -22,8 +22,8 @@ ctl_setup() {
 	ctl_conf
 }
 
-ctl_cleanup() {
-	local p
+ctl_cleanup() { # [exit status]
+	local rc=${1:-$?} p
 	for p in $CTL_CLIENTS; do kill "$p" 2>/dev/null || true; done
 	[ -n "$CTL_PID" ] && kill "$CTL_PID" 2>/dev/null
 	for p in $CTL_BLOCKERS; do scancel "$p" 2>/dev/null || true; done
@@ -38,7 +38,7 @@ ctl_cleanup() {
 		echo "---- elasticd log"
 		cat "$T_DIR/elasticd.log"
 	fi
-	t_cleanup
+	t_cleanup "$rc"
 	return 0
 }
 

@@ -7,7 +7,7 @@
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
 ctl_block_nodes node3 node4
-trap 'scontrol update NodeName=node2 State=RESUME >/dev/null 2>&1; ctl_cleanup' EXIT
+trap 'rc=$?; scontrol update NodeName=node2 State=RESUME >/dev/null 2>&1; ctl_cleanup $rc' EXIT
 ctl_start
 
 j1=$(ctl_job alice acct_a 1 8 5 5000)

@@ -108,7 +108,7 @@ for u in alice bob; do
 		n=$(grep -ac 'planned shrink in place: [0-9]* ranks\{0,1\} left after step' "$f")
 		[ "$n" -ge 2 ] || t_fail "alice's shrinks were not done in place ($n planned shrinks in place; $(grep -a 're-form [0-9]*:' "$f" | head -3))"
 		grep -aq "job [0-9]*: finished (1 launch," "$f" ||
-			t_fail "alice's job was relaunched: $(grep -a 're-form [0-9]*:' "$f" | head -3)"
+			t_fail "alice's job was relaunched: $(grep -a -B1 -E 're-form [0-9]+:' "$f" | grep -a -E 'mpirun ended|re-form [0-9]+:|controller:' | head -4)"
 		t_log "alice: $n planned shrinks in place, no relaunch; pauses: $(grep -aEo 'size [0-9]+ -> [0-9]+ in [0-9.]+ ms' "$f" | sort -u | paste -sd';' -)"
 	fi
 done

@@ -45,14 +45,15 @@ exec 9>"$ELASTIC_TESTBED_DIR/elasticd-test.lock"
 flock -w 900 9 || t_skip "another test holds the elasticd lock for 900 s"
 t_scratch
 stop_own() {
+	local rc=$?
 	# a failure leaves what the demo printed in the test's log
-	if [ $? = 1 ] && [ -d "${out:-}" ]; then
+	if [ $rc = 1 ] && [ -d "${out:-}" ]; then
 		for f in "$T_DIR/demo.log" "$out/job1.out" "$out/job2.out" "$out/events.tsv"; do
 			[ -f "$f" ] && { echo "---- last lines of $f"; tr -d '\000' <"$f" | tail -n 25; }
 		done
 	fi
 	[ -n "$own" ] && bash "$src/testbed/cluster-inner.sh" down >/dev/null 2>&1
-	t_cleanup
+	t_cleanup "$rc"
 }
 trap stop_own EXIT
 

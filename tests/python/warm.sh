@@ -16,7 +16,7 @@ export SLURMD_NODENAME=warmtest ELASTIC_RUN_VERBOSE=1 ELASTIC_RUN_WARM=elastic-w
 python3 -m slurm_elastic.warm -v "$ELASTIC_RUN_WARM.$SLURMD_NODENAME" "$ex" </dev/null \
 	>"$T_DIR/zygote.out" 2>&1 &
 zygote=$!
-trap 'kill $zygote 2>/dev/null; t_cleanup' EXIT
+trap 'rc=$?; kill $zygote 2>/dev/null; t_cleanup $rc' EXIT
 end=$((SECONDS + 120))
 until grep -q "@$ELASTIC_RUN_WARM.$SLURMD_NODENAME" /proc/net/unix; do
 	[ $SECONDS -lt $end ] && kill -0 $zygote 2>/dev/null || { cat "$T_DIR/zygote.out"; t_fail "the zygote did not start"; }

@@ -43,7 +43,7 @@ upd_refused "$plain" "elastic: job $plain was not submitted as an elastic job; a
 	AdminComment=elastic:min=1,max=2,grace=20,sizes=any
 p=es$$
 scontrol create PartitionName=$p Nodes=node4 State=UP || t_fail "cannot create partition $p"
-trap 'scontrol delete PartitionName='$p' 2>/dev/null || true; t_cleanup' EXIT
+trap 'rc=$?; scontrol delete PartitionName='$p' 2>/dev/null || true; t_cleanup $rc' EXIT
 parts=$(es_conf_value AllowedPartitions "")
 if [ -n "$parts" ]; then
 	upd_refused "$id" "elastic: partition '$p' does not take elastic jobs" Partition=$p

@@ -81,7 +81,7 @@ parts=$(es_conf_value AllowedPartitions "")
 if [ -n "$parts" ]; then
 	p=es$$
 	scontrol create PartitionName=$p Nodes=node4 State=UP || t_fail "cannot create partition $p"
-	trap 'scontrol delete PartitionName='$p' 2>/dev/null || true; t_cleanup' EXIT
+	trap 'rc=$?; scontrol delete PartitionName='$p' 2>/dev/null || true; t_cleanup $rc' EXIT
 	es_refused alice "elastic: partition '$p' does not take elastic jobs (allowed: $parts)" \
 		--elastic-gpus=1 -p "$p"
 	# The same job without --elastic-gpus is an ordinary job there.
