@@ -900,6 +900,7 @@ static int _look_launch_set(struct run *r)
 }
 
 static int _uses_released(const struct run *r);
+static int _released_job(unsigned long job, const void *arg);
 
 /* Choose the launch set (r->set) and write what the agent and the ranks
  * read: the hostfile and ELASTIC_RUN_MAP. 0, or -1 (logged; r->status is
@@ -1141,6 +1142,13 @@ static void _follow_orders(struct run *r)
 		return;
 	int released = _released_gpus(r);
 	if (released) {
+		/* The ranks of a planned shrink in place left and the others
+		 * have not committed a step yet: _shrink_done plans this
+		 * release as a shrink of its own then (planning it now finds
+		 * the shrink under way and stops every rank: a relaunch). A
+		 * heal since (a smaller world) ends that wait. */
+		if (r->leaving && r->world == r->leave_world - r->leaving)
+			return;
 		if (_releases_to_come(r, released))
 			return;
 		r->t_rel_wait = 0;
@@ -1149,9 +1157,18 @@ static void _follow_orders(struct run *r)
 		return;
 	}
 	r->t_rel_wait = 0;
-	if (act && (_grants_add(r) ||
-		    (_look(r, &r->now, &err) == 0 && !_same_set(&r->set, &r->now))))
+	if (!act)
+		return;
+	if (_grants_add(r)) {
 		r->stop_due = 1;
+		return;
+	}
+	/* Slurm shows a grant ordered released until elasticd cancels it,
+	 * after the job acknowledged the release: such GPUs are no change */
+	if (_look(r, &r->now, &err) == 0) {
+		elastic__gpuset_drop(&r->now, _released_job, &r->orders);
+		r->stop_due = !_same_set(&r->set, &r->now);
+	}
 }
 
 /* A re-form that is due (an order, or SIGUSR1 to elastic-run) reaches the
