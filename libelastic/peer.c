@@ -14,6 +14,7 @@
 
 #if HAVE_PMIX
 #include <pthread.h>
+#include <stdio.h>
 #include <pmix.h>
 
 static pthread_mutex_t _lock = PTHREAD_MUTEX_INITIALIZER;
@@ -35,12 +36,18 @@ static void _on_exit_nonzero(size_t id, pmix_status_t status, const pmix_proc_t 
 			 info[i].value.type == PMIX_PROC && info[i].value.data.proc)
 			rank = (int)info[i].value.data.proc->rank;
 	}
-	if (code == ELASTIC_EXIT_REFORM) {
-		pthread_mutex_lock(&_lock);
-		if (_ctx)
+	pthread_mutex_lock(&_lock);
+	if (_ctx) {
+		/* stderr only (ELASTIC_DEBUG): a log callback may be Python's,
+		 * not to be called from the PMIx thread */
+		if (_ctx->env.debug >= ELASTIC_LOG_DEBUG)
+			fprintf(stderr,
+				"libelastic[%d] debug: PMIx: rank %d ended with exit status %d\n",
+				_ctx->rank, rank, code);
+		if (code == ELASTIC_EXIT_REFORM)
 			done = elastic__watchdog_peer_reform(_ctx, rank);
-		pthread_mutex_unlock(&_lock);
 	}
+	pthread_mutex_unlock(&_lock);
 	if (cbfunc)
 		cbfunc(done == 0 ? PMIX_EVENT_ACTION_COMPLETE
 				 : PMIX_EVENT_NO_ACTION_TAKEN,
