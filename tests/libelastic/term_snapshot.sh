@@ -55,17 +55,17 @@ run_case() {
 	# rank 0) could be killed before it has, and nothing would be resumed
 	# (it failed so in the fresh check of 2d15b4d). There it gets SIGTERM first and the
 	# others once it is gone; where the runtime heals in place, all at once.
+	local first="" rest=$pids group
 	if ! t_runtime_in_place; then
-		for p in $pids; do
-			[ "$(local_rank "$p")" = 0 ] || continue
-			kill -TERM "$p"
-			timeout 10 tail --pid="$p" -f /dev/null || t_fail "$name: rank $p still running 10 s after SIGTERM"
-			pids=$(echo $pids | tr ' ' '\n' | grep -vx "$p" | xargs)
-		done
+		for p in $pids; do [ "$(local_rank "$p")" = 0 ] && first=$p; done
+		rest=$(echo $pids | tr ' ' '\n' | grep -vx "$first" | xargs)
 	fi
-	[ -z "$pids" ] || kill -TERM $pids 2>/dev/null
-	for p in $pids; do
-		timeout 10 tail --pid="$p" -f /dev/null || t_fail "$name: rank $p still running 10 s after SIGTERM"
+	for group in "$first" "$rest"; do
+		[ -n "$group" ] || continue
+		kill -TERM $group 2>/dev/null
+		for p in $group; do
+			timeout 10 tail --pid="$p" -f /dev/null || t_fail "$name: rank $p still running 10 s after SIGTERM"
+		done
 	done
 	[ -n "$stopped" ] && kill -KILL "$stopped" 2>/dev/null
 	timeout 20 tail --pid="$mpid" -f /dev/null || { kill -KILL "$mpid"; t_fail "$name: mpirun still running 20 s after"; }
