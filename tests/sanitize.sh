@@ -8,7 +8,10 @@
 #  2. libelastic's single-host tests under mpirun with instrumented ranks
 #     (api_misuse, kill_one_rank, resume_shm);
 #  3. the controller's cluster tests against instrumented elasticd and
-#     elastic-ctl (tests/controller/run-sanitized.sh).
+#     elastic-ctl (tests/controller/run-sanitized.sh; not with
+#     ELASTIC_ASAN_CONTROLLER=0).
+# Under the runtime ELASTIC_TESTBED_RUNTIME names (its root and cluster); on
+# Open MPI 6, kill_one_rank's lost rank heals in place.
 # Run on the host, as root, with a testbed cluster up (testbed/check runs it
 # on its cluster 'check'). Exits non-zero on any failed test and on any
 # sanitizer report. Leaks inside Open MPI, PMIx, PRRTE, hwloc and libevent
@@ -31,6 +34,10 @@ testbed/cluster exec -- bash -c '
 	chmod 644 "$supp"
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		LSAN_OPTIONS=suppressions=$supp:print_suppressions=0
+	# Open MPI 6 opens its UCX components in MPI_Init, and UCX under ASan
+	# dies there (SEGV in opal_common_ucx_mca_register): the testbed uses
+	# TCP and shared memory only, so UCX stays closed
+	export OMPI_MCA_pml=^ucx OMPI_MCA_osc=^ucx OMPI_MCA_btl=^uct
 	bad=0
 	for d in common launcher libelastic plugin/elasticd; do
 		if make -s -C "$b/$d" check >"$b/$d.sanitize.log" 2>&1; then
@@ -59,5 +66,9 @@ testbed/cluster exec -- bash -c '
 	done
 	rm -f "$supp"
 	exit $bad' || rc=1
-ELASTIC_ASAN_BUILD=$b tests/controller/run-sanitized.sh scenario grace restart auth drain drift jam || rc=1
+# (elasticd and elastic-ctl do not use MPI: testbed/check runs them under
+# the first runtime only, ELASTIC_ASAN_CONTROLLER=0 under the other)
+if [ "${ELASTIC_ASAN_CONTROLLER:-1}" = 1 ]; then
+	ELASTIC_ASAN_BUILD=$b tests/controller/run-sanitized.sh scenario grace restart auth drain drift jam || rc=1
+fi
 exit $rc
