@@ -57,9 +57,10 @@ struct elastic__watchdog {
 	double timeout_s;	     /* recovery (elastic_set_watchdog) */
 	_Atomic int64_t deadline_ns; /* CLOCK_MONOTONIC; 0: disarmed */
 	_Atomic int kind;	     /* 1: recovery, 2: step */
-	_Atomic int peer_reform;     /* a peer exited asking for a re-form */
-	_Atomic int peer_rank;	     /* which (its launch rank; -1: not said) */
-	_Atomic int leaving;	     /* this rank is on its way out (planned re-form) */
+	/* a peer exited asking for a re-form: 0 none, else its launch rank
+	 * + 2 (1: which was not said); one word, read and written at once */
+	_Atomic int peer_reform;
+	_Atomic int leaving; /* this rank is on its way out (planned re-form) */
 	int stop;
 };
 

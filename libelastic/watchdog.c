@@ -56,9 +56,9 @@ static void *_watchdog(void *arg)
 				t_term = 0; /* the program's handler let it live */
 			}
 		}
-		if (atomic_load(&ctx->wd.peer_reform) && !atomic_load(&ctx->wd.leaving)) {
+		int peer = atomic_load(&ctx->wd.peer_reform) - 2;
+		if (peer >= -1 && !atomic_load(&ctx->wd.leaving)) {
 			char msg[200], who[32] = "a rank";
-			int peer = atomic_load(&ctx->wd.peer_rank);
 			if (peer >= 0)
 				snprintf(who, sizeof(who), "rank %d", peer);
 			int n = snprintf(
@@ -125,8 +125,7 @@ int elastic__watchdog_peer_reform(elastic_ctx_t *ctx, int rank)
 	if (atomic_load(&ctx->wd.leaving))
 		return 0; /* on its way out already: nothing to add */
 	pthread_mutex_lock(&ctx->wd.lock);
-	atomic_store(&ctx->wd.peer_rank, rank);
-	atomic_store(&ctx->wd.peer_reform, 1);
+	atomic_store(&ctx->wd.peer_reform, (rank < 0 ? -1 : rank) + 2);
 	pthread_cond_signal(&ctx->wd.cond);
 	pthread_mutex_unlock(&ctx->wd.lock);
 	return 0;
