@@ -630,6 +630,20 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 
 static int _commit(elastic_ctx_t *ctx, elastic_error_t *err);
 
+int elastic_step_updated(elastic_ctx_t *ctx, elastic_error_t *err)
+{
+	if (!ctx)
+		return _fail(err, EINVAL, "elastic_step_updated: ctx is NULL");
+	if (ctx->in_step)
+		return _fail(
+			err, EPROTO,
+			"elastic_step_updated: inside step %llu (call it once elastic_step_commit returned ELASTIC_COMMITTED and the update is applied)",
+			(unsigned long long)ctx->committed);
+	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT && ctx->started)
+		elastic__persist(ctx, 0); /* the next begin's persist finds it done */
+	return 0;
+}
+
 int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err)
 {
 	int r = _commit(ctx, err);

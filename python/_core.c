@@ -333,6 +333,18 @@ static PyObject *Ctx_step_commit(CtxObject *self, PyObject *noargs)
 	return PyLong_FromLong(rc);
 }
 
+static PyObject *Ctx_step_updated(CtxObject *self, PyObject *noargs)
+{
+	elastic_error_t err = {""};
+	int rc, e;
+	if (_check_open(self))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS rc = elastic_step_updated(self->ctx, &err);
+	e = errno;
+	Py_END_ALLOW_THREADS if (rc < 0) return _raise(e, &err, NULL);
+	Py_RETURN_NONE;
+}
+
 static PyObject *Ctx_step_fail(CtxObject *self, PyObject *noargs)
 {
 	if (_check_open(self))
@@ -652,6 +664,8 @@ static PyMethodDef Ctx_methods[] = {
 	 "elastic_step_begin (GIL released)"},
 	{"step_commit", (PyCFunction)Ctx_step_commit, METH_NOARGS,
 	 "elastic_step_commit (GIL released): COMMITTED or REDO"},
+	{"step_updated", (PyCFunction)Ctx_step_updated, METH_NOARGS,
+	 "elastic_step_updated (GIL released): the committed step's update is applied"},
 	{"step_fail", (PyCFunction)Ctx_step_fail, METH_NOARGS,
 	 "elastic_step_fail: the step is redone"},
 	{"allreduce", (PyCFunction)Ctx_allreduce, METH_VARARGS,

@@ -166,6 +166,7 @@ def main():
             index, epoch = step.index, step.epoch
             applied[index] += 1
             uses[gathered] += 1
+            ctx.updated()  # elastic: the step's state is final: on the node before it is reported
             changed = step.redo or (first[0] and ctx.resumed)
             if first[0] and a.timings and ctx.rank == 0:
                 _marks.append(("first step committed", time.time()))

@@ -274,6 +274,20 @@ class Context:
             if st_ok:
                 for fn in st._after:
                     fn()
+                # every update is applied: the node snapshot may take it
+                # now (a no-op when a callback called updated() already)
+                self._c.step_updated()
+
+    def updated(self):
+        """Say, in an :meth:`Step.on_commit` callback, that every change of
+        registered state for the committed step is applied (UPDATE_AFTER_COMMIT
+        mode; elastic_step_updated). Where node snapshots are due, the step
+        goes to the node now rather than when the next step begins: call it
+        before reporting the step (a log line, a metric), so that a launch
+        ended right after (mpirun after a lost node) does not redo a step the
+        program reported. :meth:`steps` calls it after the callbacks anyway.
+        Raises :class:`Error` (EPROTO) inside a step."""
+        self._c.step_updated()
 
     def allreduce(self, buffer, op="sum"):
         """Reduce ``buffer`` over the ranks in place (MPI_IN_PLACE).

@@ -91,9 +91,13 @@ static void bad_registration_and_order(void)
 	FAILS_WITH(elastic_set_commit_mode(ctx, ELASTIC_UPDATE_AFTER_COMMIT, &err), EBUSY,
 		   "first step has begun", &err);
 	FAILS_WITH(elastic_complete(ctx, &err), EPROTO, "still open", &err);
+	FAILS_WITH(elastic_step_updated(ctx, &err), EPROTO, "inside step 0", &err);
+	FAILS_WITH(elastic_step_updated(NULL, &err), EINVAL, "ctx is NULL", &err);
 	w[0] = 1;
 	CHECK(elastic_step_commit(ctx, &err) == ELASTIC_COMMITTED, &err);
 	CHECK(elastic_step(ctx) == 1, NULL);
+	/* between steps, and in copy-at-commit mode, it is a no-op */
+	CHECK(elastic_step_updated(ctx, &err) == 0, &err);
 
 	/* a step failed by one rank only: every rank redoes it, state restored */
 	CHECK(elastic_step_begin(ctx, &err) == 0, &err);

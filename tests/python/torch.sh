@@ -29,6 +29,23 @@ c=$(sed -n 's/^first commit after a change t=\([0-9.]*\).*/\1/p' "$T_DIR/kill" |
 [ -n "$c" ] || { cat "$T_DIR/kill"; t_fail "no commit after the kill"; }
 t_log "kill at 3 ranks -> next commit at 2: $(awk -v k="$k" -v c="$c" 'BEGIN { printf "%.0f ms", (c - k) * 1000 }')"
 
+# A launch ended between steps (after step 6's update and report, before step
+# 7 began), as mpirun ends one after a lost node, with per-step node
+# snapshots: the relaunch resumes at step 7, not redoing the reported step 6
+# (reported after ctx.updated(): the update is applied, the node snapshot
+# takes it then, elastic_step_updated), and ends with the uninterrupted
+# run's model.
+mkdir -p "$T_DIR/shm"
+export ELASTIC_JOB_ID=between$$ ELASTIC_SHM_DIR=$T_DIR/shm ELASTIC_SNAPSHOT_EVERY=1 BETWEEN_FLAG=$T_DIR/between.flag
+t_py torch_checks.py between 2 "$T_DIR/mbetween.npy" || true
+t_grep '^REPORTED step 6 rank 0' "$T_DIR/between" "rank 0 reported step 6, then the launch ended"
+t_py torch_checks.py resume 2 "$T_DIR/mresume.npy" || true
+t_py_ok resume 2
+t_grep '^FIRST step 7 resumed 1' "$T_DIR/resume" "the relaunch resumed at step 7 (step 6 not redone)"
+unset ELASTIC_JOB_ID ELASTIC_SHM_DIR ELASTIC_SNAPSHOT_EVERY BETWEEN_FLAG
+cmp -s "$T_DIR/mresume.npy" "$T_DIR/m2.npy" || t_fail "the resumed run's model differs from the uninterrupted 2-rank run's"
+t_log "launch ended between steps 6 and 7: the relaunch resumed at step 7, model equal to the uninterrupted run's"
+
 python3 - "$T_DIR" <<'PY' || t_fail "final models differ (see above)"
 import sys, numpy as np
 d = sys.argv[1]

@@ -42,13 +42,35 @@ def finish(ctx):
           "FAILED %s: %s" % (scenario, "; ".join(failed)), flush=True)
 
 
-def train(ctx, out, set_to_none=False, kill_at=None):
+def die_between(ctx, index):
+    """After step index's update and report, the whole launch ends before the
+    next step begins, as mpirun ends one after a lost node: rank 0 (the node
+    snapshot's writer) first marks the flag file, the others wait for it.
+    The step is reported as a program should: after ctx.updated()."""
+    ctx.updated()
+    print("REPORTED step %d rank %d" % (index, ctx.rank), flush=True)
+    flag = os.environ["BETWEEN_FLAG"]
+    if ctx.rank == 0:
+        open(flag, "w").close()
+    else:
+        for _ in range(1000):
+            if os.path.exists(flag):
+                break
+            time.sleep(0.01)
+    os.kill(os.getpid(), 9)
+
+
+def train(ctx, out, set_to_none=False, kill_at=None, die_after=None):
     X, y = data()
     model, opt = make()
     edp = ElasticDataParallel(ctx, model, opt, nsamples=len(X), global_batch=40, max_micro=8,
                               seed=11)
     losses = []
+    first = True
     for step in edp.steps(epochs=4):
+        if first and ctx.rank == 0:
+            print("FIRST step %d resumed %d" % (step.index, int(ctx.resumed)), flush=True)
+        first = False
         if set_to_none:
             opt.zero_grad()  # set_to_none=True (the default): backward allocates new grads
         for idx in step.micro_batches():
@@ -66,20 +88,25 @@ def train(ctx, out, set_to_none=False, kill_at=None):
             print("first commit after a change t=%.6f size %d" % (time.time(), ctx.size),
                   flush=True)
         losses.append(step.loss)
+        if die_after is not None and step.index == die_after:
+            # after ElasticDataParallel's own on_commit (the optimizer step)
+            step.on_commit(lambda i=step.index: die_between(ctx, i))
     adam_steps = int(opt.state[edp.params[0]]["step"])
     check(adam_steps == ctx.step, "optimizer stepped once per committed step (%d vs %d)"
           % (adam_steps, ctx.step))
     check(ctx.step == 20, "20 steps (4 epochs of 200 / 40): %d" % ctx.step)
-    check(losses[-1] < 0.7 * losses[0], "loss fell: %.4f -> %.4f" % (losses[0], losses[-1]))
+    check(ctx.resumed or losses[-1] < 0.7 * losses[0],
+          "loss fell: %.4f -> %.4f" % (losses[0], losses[-1]))
     if ctx.rank == 0:
         print("loss %.4f -> %.4f at size %d" % (losses[0], losses[-1], ctx.size), flush=True)
         np.save(out, edp.flat_params.numpy())
 
 
-if scenario in ("train", "train_none", "kill"):
+if scenario in ("train", "train_none", "kill", "between", "resume"):
     with se.Context() as ctx:
         train(ctx, sys.argv[2], set_to_none=scenario == "train_none",
-              kill_at=5 if scenario == "kill" else None)
+              kill_at=5 if scenario == "kill" else None,
+              die_after=6 if scenario == "between" else None)
         finish(ctx)
 
 elif scenario == "habits":

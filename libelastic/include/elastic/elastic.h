@@ -274,6 +274,17 @@ int elastic_allgather_i64(elastic_ctx_t *ctx, const int64_t *send, int count,
  */
 int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err);
 
+/*
+ * ELASTIC_UPDATE_AFTER_COMMIT: the caller has applied the committed step's
+ * update. The node snapshot takes the state now (when one is due) rather
+ * than at the next elastic_step_begin, so that a process ended between
+ * steps (mpirun ending a launch after a lost node) loses no committed step
+ * whose result the program may already have reported. No-op in
+ * ELASTIC_COPY_AT_COMMIT mode and before the first step. 0, or -1 (EINVAL:
+ * ctx NULL; EPROTO: inside a step).
+ */
+int elastic_step_updated(elastic_ctx_t *ctx, elastic_error_t *err);
+
 /* Accessors. */
 MPI_Comm elastic_comm(const elastic_ctx_t *ctx);
 int elastic_rank(const elastic_ctx_t *ctx);
