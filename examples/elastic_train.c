@@ -516,9 +516,16 @@ int main(int argc, char **argv)
 			fprintf(stderr, "elastic_train: rank %d: %s\n", rank0, err.text);
 			goto out;
 		}
-		if (r == ELASTIC_COMMITTED && o.after_commit)
+		if (r == ELASTIC_COMMITTED && o.after_commit) {
 			loss = _apply(&o, &model, &check, uses, sampler, tot, all, ngot,
 				      ns);
+			/* applied: on the node before the step is reported below */
+			if (elastic_step_updated(ctx, &err) < 0) {
+				fprintf(stderr, "elastic_train: rank %d: %s\n", rank0,
+					err.text);
+				goto out;
+			}
+		}
 		if (r == ELASTIC_REDO) {
 			struct elastic_stats st;
 			elastic_get_stats(ctx, &st);
