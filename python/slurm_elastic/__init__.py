@@ -276,7 +276,8 @@ class Context:
                     fn()
                 # every update is applied: the node snapshot may take it
                 # now (a no-op when a callback called updated() already)
-                self._c.step_updated()
+                if not self._c.closed:
+                    self._c.step_updated()
 
     def updated(self):
         """Say, in an :meth:`Step.on_commit` callback, that every change of
