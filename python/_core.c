@@ -305,43 +305,48 @@ static PyObject *Ctx_set_exit_hook(CtxObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-static PyObject *Ctx_step_begin(CtxObject *self, PyObject *noargs)
+/* Call fn(ctx, err) with the GIL released: its result in *out, or -1 with
+ * the Python exception set (a closed context, an exception a callback
+ * raised meanwhile, or fn's error). */
+static int _ctx_call(CtxObject *self, int (*fn)(elastic_ctx_t *, elastic_error_t *),
+		     int *out)
 {
 	elastic_error_t err = {""};
 	int rc, e;
 	if (_check_open(self))
-		return NULL;
-	Py_BEGIN_ALLOW_THREADS rc = elastic_step_begin(self->ctx, &err);
+		return -1;
+	Py_BEGIN_ALLOW_THREADS rc = fn(self->ctx, &err);
 	e = errno;
-	Py_END_ALLOW_THREADS if (_unstash(self)) return NULL;
-	if (rc < 0)
-		return _raise(e, &err, NULL);
+	Py_END_ALLOW_THREADS if (_unstash(self)) return -1;
+	if (rc < 0) {
+		_raise(e, &err, NULL);
+		return -1;
+	}
+	*out = rc;
+	return 0;
+}
+
+static PyObject *Ctx_step_begin(CtxObject *self, PyObject *noargs)
+{
+	int rc;
+	if (_ctx_call(self, elastic_step_begin, &rc) < 0)
+		return NULL;
 	Py_RETURN_NONE;
 }
 
 static PyObject *Ctx_step_commit(CtxObject *self, PyObject *noargs)
 {
-	elastic_error_t err = {""};
-	int rc, e;
-	if (_check_open(self))
+	int rc;
+	if (_ctx_call(self, elastic_step_commit, &rc) < 0)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS rc = elastic_step_commit(self->ctx, &err);
-	e = errno;
-	Py_END_ALLOW_THREADS if (_unstash(self)) return NULL;
-	if (rc < 0)
-		return _raise(e, &err, NULL);
 	return PyLong_FromLong(rc);
 }
 
 static PyObject *Ctx_step_updated(CtxObject *self, PyObject *noargs)
 {
-	elastic_error_t err = {""};
-	int rc, e;
-	if (_check_open(self))
+	int rc;
+	if (_ctx_call(self, elastic_step_updated, &rc) < 0)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS rc = elastic_step_updated(self->ctx, &err);
-	e = errno;
-	Py_END_ALLOW_THREADS if (rc < 0) return _raise(e, &err, NULL);
 	Py_RETURN_NONE;
 }
 
@@ -479,15 +484,9 @@ out:
 
 static PyObject *Ctx_complete(CtxObject *self, PyObject *noargs)
 {
-	elastic_error_t err = {""};
-	int rc, e;
-	if (_check_open(self))
+	int rc;
+	if (_ctx_call(self, elastic_complete, &rc) < 0)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS rc = elastic_complete(self->ctx, &err);
-	e = errno;
-	Py_END_ALLOW_THREADS if (_unstash(self)) return NULL;
-	if (rc < 0)
-		return _raise(e, &err, NULL);
 	Py_RETURN_NONE;
 }
 
