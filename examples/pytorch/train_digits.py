@@ -83,17 +83,17 @@ def compare(params, path):
     as tests/python/common.sh)."""
     ref = np.load(path)
     same = ref.shape == params.shape
-    diff = np.abs(params - ref) if same else None
-    dw = float(diff.max()) if same and diff.size else (0.0 if same else float("inf"))
     ok = same and bool(np.allclose(params, ref, rtol=1e-3, atol=1e-4))
-    # where the largest difference is, and the whole vector's relative
-    # distance: what tells float drift from a lost or repeated step
-    where = ""
-    if same and diff.size:
-        i = int(diff.argmax())
-        rel = float(np.linalg.norm(params - ref) / max(np.linalg.norm(ref), 1e-30))
+    dw, where = (0.0 if same else float("inf")), ""
+    if same and ref.size:
+        # where the largest difference is, and the whole vector's relative
+        # distance: what tells float drift from a lost or repeated step
+        d = params - ref
+        i = int(np.abs(d).argmax())
+        dw = float(abs(d.flat[i]))
+        rel = float(np.linalg.norm(d) / max(np.linalg.norm(ref), 1e-30))
         where = ", at parameter %d (reference %.3g); |dw|/|w| = %.3g over all %d" % (
-            i, float(ref.flat[i]), rel, diff.size)
+            i, float(ref.flat[i]), rel, d.size)
     print("model %s reference: max |dw| = %.3g (rtol 1e-3, atol 1e-4: float32 summation "
           "order differs between world sizes)%s" % ("matches" if ok else "DIFFERS from", dw,
                                                     where), flush=True)
