@@ -241,6 +241,12 @@ int elastic__snap_host_restore(elastic_ctx_t *ctx, uint64_t step);
  * other one whole. 0 or -1. */
 int elastic__snap_shm_publish(elastic_ctx_t *ctx, uint64_t step, const unsigned char *src,
 			      elastic_error_t *err);
+/* A rank that does not write its node's snapshot waits, up to timeout_s,
+ * until this launch's node snapshot on its host holds committed step `step`
+ * or a later one (written by the node's lowest rank): 1 once it does, 0 at
+ * the timeout or without node snapshots. */
+int elastic__snap_shm_wait_step(const elastic_ctx_t *ctx, uint64_t step,
+				double timeout_s);
 /* Unmap (and close) the node snapshot slots; the files stay. */
 void elastic__snap_shm_unmap(elastic_ctx_t *ctx);
 /* Publish step from the registered buffers in the background (a writer

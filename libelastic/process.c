@@ -181,6 +181,7 @@ void elastic__stop_signal_install(elastic_ctx_t *ctx)
  * (0 again after elastic_destroy: the signal then goes where it went
  * before); term_prev: the program's disposition before, which gets the
  * signal once the last commit is kept. */
+#define TERM_WRITER_WAIT_S 3.0
 static volatile sig_atomic_t term_requested, term_armed;
 static atomic_int term_taken;
 static struct sigaction term_prev;
@@ -240,7 +241,7 @@ void elastic__term_signal_remove(void)
 void elastic__term_act(elastic_ctx_t *ctx, int how)
 {
 	char msg[200];
-	int n;
+	int n, kept = 0;
 
 	if (atomic_exchange(&term_taken, 1))
 		return; /* the other thread acts */
@@ -248,13 +249,24 @@ void elastic__term_act(elastic_ctx_t *ctx, int how)
 		elastic__persist_now(ctx);
 	else if (how == 0)
 		elastic__persist_on_exit(ctx);
+	if (how >= 0 && ctx->node_rank != 0)
+		/* The node's lowest rank writes the snapshot; the signal came
+		 * to all at once, and a runtime may end a launch's other ranks
+		 * (the writer too) as soon as one dies of it (Open MPI 5): this
+		 * rank dies only once its commit is on the node. The writer's
+		 * longest way there: 2 s between steps. */
+		kept = elastic__snap_shm_wait_step(ctx, ctx->committed,
+						   TERM_WRITER_WAIT_S);
+	else if (how >= 0)
+		kept = ctx->persisted == ctx->committed;
 	n = snprintf(
 		msg, sizeof(msg), "libelastic[%d]: SIGTERM: committed step %llu %s\n",
 		ctx->rank, (unsigned long long)ctx->committed,
 		how == -2 ? "owes no snapshot (no step begun, or the training completed)"
 		: how < 0 ? "not written (the program was between steps for 2 s)"
-		: ctx->persisted == ctx->committed || ctx->node_rank != 0
-			? "kept in the node snapshot"
+		: kept	  ? "kept in the node snapshot"
+		: ctx->node_rank != 0
+			? "could not be seen in the node snapshot (its writer, local rank 0, did not write it in 3 s)"
 			: "could not go to the node snapshot");
 	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
 	}

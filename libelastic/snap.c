@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <dirent.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <pthread.h>
 
 #include "internal.h"
@@ -262,6 +263,46 @@ int elastic__snap_shm_publish(elastic_ctx_t *ctx, uint64_t step, const unsigned 
 	atomic_thread_fence(memory_order_release);
 	h->step = step;
 	return 0;
+}
+
+/* The newest committed step in this launch's node snapshot on this host
+ * (either slot, valid and of this registration), read from the files as a
+ * rank that does not write them sees them; 0 if none. */
+static uint64_t _shm_newest(const elastic_ctx_t *ctx)
+{
+	uint64_t newest = 0, layout = elastic__snap_layout(ctx);
+
+	for (int slot = 0; slot < 2; slot++) {
+		char path[600];
+		struct snap_header h;
+		int fd;
+
+		_slot_path(ctx, ctx->shm_prefix, slot, path, sizeof(path));
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		if (_pread_all(fd, &h, sizeof(h), 0) == 0 &&
+		    !memcmp(h.magic, SNAP_MAGIC, 8) &&
+		    h.state_bytes == ctx->state_bytes && h.layout == layout &&
+		    h.step > newest)
+			newest = h.step;
+		close(fd);
+	}
+	return newest;
+}
+
+int elastic__snap_shm_wait_step(const elastic_ctx_t *ctx, uint64_t step, double timeout_s)
+{
+	double end = elastic__now_mono() + timeout_s;
+
+	if (!ctx->shm_prefix[0])
+		return 0;
+	for (;;) {
+		if (_shm_newest(ctx) >= step)
+			return 1;
+		if (elastic__now_mono() >= end)
+			return 0;
+		nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
+	}
 }
 
 void elastic__snap_shm_unmap(elastic_ctx_t *ctx)

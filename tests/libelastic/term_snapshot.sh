@@ -4,11 +4,13 @@
 # snapshots only every 50 steps (ELASTIC_SNAPSHOT_EVERY=50, the default where a lost node
 # heals in place), SIGTERM to every rank (what mpirun sends before SIGKILL when it ends a
 # job, and Slurm when it ends a step) must still leave the last committed step in the
-# node snapshot: each rank dies of SIGTERM, and a relaunch on 3 ranks with the same
-# ELASTIC_JOB_ID resumes right after the last step rank 0 printed, not at the last
-# periodic snapshot, and ends with the model of a run without the stop. Twice: once
-# with the ranks stepping (the main thread takes it at a step begin), once with the
-# ranks held inside a step (a 4 s step: the watchdog thread takes it).
+# node snapshot, even when the ranks that do not write it get the signal first (on Open
+# MPI 5 their death makes the runtime kill the writer): each rank dies of SIGTERM, and a
+# relaunch on 3 ranks with the same ELASTIC_JOB_ID resumes right after the last step
+# rank 0 printed, not at the last periodic snapshot, and ends with the model of a run
+# without the stop. Twice: once with the ranks stepping (the main thread takes it at a
+# step begin), once with the ranks held inside a step (a 4 s step: the watchdog thread
+# takes it).
 set -u
 . "$(dirname "$0")/common.sh"
 
@@ -50,29 +52,26 @@ run_case() {
 		sleep 0.5
 		pids=$(echo $pids | tr ' ' '\n' | grep -vx "$stopped" | xargs)
 	fi
-	# Open MPI 5.0.7 (relaunch runtime) kills the other ranks as soon as
-	# one dies of the signal: the rank that writes the node snapshot (local
-	# rank 0) could be killed before it has, and nothing would be resumed
-	# (it failed so in the fresh check of 2d15b4d). There it gets SIGTERM first and the
-	# others once it is gone; where the runtime heals in place, all at once.
-	local first="" rest=$pids group
-	if ! t_runtime_in_place; then
-		for p in $pids; do [ "$(local_rank "$p")" = 0 ] && first=$p; done
-		rest=$(echo $pids | tr ' ' '\n' | grep -vx "$first" | xargs)
-	fi
-	for group in "$first" "$rest"; do
-		[ -n "$group" ] || continue
-		kill -TERM $group 2>/dev/null
-		for p in $group; do
-			timeout 10 tail --pid="$p" -f /dev/null || t_fail "$name: rank $p still running 10 s after SIGTERM"
-		done
+	# The worst order: the ranks that do not write the node snapshot first, its
+	# writer (local rank 0) 0.5 s later (mpirun and Slurm signal all at once).
+	# Open MPI 5.0.7 kills a launch's other ranks as soon as one dies of the
+	# signal: the others must wait for the writer's snapshot before they die.
+	local writer="" rest group
+	for p in $pids; do [ "$(local_rank "$p")" = 0 ] && writer=$p; done
+	[ -n "$writer" ] || t_fail "$name: no rank of local rank 0 in $pids"
+	rest=$(echo $pids | tr ' ' '\n' | grep -vx "$writer" | xargs)
+	kill -TERM $rest 2>/dev/null
+	sleep 0.5
+	kill -TERM "$writer" 2>/dev/null
+	for p in $pids; do
+		timeout 10 tail --pid="$p" -f /dev/null || t_fail "$name: rank $p still running 10 s after SIGTERM"
 	done
 	[ -n "$stopped" ] && kill -KILL "$stopped" 2>/dev/null
 	timeout 20 tail --pid="$mpid" -f /dev/null || { kill -KILL "$mpid"; t_fail "$name: mpirun still running 20 s after"; }
 	wait "$mpid"
 	local said last resumed
-	# (the first rank to die of it may make mpirun kill the others first:
-	# the node snapshot is the lowest local rank's, the resume below tells)
+	# (the writer's death may make mpirun kill the others before they print:
+	# the node snapshot is the writer's, the resume below tells)
 	said=$(grep -c 'SIGTERM: committed step .* kept in the node snapshot' "$out.1")
 	[ "$said" -ge 1 ] && ! grep -q 'SIGTERM: committed step .* could not' "$out.1" ||
 		{ tail -5 "$out.1"; t_fail "$name: no rank kept its last commit on SIGTERM"; }
