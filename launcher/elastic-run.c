@@ -76,6 +76,9 @@ struct run {
 	 * target: since when the rest of them is awaited (0: not waiting) */
 	double t_rel_wait;
 	struct elastic_gpuset after; /* the set without the leaving ranks' GPUs */
+	/* ranks lost and healed in place while Slurm still lists all the set's
+	 * GPUs: since when (0: the set agrees with the world), last look-up */
+	double t_heal, t_heal_look;
 	double t0, t_end;
 	struct elastic_report_summary sum;
 };
@@ -498,14 +501,21 @@ static void _rank_report(int ws)
 		   *token = getenv("ELASTIC_RUN_TOKEN");
 	const char *gen = getenv("ELASTIC_RUN_GEN"),
 		   *rank = getenv("OMPI_COMM_WORLD_RANK");
-	char line[200];
+	const char *host = getenv("SLURMD_NODENAME"), *gpu = getenv("ELASTIC_GPU");
+	char line[200], hn[256] = "";
 
 	if (!addr || !token || !gen || !rank)
 		return;
+	if (!host) {
+		gethostname(hn, sizeof(hn) - 1);
+		host = hn;
+	}
+	/* where it ran: elastic-run then knows that GPU has no live rank */
 	elastic__report_format(
 		line, sizeof(line), token, (unsigned)strtoul(gen, NULL, 10), atoi(rank),
 		WIFSIGNALED(ws) ? ELASTIC_RANK_SIGNALED : ELASTIC_RANK_EXITED,
-		WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws));
+		WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws), host,
+		gpu ? atoi(gpu) : -1);
 	if (elastic__report_send(addr, line) < 0)
 		fprintf(stderr, "elastic-run --rank: cannot report to %s\n", addr);
 }
@@ -657,7 +667,7 @@ static int _value_opt(struct run *r, const char *a, const char *v)
 }
 
 static int _runtime_in_place(const struct run *r, char *desc, size_t len);
-static void _plan_leave(struct run *r);
+static int _plan_leave(struct run *r);
 static void _leave_clear(const struct run *r);
 
 static int _options(struct run *r, int argc, char **argv)
@@ -1080,6 +1090,22 @@ static int _uses_released(const struct run *r)
 	return _released_gpus(r) > 0;
 }
 
+/* GPUs of the running set that hold no live rank: their rank ended (its
+ * wrapper said where it ran) and the others healed in place around it.
+ * released: only those of grants ordered released. */
+static int _idle_gpus(const struct run *r, int released)
+{
+	int n = 0;
+	for (int h = 0; h < r->set.nhosts; h++) {
+		const struct elastic_host *x = &r->set.host[h];
+		for (int g = 0; g < x->ngpus; g++)
+			n += elastic__report_ended_on(&r->rep, x->name, x->gpu[g]) &&
+			     (!released || elastic__orders_released(
+						   &r->orders, (uint32_t)x->gpu_job[g]));
+	}
+	return n;
+}
+
 /* How long the releases of one shrink are awaited once the first came. */
 #define RELEASE_SETTLE_S 0.5
 
@@ -1152,8 +1178,7 @@ static void _follow_orders(struct run *r)
 		if (_releases_to_come(r, released))
 			return;
 		r->t_rel_wait = 0;
-		_plan_leave(r);
-		r->stop_due = 1;
+		r->stop_due = _plan_leave(r);
 		return;
 	}
 	r->t_rel_wait = 0;
@@ -1181,7 +1206,7 @@ static void _stop_when_ready(struct run *r)
 	}
 	if (r->stop_due && !r->stop_sent && _ranks_ready(r)) {
 		_say("asking the %d ranks to re-form at the next step boundary (SIGUSR1)",
-		     r->set.total);
+		     r->world);
 		kill(child, SIGUSR1);
 		r->stop_sent = 1;
 	}
@@ -1212,8 +1237,8 @@ static int _released_job(unsigned long job, const void *arg)
 	return elastic__orders_released(arg, (uint32_t)job);
 }
 
-/* A host whose daemon runs in a released grant's job step while ranks on
- * GPUs not released stay there (the grant's end would end them too), or
+/* A host whose daemon runs in a released grant's job step while live ranks
+ * on GPUs not released stay there (the grant's end would end them too), or
  * -1. */
 static int _daemon_released(const struct run *r)
 {
@@ -1223,7 +1248,8 @@ static int _daemon_released(const struct run *r)
 			continue;
 		for (int g = 0; g < x->ngpus; g++)
 			if (!elastic__orders_released(&r->orders,
-						      (uint32_t)x->gpu_job[g]))
+						      (uint32_t)x->gpu_job[g]) &&
+			    !elastic__report_ended_on(&r->rep, x->name, x->gpu[g]))
 				return h;
 	}
 	return -1;
@@ -1233,18 +1259,22 @@ static int _daemon_released(const struct run *r)
  * daemon: name those GPUs in the leave file, so that their ranks leave at
  * the next step boundary and the others go on (libelastic's planned shrink
  * in place), when what is left is a size the job allows. Otherwise the
- * file stays empty: every rank stops and the job re-forms. */
-static void _plan_leave(struct run *r)
+ * file stays empty: every rank stops and the job re-forms. GPUs whose rank
+ * was lost and healed around count as no rank. Returns 1 when the ranks
+ * must be asked to stop, 0 when the released GPUs hold no live rank (the
+ * release is acknowledged at once). */
+static int _plan_leave(struct run *r)
 {
 	char list[8192];
-	int n, h;
+	int n, h, idle = _idle_gpus(r, 0), idle_rel;
 
 	if (r->in_place && !r->leaving && (h = _daemon_released(r)) >= 0) {
 		_say("planned shrink: grant %lu, released, hosts the daemon of %s where ranks stay: all ranks re-form",
 		     r->set.host[h].job, r->set.host[h].name);
-		return;
+		return 1;
 	}
-	if (!r->in_place || r->leaving || r->world != r->set.total || _grants_add(r) ||
+	if (!r->in_place || r->leaving || r->world != r->set.total - idle ||
+	    _grants_add(r) ||
 	    (n = elastic__gpuset_leave(&r->set, _released_job, &r->orders, list,
 				       sizeof(list))) <= 0 ||
 	    n >= r->set.total ||
@@ -1255,19 +1285,36 @@ static void _plan_leave(struct run *r)
 	     r->set.total - n < (int)r->orders.target) ||
 	    (int)elastic_sizes_fit(&r->req.sizes, r->req.min_gpus, r->req.max_gpus,
 				   r->set.total - n) != r->set.total - n)
-		return;
+		return 1;
+	idle_rel = _idle_gpus(r, 1);
+	if (idle_rel == n) {
+		char desc[2048];
+		elastic__gpuset_drop(&r->set, _released_job, &r->orders);
+		elastic__gpuset_describe(&r->set, desc, sizeof(desc));
+		_say("released GPU%s with no live rank (lost and healed around): no stop, acknowledged at once; GPUs now: %s",
+		     n == 1 ? "" : "s", desc);
+		if (r->have_ctl) {
+			r->ctl.gpus = r->set.total < r->world ? r->set.total : r->world;
+			elastic__orders_releases_done_unless(&r->orders, _grant_in_set,
+							     &r->set);
+			elastic__orders_poll(&r->orders, &r->ctl, 0, _say);
+		}
+		return 0;
+	}
 	FILE *f = fopen(r->leave, "w");
 	if (!f || fputs(list, f) < 0 || fclose(f) != 0) {
 		_say("cannot write %s: %s: the job re-forms instead", r->leave,
 		     strerror(errno));
-		return;
+		return 1;
 	}
-	r->leaving = n, r->leave_world = r->world, r->leave_step = 0;
+	/* (an idle GPU named there has no rank to leave) */
+	r->leaving = n - idle_rel, r->leave_world = r->world, r->leave_step = 0;
 	r->t_leave = _now();
 	memcpy(&r->after, &r->set, sizeof(r->after));
 	elastic__gpuset_drop(&r->after, _released_job, &r->orders);
 	_say("planned shrink in place: the %d rank%s on released GPUs leave at the next step boundary",
-	     n, n == 1 ? "" : "s");
+	     r->leaving, r->leaving == 1 ? "" : "s");
+	return 1;
 }
 
 /* The ranks on released GPUs left and the others went on at size (rank 0's
@@ -1301,24 +1348,48 @@ static void _shrink_done(struct run *r, unsigned long long step, int size)
 		 * this shrink was under way gets a shrink of its own */
 		elastic__orders_releases_done_unless(&r->orders, _grant_in_set, &r->set);
 		elastic__orders_poll(&r->orders, &r->ctl, 0, _say);
-		if (_uses_released(r)) {
-			_plan_leave(r);
-			r->stop_due = 1;
-		}
+		if (_uses_released(r))
+			r->stop_due = _plan_leave(r);
 	}
+}
+
+/* After a heal in place: the set becomes what Slurm says the job holds now
+ * (a cancelled grant, a node gone) once that is smaller. Slurm may list a
+ * lost node's grant for a while after the heal (elasticd cancels it when it
+ * hears): looked up again every 0.5 s for up to 10 s while the set has more
+ * GPUs than live ranks (a GPU whose rank alone was lost stays held). */
+static void _heal_look(struct run *r)
+{
+	elastic_error_t err;
+	char desc[2048];
+
+	if (r->world >= r->set.total - _idle_gpus(r, 0) || _now() - r->t_heal > 10.0) {
+		r->t_heal = 0;
+		return;
+	}
+	if (_now() - r->t_heal_look < 0.5)
+		return;
+	r->t_heal_look = _now();
+	if (_look(r, &r->now, &err) < 0 || r->now.total >= r->set.total)
+		return;
+	r->set = r->now;
+	elastic__gpuset_describe(&r->set, desc, sizeof(desc));
+	_say("GPUs now: %s", desc);
+	/* (elasticd hears it with the next progress) */
+	r->ctl.gpus = r->set.total < r->world ? r->set.total : r->world;
 }
 
 /* With a runtime that survives a lost daemon: rank 0's record of a smaller
  * world says ranks were lost and the survivors healed in place. The launch
  * goes on; its GPU set becomes what Slurm says the job holds now (a
- * cancelled grant, a node gone), and elasticd hears the smaller count. */
+ * cancelled grant, a node gone: _heal_look), and elasticd hears the smaller
+ * count. */
 static void _watch_heals(struct run *r)
 {
 	static double t_read;
 	unsigned long long step, seen;
 	double t;
 	int size;
-	elastic_error_t err;
 
 	if (!r->in_place || _now() - t_read < 0.1)
 		return;
@@ -1329,18 +1400,18 @@ static void _watch_heals(struct run *r)
 		_shrink_done(r, step, size);
 		return;
 	}
-	if (size >= r->world)
+	if (size >= r->world) {
+		if (r->t_heal)
+			_heal_look(r);
 		return;
+	}
 	_say("%d rank%s lost; the survivors healed in place at %d rank%s from step %llu (no relaunch)",
 	     r->world - size, r->world - size == 1 ? "" : "s", size, size == 1 ? "" : "s",
 	     step);
 	r->world = size;
-	if (_look(r, &r->now, &err) == 0 && r->now.total < r->set.total) {
-		char desc[2048];
-		r->set = r->now;
-		elastic__gpuset_describe(&r->set, desc, sizeof(desc));
-		_say("GPUs now: %s", desc);
-	}
+	r->t_heal = _now();
+	r->t_heal_look = 0;
+	_heal_look(r);
 	if (r->have_ctl) {
 		r->ctl.gpus = r->set.total < size ? r->set.total : size;
 		elastic__orders_status(&r->ctl, step, -1, _say);

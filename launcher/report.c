@@ -86,25 +86,36 @@ int elastic__report_begin(struct elastic_report *r, int nranks)
 }
 
 void elastic__report_format(char *buf, size_t len, const char *token, unsigned gen,
-			    int rank, int how, int value)
+			    int rank, int how, int value, const char *host, int gpu)
 {
-	snprintf(buf, len, "%s %s %u %d %s %d\n", MAGIC, token, gen, rank,
-		 how == ELASTIC_RANK_SIGNALED ? "signal" : "exit", value);
+	int n = snprintf(buf, len, "%s %s %u %d %s %d", MAGIC, token, gen, rank,
+			 how == ELASTIC_RANK_SIGNALED ? "signal" : "exit", value);
+	/* where it ran, when the name fits a line and has no blank */
+	if (host && *host &&
+	    strlen(host) < sizeof(((struct elastic_rank_end *)0)->host) &&
+	    !strpbrk(host, " \t\r\n") && n > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " %s %d", host,
+			      gpu < 0 ? -1 : gpu);
+	if (n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "\n");
 }
 
 int elastic__report_parse(const struct elastic_report *r, const char *line, int *rank,
 			  struct elastic_rank_end *end)
 {
-	char magic[16], token[40], how[8];
+	char magic[16], token[40], how[8], host[64] = "";
 	unsigned gen;
-	int rk, value, used = 0;
-	if (strlen(line) >= MAX_LINE ||
-	    sscanf(line, "%15s %39s %u %d %7s %d%n", magic, token, &gen, &rk, how, &value,
-		   &used) != 6 ||
-	    (line[used] != '\0' && line[used] != '\n'))
+	int rk, value, gpu = -1, used = 0, f;
+
+	if (strlen(line) >= MAX_LINE)
+		return -1;
+	/* 6 fields, or 8 with where the rank ran ("HOST GPU") */
+	f = sscanf(line, "%15s %39s %u %d %7s %d%n %63s %d%n", magic, token, &gen, &rk,
+		   how, &value, &used, host, &gpu, &used);
+	if ((f != 6 && f != 8) || (line[used] != '\0' && line[used] != '\n'))
 		return -1;
 	if (strcmp(magic, MAGIC) || strcmp(token, r->token) || gen != r->gen || rk < 0 ||
-	    rk >= r->nranks || value < 0 || value > 255)
+	    rk >= r->nranks || value < 0 || value > 255 || gpu < -1 || gpu > 4095)
 		return -1;
 	if (strcmp(how, "exit") == 0)
 		end->how = ELASTIC_RANK_EXITED;
@@ -113,7 +124,20 @@ int elastic__report_parse(const struct elastic_report *r, const char *line, int 
 	else
 		return -1;
 	end->value = value;
+	snprintf(end->host, sizeof(end->host), "%s", f == 8 ? host : "");
+	end->gpu = f == 8 ? gpu : -1;
 	*rank = rk;
+	return 0;
+}
+
+int elastic__report_ended_on(const struct elastic_report *r, const char *host, int gpu)
+{
+	for (int i = 0; i < r->nranks; i++) {
+		const struct elastic_rank_end *e = &r->end[i];
+		if (e->how != ELASTIC_RANK_UNKNOWN && e->gpu == gpu && gpu >= 0 &&
+		    !strcmp(e->host, host))
+			return 1;
+	}
 	return 0;
 }
 

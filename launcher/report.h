@@ -12,8 +12,10 @@
 enum { ELASTIC_RANK_UNKNOWN = 0, ELASTIC_RANK_EXITED, ELASTIC_RANK_SIGNALED };
 
 struct elastic_rank_end {
-	int how;   /* ELASTIC_RANK_* */
-	int value; /* exit status or signal number */
+	int how;       /* ELASTIC_RANK_* */
+	int value;     /* exit status or signal number */
+	char host[64]; /* where the rank ran ("" if not said) */
+	int gpu;       /* its GPU's index there (-1: none or not said) */
 };
 
 struct elastic_report {
@@ -42,9 +44,14 @@ int elastic__report_poll(struct elastic_report *r, int timeout_ms);
 int elastic__report_parse(const struct elastic_report *r, const char *line, int *rank,
 			  struct elastic_rank_end *end);
 
-/* Format the line a rank sends (buf of at least 160 bytes). */
+/* Format the line a rank sends (buf of at least 160 bytes); host (NULL:
+ * not said) and gpu (-1: none) say where it ran. */
 void elastic__report_format(char *buf, size_t len, const char *token, unsigned gen,
-			    int rank, int how, int value);
+			    int rank, int how, int value, const char *host, int gpu);
+
+/* 1 if a rank of the current launch reported its end and ran on GPU gpu of
+ * host (its GPU holds no live rank now), else 0. */
+int elastic__report_ended_on(const struct elastic_report *r, const char *host, int gpu);
 
 /* Send one line to "host:port" (5 s timeout). Returns 0 or -1. */
 int elastic__report_send(const char *addr, const char *line);

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/test/test_report.c: unit tests of the rank-end report lines:
+ * what a rank wrapper sends (with where it ran) is what elastic-run reads,
+ * lines of another run, launch or shape are dropped, and which GPUs hold a
+ * rank that ended. */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "report.h"
+
+/* A report book for a launch of n ranks, without its socket. */
+static void book(struct elastic_report *r, int n)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	snprintf(r->token, sizeof(r->token), "00112233445566778899aabbccddeeff");
+	assert_int_equal(elastic__report_begin(r, n), 0);
+}
+
+static void round_trip(void **state)
+{
+	struct elastic_report r;
+	struct elastic_rank_end e;
+	char line[200];
+	int rank = -1;
+
+	(void)state;
+	book(&r, 4);
+	elastic__report_format(line, sizeof(line), r.token, r.gen, 3, ELASTIC_RANK_SIGNALED, 9,
+			       "node2", 1);
+	assert_non_null(strstr(line, " signal 9 node2 1\n"));
+	assert_int_equal(elastic__report_parse(&r, line, &rank, &e), 0);
+	assert_int_equal(rank, 3);
+	assert_int_equal(e.how, ELASTIC_RANK_SIGNALED);
+	assert_int_equal(e.value, 9);
+	assert_string_equal(e.host, "node2");
+	assert_int_equal(e.gpu, 1);
+	/* without where it ran (no host, or one that cannot be a field) */
+	elastic__report_format(line, sizeof(line), r.token, r.gen, 2, ELASTIC_RANK_EXITED, 75,
+			       NULL, 0);
+	assert_int_equal(elastic__report_parse(&r, line, &rank, &e), 0);
+	assert_int_equal(rank, 2);
+	assert_int_equal(e.how, ELASTIC_RANK_EXITED);
+	assert_string_equal(e.host, "");
+	assert_int_equal(e.gpu, -1);
+	elastic__report_format(line, sizeof(line), r.token, r.gen, 2, ELASTIC_RANK_EXITED, 0,
+			       "bad host", 0);
+	assert_null(strstr(line, "bad"));
+	assert_int_equal(elastic__report_parse(&r, line, &rank, &e), 0);
+	assert_int_equal(e.gpu, -1);
+	elastic__report_close(&r);
+}
+
+static void bad_lines(void **state)
+{
+	struct elastic_report r;
+	struct elastic_rank_end e;
+	char line[300];
+	int rank;
+	const char *tail[] = {
+		"exit 0 node2",		 /* host without its GPU */
+		"exit 0 node2 x",	 /* GPU not a number */
+		"exit 0 node2 -2",	 /* no such GPU */
+		"exit 0 node2 4096",	 /* no such GPU */
+		"exit 0 node2 1 extra", /* a field more */
+		"exit 256",		 /* not an exit status */
+		"stop 0",		 /* not an end */
+	};
+
+	(void)state;
+	book(&r, 4);
+	for (size_t i = 0; i < sizeof(tail) / sizeof(tail[0]); i++) {
+		snprintf(line, sizeof(line), "ELASTICRUN1 %s %u 1 %s\n", r.token, r.gen, tail[i]);
+		assert_int_equal(elastic__report_parse(&r, line, &rank, &e), -1);
+	}
+	/* another launch's, another run's, a rank out of range */
+	snprintf(line, sizeof(line), "ELASTICRUN1 %s %u 1 exit 0\n", r.token, r.gen + 1);
+	assert_int_equal(elastic__report_parse(&r, line, &rank, &e), -1);
+	snprintf(line, sizeof(line), "ELASTICRUN1 ffff %u 1 exit 0\n", r.gen);
+	assert_int_equal(elastic__report_parse(&r, line, &rank, &e), -1);
+	snprintf(line, sizeof(line), "ELASTICRUN1 %s %u 4 exit 0\n", r.token, r.gen);
+	assert_int_equal(elastic__report_parse(&r, line, &rank, &e), -1);
+	/* a host name longer than a field */
+	snprintf(line, sizeof(line), "ELASTICRUN1 %s %u 1 exit 0 %070d 1\n", r.token, r.gen, 7);
+	assert_int_equal(elastic__report_parse(&r, line, &rank, &e), -1);
+	elastic__report_close(&r);
+}
+
+static void ended_on(void **state)
+{
+	struct elastic_report r;
+
+	(void)state;
+	book(&r, 4);
+	assert_false(elastic__report_ended_on(&r, "node2", 0)); /* nothing reported */
+	r.end[3] = (struct elastic_rank_end){.how = ELASTIC_RANK_SIGNALED, .value = 9,
+					     .host = "node2", .gpu = 1};
+	r.end[1] = (struct elastic_rank_end){.how = ELASTIC_RANK_EXITED, .value = 1, .gpu = -1};
+	assert_true(elastic__report_ended_on(&r, "node2", 1));
+	assert_false(elastic__report_ended_on(&r, "node2", 0));
+	assert_false(elastic__report_ended_on(&r, "node1", 1));
+	assert_false(elastic__report_ended_on(&r, "", -1)); /* one that did not say where */
+	/* a new launch forgets the ends of the last */
+	assert_int_equal(elastic__report_begin(&r, 4), 0);
+	assert_false(elastic__report_ended_on(&r, "node2", 1));
+	elastic__report_close(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(round_trip),
+		cmocka_unit_test(bad_lines),
+		cmocka_unit_test(ended_on),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
