@@ -42,6 +42,9 @@ struct opts {
 	long stop_after;
 	int hang_rank;
 	long hang_step;
+	int exit_rank; /* --exit-at: this rank exits 75 after committing exit_step */
+	long exit_step;
+	long slow_step, slow_us; /* --slow-update */
 	long step_sleep_us;
 	const char *out, *compare, *progress;
 	double tolerance;
@@ -159,6 +162,10 @@ static void _usage(FILE *f)
 		"  --hang R:S         the rank that started as R stops making progress at step S\n"
 		"                     (sleeps; no rank sees a failure: ELASTIC_STEP_TIMEOUT's case)\n"
 		"  --kill-delay US    for WHERE=timer: delay after the step begins (1000)\n"
+		"  --exit-at R:S      the rank that started as R exits 75 (a re-form, as its\n"
+		"                     watchdog would) right after step S is committed\n"
+		"  --slow-update S:US every rank pauses US microseconds halfway through\n"
+		"                     applying step S's update (tests)\n"
 		"  --out FILE         write the final model (rank 0)\n"
 		"  --progress FILE    rank 0 writes the last committed step there at "
 		"each commit\n"
@@ -181,6 +188,7 @@ static int _parse(int argc, char **argv, struct opts *o)
 		{"seed", 1, 0, 's'},	     {"step-sleep", 1, 0, 'z'},
 		{"kill", 1, 0, 'k'},	     {"kill-delay", 1, 0, 'K'},
 		{"stop-after", 1, 0, 'S'},   {"hang", 1, 0, 'H'},
+		{"exit-at", 1, 0, 'X'},	     {"slow-update", 1, 0, 'U'},
 		{"out", 1, 0, 'o'},	     {"progress", 1, 0, 'P'},
 		{"compare", 1, 0, 'c'},	     {"tolerance", 1, 0, 't'},
 		{"quiet", 0, 0, 'q'},	     {"update-after-commit", 0, 0, 'u'},
@@ -198,6 +206,8 @@ static int _parse(int argc, char **argv, struct opts *o)
 			   .seed = 1,
 			   .kill_delay_us = 1000,
 			   .hang_rank = -1,
+			   .exit_rank = -1,
+			   .slow_step = -1,
 			   .tolerance = 1e-12};
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		errno = 0;
@@ -248,6 +258,25 @@ static int _parse(int argc, char **argv, struct opts *o)
 			if (sscanf(optarg, "%d:%ld", &o->hang_rank, &o->hang_step) != 2) {
 				fprintf(stderr,
 					"elastic_train: --hang '%s': expected R:S\n",
+					optarg);
+				return -1;
+			}
+			end = "";
+			break;
+		case 'X':
+			if (sscanf(optarg, "%d:%ld", &o->exit_rank, &o->exit_step) != 2) {
+				fprintf(stderr,
+					"elastic_train: --exit-at '%s': expected R:S\n",
+					optarg);
+				return -1;
+			}
+			end = "";
+			break;
+		case 'U':
+			if (sscanf(optarg, "%ld:%ld", &o->slow_step, &o->slow_us) != 2 ||
+			    o->slow_us < 0) {
+				fprintf(stderr,
+					"elastic_train: --slow-update '%s': expected S:US\n",
 					optarg);
 				return -1;
 			}
@@ -354,10 +383,13 @@ static int _compare(const char *path, const struct opts *o, const struct model *
  * the step's mean loss. */
 static double _apply(const struct opts *o, struct model *m, struct usage_check *check,
 		     uint32_t *uses, elastic_sampler_t *sampler, const int64_t *tot,
-		     const int64_t *all, int ngot, int ns)
+		     const int64_t *all, int ngot, int ns, long pause_us)
 {
-	for (long j = 0; j <= o->features; j++)
+	for (long j = 0; j <= o->features; j++) {
+		if (pause_us > 0 && j == (o->features + 1) / 2)
+			usleep((useconds_t)pause_us); /* --slow-update: half applied */
 		m->w[j] -= o->lr * ((double)tot[j] / FIX_SCALE) / ns;
+	}
 	for (int k = 0; k < ngot; k++)
 		if (all[k] >= 0 && all[k] < o->samples)
 			uses[all[k]]++;
@@ -506,9 +538,10 @@ int main(int argc, char **argv)
 		/* Apply the step: before the commit (the library copies the state
 		 * at commit and restores it on a redo), or, with
 		 * --update-after-commit, only once the step is committed. */
+		long pause = (long)step == o.slow_step ? o.slow_us : 0;
 		if (ok && !o.after_commit)
 			loss = _apply(&o, &model, &check, uses, sampler, tot, all, ngot,
-				      ns);
+				      ns, pause);
 		_maybe_kill(&o, rank0, step, "commit");
 
 		int r = elastic_step_commit(ctx, &err);
@@ -516,9 +549,16 @@ int main(int argc, char **argv)
 			fprintf(stderr, "elastic_train: rank %d: %s\n", rank0, err.text);
 			goto out;
 		}
+		if (r == ELASTIC_COMMITTED && rank0 == o.exit_rank &&
+		    (long)step == o.exit_step) {
+			printf("EXIT rank %d after step %llu t=%.6f\n", rank0,
+			       (unsigned long long)step, _now());
+			fflush(stdout);
+			_exit(ELASTIC_EXIT_REFORM);
+		}
 		if (r == ELASTIC_COMMITTED && o.after_commit) {
 			loss = _apply(&o, &model, &check, uses, sampler, tot, all, ngot,
-				      ns);
+				      ns, pause);
 			/* applied: on the node before the step is reported below */
 			if (elastic_step_updated(ctx, &err) < 0) {
 				fprintf(stderr, "elastic_train: rank %d: %s\n", rank0,

@@ -62,6 +62,10 @@ struct elastic__watchdog {
 	_Atomic int peer_reform;
 	_Atomic int leaving; /* this rank is on its way out (planned re-form) */
 	int stop;
+	/* The main thread's commit (the committed step, and with copy at
+	 * commit its copy) against this thread's snapshot of it
+	 * (elastic__persist_on_exit). */
+	pthread_mutex_t state;
 };
 
 /* The node snapshot writer (snap.c, update-after-commit mode): copies the
@@ -101,8 +105,12 @@ struct elastic_ctx {
 	struct elastic__region *regions;
 	int nregions;
 	size_t state_bytes;
-	int started;	    /* first step_begin done: registration frozen */
-	int in_step;	    /* between begin and commit */
+	int started; /* first step_begin done: registration frozen */
+	int in_step; /* between begin and commit */
+	/* update after commit: the caller is applying the committed step's
+	 * update (from the commit's return to its next elastic_step_updated,
+	 * begin or complete): the state is neither step's */
+	_Atomic int applying;
 	int step_ok;	    /* the step has not failed on this rank */
 	int comm_ok;	    /* no fault seen and comm not revoked by this rank */
 	uint64_t committed; /* committed steps */

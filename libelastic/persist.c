@@ -5,6 +5,10 @@
  * destroy. The copies themselves are snap.c's. */
 #include "config.h"
 
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "internal.h"
 
 /* This launch's node snapshot is written: older launches' files on this
@@ -109,21 +113,51 @@ void elastic__persist_final(elastic_ctx_t *ctx)
 		elastic__persist_now(ctx);
 }
 
-/* The watchdog ends the process (a step or a recovery hung): where the
- * snapshot interval left the last committed step out (ELASTIC_SNAPSHOT_EVERY
- * > 1, the default on a runtime that heals in place), it goes to the node
- * snapshot first, so that the relaunch loses at most the step in flight. Its
- * copy: the one made at the commit (copy at commit), or the state itself
- * (update after commit: unchanged inside a step). */
+/* How long the watchdog waits for the caller to finish applying an update
+ * before it gives up the snapshot (update after commit). */
+#define APPLY_WAIT_S 1.0
+
+/* The watchdog ends the process (a step or a recovery hung, a peer asked
+ * for a re-form, SIGTERM inside a step): where the snapshot interval left
+ * the last committed step out (ELASTIC_SNAPSHOT_EVERY > 1, the default on a
+ * runtime that heals in place), it goes to the node snapshot first, so that
+ * the relaunch loses at most the step in flight. Its copy: the one made at
+ * the commit (copy at commit), or the state itself (update after commit:
+ * unchanged inside a step, but not while the caller applies the committed
+ * step's update: waited for, APPLY_WAIT_S at most, else not written: a
+ * copy then would mix two steps). The main thread's commit waits for it. */
 void elastic__persist_on_exit(elastic_ctx_t *ctx)
 {
 	elastic_error_t e;
-	const unsigned char *src = _committed_copy(ctx);
+	double end = elastic__now_mono() + APPLY_WAIT_S;
 
+	pthread_mutex_lock(&ctx->wd.state);
+	while (atomic_load(&ctx->applying) && elastic__now_mono() < end) {
+		pthread_mutex_unlock(&ctx->wd.state);
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+		pthread_mutex_lock(&ctx->wd.state);
+	}
+	const unsigned char *src = _committed_copy(ctx);
 	if (!ctx->started || ctx->committed == ctx->persisted || !ctx->shm_prefix[0] ||
 	    ctx->node_rank != 0 || ctx->fenced || ctx->sw.running ||
-	    (ctx->mode == ELASTIC_COPY_AT_COMMIT && !src))
+	    (ctx->mode == ELASTIC_COPY_AT_COMMIT && !src)) {
+		pthread_mutex_unlock(&ctx->wd.state);
 		return;
+	}
+	if (atomic_load(&ctx->applying)) {
+		/* stderr only: this is the watchdog thread (a log callback may
+		 * be Python's) */
+		char msg[200];
+		int n = snprintf(
+			msg, sizeof(msg),
+			"libelastic[%d]: node snapshot: step %llu not written (its update was still being applied after %.0f s)\n",
+			ctx->rank, (unsigned long long)ctx->committed, APPLY_WAIT_S);
+		pthread_mutex_unlock(&ctx->wd.state);
+		if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
+		}
+		return;
+	}
 	if (elastic__snap_shm_publish(ctx, ctx->committed, src, &e) == 0)
 		ctx->persisted = ctx->committed;
+	pthread_mutex_unlock(&ctx->wd.state);
 }

@@ -461,8 +461,9 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (ctx->completed)
 		return _fail(err, EPROTO,
 			     "elastic_step_begin: the training was completed");
+	atomic_store(&ctx->applying, 0); /* the last commit is applied */
 	if (ctx->started && elastic__term_requested())
-		elastic__term_act(ctx, 1); /* the last commit is applied: keep it */
+		elastic__term_act(ctx, 1); /* keep it */
 	if (!ctx->started) {
 		if (ctx->nregions == 0)
 			return _fail(
@@ -615,7 +616,9 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 			(unsigned long long)lo, (unsigned long long)ctx->host.step[0],
 			(unsigned long long)ctx->host.step[1]);
 	}
+	pthread_mutex_lock(&ctx->wd.state);
 	ctx->committed = lo;
+	pthread_mutex_unlock(&ctx->wd.state);
 	_adopt(ctx, nc, node_rank);
 	elastic__watchdog_arm(ctx, 0);
 	ctx->stats.recoveries++;
@@ -639,6 +642,7 @@ int elastic_step_updated(elastic_ctx_t *ctx, elastic_error_t *err)
 			err, EPROTO,
 			"elastic_step_updated: inside step %llu (call it once elastic_step_commit returned ELASTIC_COMMITTED and the update is applied)",
 			(unsigned long long)ctx->committed);
+	atomic_store(&ctx->applying, 0);
 	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT && ctx->started)
 		elastic__persist(ctx, 0); /* the next begin's persist finds it done */
 	return 0;
@@ -699,12 +703,17 @@ static int _commit(elastic_ctx_t *ctx, elastic_error_t *err)
 			(unsigned long long)ctx->committed);
 	}
 	if (rc == MPI_SUCCESS && (flag & AGREE_STEP_OK) && (flag & AGREE_COMM_OK)) {
+		/* the watchdog's snapshot sees the step before or after, whole */
+		pthread_mutex_lock(&ctx->wd.state);
 		ctx->committed++;
 		if (ctx->mode == ELASTIC_COPY_AT_COMMIT) {
 			elastic__snap_host_save(ctx, ctx->committed);
 			elastic__persist(ctx, 1);
+		} else {
+			atomic_store(&ctx->applying, 1); /* the caller's turn */
 		}
 		ctx->in_step = 0;
+		pthread_mutex_unlock(&ctx->wd.state);
 		ctx->stats.commits++;
 		ctx->stats.last_failure_time = 0;
 		elastic__progress_commit(ctx);
@@ -745,6 +754,7 @@ int elastic_complete(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (ctx->in_step)
 		return _fail(err, EPROTO, "elastic_complete: step %llu is still open",
 			     (unsigned long long)ctx->committed);
+	atomic_store(&ctx->applying, 0); /* the last update is applied */
 	rc = MPI_Barrier(ctx->comm);
 	if (rc != MPI_SUCCESS)
 		return _fail(err, elastic__ft_is_fault(rc) ? EPIPE : EIO,

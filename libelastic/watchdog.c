@@ -148,6 +148,7 @@ int elastic__watchdog_start(elastic_ctx_t *ctx)
 {
 	ctx->wd.timeout_s = ctx->env.watchdog_s;
 	pthread_mutex_init(&ctx->wd.lock, NULL);
+	pthread_mutex_init(&ctx->wd.state, NULL);
 	pthread_cond_init(&ctx->wd.cond, NULL);
 	return 0;
 }
@@ -172,5 +173,6 @@ void elastic__watchdog_stop(elastic_ctx_t *ctx)
 		ctx->wd.running = 0;
 	}
 	pthread_mutex_destroy(&ctx->wd.lock);
+	pthread_mutex_destroy(&ctx->wd.state);
 	pthread_cond_destroy(&ctx->wd.cond);
 }

@@ -33,8 +33,8 @@ static void round_trip(void **state)
 
 	(void)state;
 	book(&r, 4);
-	elastic__report_format(line, sizeof(line), r.token, r.gen, 3, ELASTIC_RANK_SIGNALED, 9,
-			       "node2", 1);
+	elastic__report_format(line, sizeof(line), r.token, r.gen, 3,
+			       ELASTIC_RANK_SIGNALED, 9, "node2", 1);
 	assert_non_null(strstr(line, " signal 9 node2 1\n"));
 	assert_int_equal(elastic__report_parse(&r, line, &rank, &e), 0);
 	assert_int_equal(rank, 3);
@@ -43,15 +43,15 @@ static void round_trip(void **state)
 	assert_string_equal(e.host, "node2");
 	assert_int_equal(e.gpu, 1);
 	/* without where it ran (no host, or one that cannot be a field) */
-	elastic__report_format(line, sizeof(line), r.token, r.gen, 2, ELASTIC_RANK_EXITED, 75,
-			       NULL, 0);
+	elastic__report_format(line, sizeof(line), r.token, r.gen, 2, ELASTIC_RANK_EXITED,
+			       75, NULL, 0);
 	assert_int_equal(elastic__report_parse(&r, line, &rank, &e), 0);
 	assert_int_equal(rank, 2);
 	assert_int_equal(e.how, ELASTIC_RANK_EXITED);
 	assert_string_equal(e.host, "");
 	assert_int_equal(e.gpu, -1);
-	elastic__report_format(line, sizeof(line), r.token, r.gen, 2, ELASTIC_RANK_EXITED, 0,
-			       "bad host", 0);
+	elastic__report_format(line, sizeof(line), r.token, r.gen, 2, ELASTIC_RANK_EXITED,
+			       0, "bad host", 0);
 	assert_null(strstr(line, "bad"));
 	assert_int_equal(elastic__report_parse(&r, line, &rank, &e), 0);
 	assert_int_equal(e.gpu, -1);
@@ -65,19 +65,20 @@ static void bad_lines(void **state)
 	char line[300];
 	int rank;
 	const char *tail[] = {
-		"exit 0 node2",		 /* host without its GPU */
-		"exit 0 node2 x",	 /* GPU not a number */
-		"exit 0 node2 -2",	 /* no such GPU */
-		"exit 0 node2 4096",	 /* no such GPU */
+		"exit 0 node2",		/* host without its GPU */
+		"exit 0 node2 x",	/* GPU not a number */
+		"exit 0 node2 -2",	/* no such GPU */
+		"exit 0 node2 4096",	/* no such GPU */
 		"exit 0 node2 1 extra", /* a field more */
-		"exit 256",		 /* not an exit status */
-		"stop 0",		 /* not an end */
+		"exit 256",		/* not an exit status */
+		"stop 0",		/* not an end */
 	};
 
 	(void)state;
 	book(&r, 4);
 	for (size_t i = 0; i < sizeof(tail) / sizeof(tail[0]); i++) {
-		snprintf(line, sizeof(line), "ELASTICRUN1 %s %u 1 %s\n", r.token, r.gen, tail[i]);
+		snprintf(line, sizeof(line), "ELASTICRUN1 %s %u 1 %s\n", r.token, r.gen,
+			 tail[i]);
 		assert_int_equal(elastic__report_parse(&r, line, &rank, &e), -1);
 	}
 	/* another launch's, another run's, a rank out of range */
@@ -88,7 +89,8 @@ static void bad_lines(void **state)
 	snprintf(line, sizeof(line), "ELASTICRUN1 %s %u 4 exit 0\n", r.token, r.gen);
 	assert_int_equal(elastic__report_parse(&r, line, &rank, &e), -1);
 	/* a host name longer than a field */
-	snprintf(line, sizeof(line), "ELASTICRUN1 %s %u 1 exit 0 %070d 1\n", r.token, r.gen, 7);
+	snprintf(line, sizeof(line), "ELASTICRUN1 %s %u 1 exit 0 %070d 1\n", r.token,
+		 r.gen, 7);
 	assert_int_equal(elastic__report_parse(&r, line, &rank, &e), -1);
 	elastic__report_close(&r);
 }
@@ -100,13 +102,15 @@ static void ended_on(void **state)
 	(void)state;
 	book(&r, 4);
 	assert_false(elastic__report_ended_on(&r, "node2", 0)); /* nothing reported */
-	r.end[3] = (struct elastic_rank_end){.how = ELASTIC_RANK_SIGNALED, .value = 9,
-					     .host = "node2", .gpu = 1};
-	r.end[1] = (struct elastic_rank_end){.how = ELASTIC_RANK_EXITED, .value = 1, .gpu = -1};
+	r.end[3] = (struct elastic_rank_end){
+		.how = ELASTIC_RANK_SIGNALED, .value = 9, .host = "node2", .gpu = 1};
+	r.end[1] = (struct elastic_rank_end){
+		.how = ELASTIC_RANK_EXITED, .value = 1, .gpu = -1};
 	assert_true(elastic__report_ended_on(&r, "node2", 1));
 	assert_false(elastic__report_ended_on(&r, "node2", 0));
 	assert_false(elastic__report_ended_on(&r, "node1", 1));
-	assert_false(elastic__report_ended_on(&r, "", -1)); /* one that did not say where */
+	assert_false(
+		elastic__report_ended_on(&r, "", -1)); /* one that did not say where */
 	/* a new launch forgets the ends of the last */
 	assert_int_equal(elastic__report_begin(&r, 4), 0);
 	assert_false(elastic__report_ended_on(&r, "node2", 1));
