@@ -179,6 +179,15 @@ static void _usage(FILE *f)
 		MAX_D);
 }
 
+/* An option's "R:S" (a rank, a step): 0, or -1 said. */
+static int _rank_step(const char *opt, const char *v, int *rank, long *step)
+{
+	if (sscanf(v, "%d:%ld", rank, step) == 2)
+		return 0;
+	fprintf(stderr, "elastic_train: --%s '%s': expected R:S\n", opt, v);
+	return -1;
+}
+
 static int _parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -255,21 +264,14 @@ static int _parse(int argc, char **argv, struct opts *o)
 			end = "";
 			break;
 		case 'H':
-			if (sscanf(optarg, "%d:%ld", &o->hang_rank, &o->hang_step) != 2) {
-				fprintf(stderr,
-					"elastic_train: --hang '%s': expected R:S\n",
-					optarg);
+			if (_rank_step("hang", optarg, &o->hang_rank, &o->hang_step) < 0)
 				return -1;
-			}
 			end = "";
 			break;
 		case 'X':
-			if (sscanf(optarg, "%d:%ld", &o->exit_rank, &o->exit_step) != 2) {
-				fprintf(stderr,
-					"elastic_train: --exit-at '%s': expected R:S\n",
-					optarg);
+			if (_rank_step("exit-at", optarg, &o->exit_rank, &o->exit_step) <
+			    0)
 				return -1;
-			}
 			end = "";
 			break;
 		case 'U':

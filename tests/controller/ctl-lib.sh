@@ -155,6 +155,38 @@ ctl_train_job() { # name user account "train args" priority sbatch-args...
 	echo "$id"
 }
 
+# The trainer's static reference: EPOCHS epochs of TARGS on 2 ranks, its
+# final model in $T_DIR/ref.model (readable by the jobs' users).
+ctl_reference() { # epochs "train args"
+	timeout 300 mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 "$train" --quiet \
+		--epochs "$1" $2 --out "$T_DIR/ref.model" >"$T_DIR/ref.out" 2>&1 ||
+		{ tail "$T_DIR/ref.out"; t_fail "the static reference run failed"; }
+	chmod 644 "$T_DIR/ref.model"
+}
+
+# The end of a training job's output OUT: EPOCHS epochs with every sample
+# once, the static reference's model, and no step committed twice (a step
+# line twice; a relaunch may lose the last step line of the ended launch on
+# its way through mpirun: the model and the usage check say none was
+# skipped).
+ctl_train_done() { # out epochs
+	local dups
+	grep -aEq "^done: [0-9]+ steps, $2 epochs, .*usage: $2 epochs checked, 0 bad, 0 violations" "$1" ||
+		t_fail "the training did not finish with every sample used once: $(grep -a '^done: ' "$1" || tail -n 5 "$1")"
+	grep -aq "^model matches reference" "$1" ||
+		t_fail "the final model is not the static run's: $(grep -a '^model ' "$1" || echo 'no comparison line')"
+	dups=$(grep -aEo '^step [0-9]+ ' "$1" | sort | uniq -d | wc -l)
+	[ "$dups" = 0 ] || t_fail "$dups steps committed more than once"
+}
+
+# Job JOB's elastic tag (its AdminComment, as elasticd reads it).
+ctl_tag() { # job
+	local t
+	t=$(scontrol show job "$1" | grep -o 'AdminComment=elastic:[^ ]*' | cut -d= -f2-)
+	[ -n "$t" ] || t_fail "job $1 has no elastic tag"
+	echo "$t"
+}
+
 # Background proto-client as USER for JOB; its events go to $T_DIR/client-JOB.out.
 ctl_client() { # user job args...
 	local u=$1 j=$2

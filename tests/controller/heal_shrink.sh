@@ -27,16 +27,12 @@ ctl_block_gpus 2 node1 node2 # the job's 4 GPUs are 2 a node
 
 epochs=20
 targs="--samples 4096 --global-batch 128"
-timeout 300 mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 "$train" --quiet \
-	--epochs $epochs $targs --out "$T_DIR/ref.model" >"$T_DIR/ref.out" 2>&1 ||
-	{ tail "$T_DIR/ref.out"; t_fail "the static reference run failed"; }
-chmod 644 "$T_DIR/ref.model"
+ctl_reference "$epochs" "$targs"
 ctl_start
 j=$(ctl_train_job heal alice acct_a "--epochs $epochs $targs --step-sleep 20000 --compare $T_DIR/ref.model" "" \
 	--elastic-gpus=2-4 --elastic-grace=30 -N1 -n1)
 out=$T_DIR/heal.out
-tag=$(scontrol show job "$j" | grep -o 'AdminComment=elastic:[^ ]*' | cut -d= -f2-)
-[ -n "$tag" ] || t_fail "job $j has no elastic tag"
+tag=$(ctl_tag "$j") || exit 1
 
 steps_at() { # size line: "step" lines at SIZE after line LINE of the output
 	tail -n +"$2" "$out" | grep -aEc "^step [0-9]+ epoch [0-9]+ size $1 "
@@ -126,12 +122,7 @@ tail -n +"$lo" "$out" | grep -aq "asking the .* ranks to re-form" && t_fail "cas
 t_log "case 2: $gnode's ranks lost and healed at 2, then its grants released: ${line#elastic-run * }"
 
 t_wait_job "$j" 600
-grep -aEq "^done: [0-9]+ steps, $epochs epochs, .*usage: $epochs epochs checked, 0 bad, 0 violations" "$out" ||
-	t_fail "the training did not finish with every sample used once: $(grep -a '^done: ' "$out" || tail -n 5 "$out")"
-grep -aq "^model matches reference" "$out" ||
-	t_fail "the final model is not the static run's: $(grep -a '^model ' "$out" || echo 'no comparison line')"
-dups=$(grep -aEo '^step [0-9]+ ' "$out" | sort | uniq -d | wc -l)
-[ "$dups" = 0 ] || t_fail "$dups steps committed more than once"
+ctl_train_done "$out" "$epochs"
 launches=$(grep -ao "job [0-9]*: finished ([0-9]* launch" "$out" | awk '{print $4}' | tr -d '(')
 [ "$launches" = 2 ] || t_fail "$launches launches: 2 expected (the start and the grow back to 4)"
 ctl_alive || t_fail "elasticd died"

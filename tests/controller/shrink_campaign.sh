@@ -38,16 +38,12 @@ t_runtime_in_place && in_place=1
 # the rest runs after the last.
 epochs=$((runs * (np == 4 ? 4 : 2) + 4))
 targs="--samples 4096 --global-batch 128"
-timeout 300 mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 "$train" --quiet \
-	--epochs $epochs $targs --out "$T_DIR/ref.model" >"$T_DIR/ref.out" 2>&1 ||
-	{ tail "$T_DIR/ref.out"; t_fail "the static reference run failed"; }
-chmod 644 "$T_DIR/ref.model"
+ctl_reference "$epochs" "$targs"
 ctl_start
 j=$(ctl_train_job shrink alice acct_a "--epochs $epochs $targs --step-sleep 20000 --compare $T_DIR/ref.model" "" \
 	--elastic-gpus="$half-$np" --elastic-grace=30 -N1 -n1)
 out=$T_DIR/shrink.out
-tag=$(scontrol show job "$j" | grep -o 'AdminComment=elastic:[^ ]*' | cut -d= -f2-)
-[ -n "$tag" ] || t_fail "job $j has no elastic tag"
+tag=$(ctl_tag "$j") || exit 1
 
 # Steps committed at SIZE after line LINE of the output: "step t" lines.
 steps_at() { # size line
@@ -130,15 +126,7 @@ for i in $(seq 1 "$runs"); do
 	wait_steps "$np" 3 90 "$lo"
 done
 t_wait_job "$j" 600
-grep -aEq "^done: [0-9]+ steps, $epochs epochs, .*usage: $epochs epochs checked, 0 bad, 0 violations" "$out" ||
-	t_fail "the training did not finish with every sample used once: $(grep -a '^done: ' "$out" || tail -n 5 "$out")"
-grep -aq "^model matches reference" "$out" ||
-	t_fail "the final model is not the static run's: $(grep -a '^model ' "$out" || echo 'no comparison line')"
-# No step redone (a step line twice). (A relaunch may lose the last step
-# line of the ended launch on its way through mpirun: the model and the
-# usage check above say no step was skipped.)
-dups=$(grep -aEo '^step [0-9]+ ' "$out" | sort | uniq -d | wc -l)
-[ "$dups" = 0 ] || t_fail "$dups steps committed more than once"
+ctl_train_done "$out" "$epochs"
 nsteps=$(grep -aEo '^done: [0-9]+ steps' "$out" | awk '{print $2}')
 # (each run checked its shrink was in place before any re-form; a grow may
 # take two re-forms when its grants start far apart)
