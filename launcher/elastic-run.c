@@ -1023,6 +1023,7 @@ static int _spawn(struct run *r, const char **av)
 	clock_gettime(CLOCK_REALTIME, &r->t0_wall);
 	r->world = r->set.total;
 	r->leaving = 0;
+	r->t_heal = 0;
 	if (r->in_place) {
 		_leave_clear(r);
 		setenv("ELASTIC_RUN_LEAVE", r->leave, 1);
@@ -1109,6 +1110,25 @@ static int _idle_gpus(const struct run *r, int released)
 /* How long the releases of one shrink are awaited once the first came. */
 #define RELEASE_SETTLE_S 0.5
 
+/* How long after a heal in place a release waits for the lost ranks'
+ * wrappers to say where they ran (their reports may come after rank 0's
+ * record of the smaller world; a lost node's never come). */
+#define HEAL_SETTLE_S 1.0
+
+/* 1 while a release should wait for that (see HEAL_SETTLE_S). */
+static int _heal_unsettled(struct run *r)
+{
+	if (!r->t_heal || _now() - r->t_heal >= HEAL_SETTLE_S ||
+	    r->world >= r->set.total - _idle_gpus(r, 0))
+		return 0;
+	if (!r->t_rel_wait) {
+		r->t_rel_wait = _now();
+		_say("controller: a release %.0f ms after ranks were lost: waiting up to %.1f s for where they ran",
+		     (_now() - r->t_heal) * 1e3, HEAL_SETTLE_S);
+	}
+	return 1;
+}
+
 /* 1 while the releases seen leave the set above the controller's target
  * (sent before them): the others of the same shrink are on their way
  * (elasticd orders them one grant at a time, a slurmctld call apart). Acting
@@ -1175,7 +1195,7 @@ static void _follow_orders(struct run *r)
 		 * heal since (a smaller world) ends that wait. */
 		if (r->leaving && r->world == r->leave_world - r->leaving)
 			return;
-		if (_releases_to_come(r, released))
+		if (_heal_unsettled(r) || _releases_to_come(r, released))
 			return;
 		r->t_rel_wait = 0;
 		r->stop_due = _plan_leave(r);
@@ -1367,8 +1387,8 @@ static void _heal_look(struct run *r)
 		r->t_heal = 0;
 		return;
 	}
-	if (_now() - r->t_heal_look < 0.5)
-		return;
+	if (_now() - r->t_heal_look < 0.5 || _released_gpus(r) > 0)
+		return; /* (a release under way drops its GPUs and acknowledges them) */
 	r->t_heal_look = _now();
 	if (_look(r, &r->now, &err) < 0 || r->now.total >= r->set.total)
 		return;
@@ -1418,6 +1438,22 @@ static void _watch_heals(struct run *r)
 	}
 }
 
+/* With a runtime that heals in place, a rank that ends while mpirun runs
+ * is news: say where it ran (-v). */
+static void _say_ends(struct run *r)
+{
+	for (int i = 0; i < r->rep.nranks; i++) {
+		struct elastic_rank_end *e = &r->rep.end[i];
+		if (e->how == ELASTIC_RANK_UNKNOWN || e->told)
+			continue;
+		e->told = 1;
+		if (verbose && r->in_place && e->value != 0)
+			_say("rank %d ended (%s %d) on %s GPU %d", i,
+			     e->how == ELASTIC_RANK_SIGNALED ? "signal" : "exit status",
+			     e->value, e->host[0] ? e->host : "?", e->gpu);
+	}
+}
+
 /* WATCH: wait for mpirun while taking the ranks' reports and the
  * controller's orders; then sum up how the launch ended. */
 static enum run_state _watch(struct run *r)
@@ -1426,7 +1462,8 @@ static enum run_state _watch(struct run *r)
 
 	r->stop_sent = r->stop_due = 0;
 	for (;;) {
-		elastic__report_poll(&r->rep, r->have_ctl ? 50 : 200);
+		if (elastic__report_poll(&r->rep, r->have_ctl ? 50 : 200) > 0)
+			_say_ends(r);
 		pid_t w = waitpid(child, &ws, WNOHANG);
 		if (w == child || (w < 0 && errno != EINTR))
 			break;

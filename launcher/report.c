@@ -124,6 +124,7 @@ int elastic__report_parse(const struct elastic_report *r, const char *line, int 
 	else
 		return -1;
 	end->value = value;
+	end->told = 0;
 	snprintf(end->host, sizeof(end->host), "%s", f == 8 ? host : "");
 	end->gpu = f == 8 ? gpu : -1;
 	*rank = rk;

@@ -16,6 +16,7 @@ struct elastic_rank_end {
 	int value;     /* exit status or signal number */
 	char host[64]; /* where the rank ran ("" if not said) */
 	int gpu;       /* its GPU's index there (-1: none or not said) */
+	int told;      /* elastic-run has said so (set by the caller) */
 };
 
 struct elastic_report {
