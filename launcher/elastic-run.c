@@ -1107,6 +1107,12 @@ static int _idle_gpus(const struct run *r, int released)
 	return n;
 }
 
+/* GPUs of the running set that hold a live rank. */
+static int _live_gpus(const struct run *r)
+{
+	return r->set.total - _idle_gpus(r, 0);
+}
+
 /* How long the releases of one shrink are awaited once the first came. */
 #define RELEASE_SETTLE_S 0.5
 
@@ -1119,7 +1125,7 @@ static int _idle_gpus(const struct run *r, int released)
 static int _heal_unsettled(struct run *r)
 {
 	if (!r->t_heal || _now() - r->t_heal >= HEAL_SETTLE_S ||
-	    r->world >= r->set.total - _idle_gpus(r, 0))
+	    r->world >= _live_gpus(r))
 		return 0;
 	if (!r->t_rel_wait) {
 		r->t_rel_wait = _now();
@@ -1286,15 +1292,14 @@ static int _daemon_released(const struct run *r)
 static int _plan_leave(struct run *r)
 {
 	char list[8192];
-	int n, h, idle = _idle_gpus(r, 0), idle_rel;
+	int n, h, idle_rel;
 
 	if (r->in_place && !r->leaving && (h = _daemon_released(r)) >= 0) {
 		_say("planned shrink: grant %lu, released, hosts the daemon of %s where ranks stay: all ranks re-form",
 		     r->set.host[h].job, r->set.host[h].name);
 		return 1;
 	}
-	if (!r->in_place || r->leaving || r->world != r->set.total - idle ||
-	    _grants_add(r) ||
+	if (!r->in_place || r->leaving || r->world != _live_gpus(r) || _grants_add(r) ||
 	    (n = elastic__gpuset_leave(&r->set, _released_job, &r->orders, list,
 				       sizeof(list))) <= 0 ||
 	    n >= r->set.total ||
@@ -1383,7 +1388,7 @@ static void _heal_look(struct run *r)
 	elastic_error_t err;
 	char desc[2048];
 
-	if (r->world >= r->set.total - _idle_gpus(r, 0) || _now() - r->t_heal > 10.0) {
+	if (r->world >= _live_gpus(r) || _now() - r->t_heal > 10.0) {
 		r->t_heal = 0;
 		return;
 	}

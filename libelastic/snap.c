@@ -265,6 +265,20 @@ int elastic__snap_shm_publish(elastic_ctx_t *ctx, uint64_t step, const unsigned 
 	return 0;
 }
 
+/* The header of the snapshot file at path into *h: 0 when the file has one
+ * (its magic), else -1. */
+static int _header(const char *path, struct snap_header *h)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
+
+	if (fd < 0)
+		return -1;
+	if (_pread_all(fd, h, sizeof(*h), 0) == 0 && !memcmp(h->magic, SNAP_MAGIC, 8))
+		rc = 0;
+	close(fd);
+	return rc;
+}
+
 /* The newest committed step in this launch's node snapshot on this host
  * (either slot, valid and of this registration), read from the files as a
  * rank that does not write them sees them; 0 if none. */
@@ -275,17 +289,11 @@ static uint64_t _shm_newest(const elastic_ctx_t *ctx)
 	for (int slot = 0; slot < 2; slot++) {
 		char path[600];
 		struct snap_header h;
-		int fd;
 
 		_slot_path(ctx, ctx->shm_prefix, slot, path, sizeof(path));
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-			continue;
-		if (_pread_all(fd, &h, sizeof(h), 0) == 0 &&
-		    !memcmp(h.magic, SNAP_MAGIC, 8) &&
-		    h.state_bytes == ctx->state_bytes && h.layout == layout &&
-		    h.step > newest)
+		if (_header(path, &h) == 0 && h.state_bytes == ctx->state_bytes &&
+		    h.layout == layout && h.step > newest)
 			newest = h.step;
-		close(fd);
 	}
 	return newest;
 }
@@ -359,14 +367,9 @@ static int _consider(const char *path, const char *name, void *arg)
 {
 	struct _best *b = arg;
 	struct snap_header h;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
-		return 0;
-	if (_pread_all(fd, &h, sizeof(h), 0) == 0 && !memcmp(h.magic, SNAP_MAGIC, 8) &&
-	    h.step > b->step) {
+	if (_header(path, &h) == 0 && h.step > b->step) {
 		if (h.layout != b->layout || h.state_bytes != b->ctx->state_bytes) {
-			close(fd);
 			return _fail(
 				b->err, EINVAL,
 				"%s holds a state of another registration (%llu bytes; this program registers %zu)",
@@ -376,7 +379,6 @@ static int _consider(const char *path, const char *name, void *arg)
 		b->step = h.step;
 		snprintf(b->path, sizeof(b->path), "%s", path);
 	}
-	close(fd);
 	return 0;
 }
 
