@@ -507,6 +507,7 @@ int elastic__snap_async_start(elastic_ctx_t *ctx, uint64_t step)
 			return -1;
 		}
 		ctx->sw.running = 1;
+		(void)pthread_setname_np(ctx->sw.thread, "elastic-snap");
 	}
 	pthread_mutex_lock(&ctx->sw.lock);
 	while (ctx->sw.pending) /* one at a time (callers wait first) */

@@ -149,17 +149,27 @@ int elastic__watchdog_start(elastic_ctx_t *ctx)
 	ctx->wd.timeout_s = ctx->env.watchdog_s;
 	pthread_mutex_init(&ctx->wd.lock, NULL);
 	pthread_mutex_init(&ctx->wd.state, NULL);
-	pthread_cond_init(&ctx->wd.cond, NULL);
+	/* its waits end at CLOCK_MONOTONIC times: a condition on the default
+	 * clock (CLOCK_REALTIME) took them for times long past and the thread
+	 * spun, taking a share of a core from every rank */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ctx->wd.cond, &ca);
+	pthread_condattr_destroy(&ca);
 	return 0;
 }
 
 void elastic__watchdog_run(elastic_ctx_t *ctx)
 {
-	if (pthread_create(&ctx->wd.thread, NULL, _watchdog, ctx) == 0)
+	if (pthread_create(&ctx->wd.thread, NULL, _watchdog, ctx) == 0) {
 		ctx->wd.running = 1;
-	else
+		/* as top -H and /proc/PID/task/TID/comm show it */
+		(void)pthread_setname_np(ctx->wd.thread, "elastic-watch");
+	} else {
 		elastic__log(ctx, ELASTIC_LOG_WARN,
 			     "no watchdog thread: recovery is not timed");
+	}
 }
 
 void elastic__watchdog_stop(elastic_ctx_t *ctx)
