@@ -1513,7 +1513,17 @@ static enum run_state _reform(struct run *r)
 	const struct elastic_report_summary *sum = &r->sum;
 	elastic_error_t err;
 
-	switch (elastic__run_ended(sum, r->mstatus, got_signal, &r->status)) {
+	/* the world the survivors healed to, if they did: rank 0's last
+	 * record (the survivors may have finished before it was read) */
+	unsigned long long step, seen;
+	double t;
+	int size = 0, healed = 0;
+	if (r->in_place && _progress_read(r, &step, &seen, &t, &size) == 0 && size > 0 &&
+	    size < r->world)
+		r->world = size;
+	if (r->in_place && r->world < r->rep.nranks)
+		healed = r->world;
+	switch (elastic__run_ended(sum, r->mstatus, got_signal, healed, &r->status)) {
 	case ELASTIC_RUN_FINISHED:
 		_say("job %lu: finished (%d launch%s, %d of %d ranks at the end)",
 		     r->jobid, r->launches, r->launches == 1 ? "" : "es", sum->ok,

@@ -7,11 +7,16 @@
 #include "runstate.h"
 
 enum elastic_run_next elastic__run_ended(const struct elastic_report_summary *sum,
-					 int mstatus, int sig, int *status)
+					 int mstatus, int sig, int healed, int *status)
 {
 	/* Finished: some ranks ended the program normally and none failed
-	 * (ranks lost on the way were healed in place by ULFM). */
-	if (sum->ok > 0 && sum->failed == 0 && sum->reform == 0) {
+	 * (ranks lost on the way were healed in place by ULFM); or every rank
+	 * of the world healed in place ended it normally: the ranks that
+	 * failed were healed around (a rank on a lost node whose daemon died
+	 * first aborts with an exit status of its own: PMIx's lost
+	 * connection, 195) */
+	if (sum->ok > 0 && sum->reform == 0 &&
+	    (sum->failed == 0 || (healed > 0 && sum->ok >= healed))) {
 		*status = 0;
 		return ELASTIC_RUN_FINISHED;
 	}

@@ -17,12 +17,15 @@ enum elastic_run_next {
 };
 
 /* A launch ended with mpirun status mstatus and the ranks' reports in sum;
- * sig is the signal elastic-run got (0: none). Returns FINISHED (some ranks
- * ended the program normally, none failed or asked to re-form), STOPPED,
- * NOSTART, or REFORM (look at the GPUs, then ask elastic__run_retry).
- * *status gets the exit status of the run if it ends here. */
+ * sig is the signal elastic-run got (0: none); healed the size of the world
+ * the survivors healed in place to during the launch (0: none). Returns
+ * FINISHED (some ranks ended the program normally, and none failed or every
+ * rank of the healed world ended it normally; none asked to re-form),
+ * STOPPED, NOSTART, or REFORM (look at the GPUs, then ask
+ * elastic__run_retry). *status gets the exit status of the run if it ends
+ * here. */
 enum elastic_run_next elastic__run_ended(const struct elastic_report_summary *sum,
-					 int mstatus, int sig, int *status);
+					 int mstatus, int sig, int healed, int *status);
 
 /* Whether to launch again: progress is whether the last launch moved the
  * job on (ranks asked to re-form, the GPUs changed, or elastic-run asked

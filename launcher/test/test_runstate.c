@@ -25,10 +25,10 @@ static void finished(void **state)
 {
 	struct elastic_report_summary s = sum(3, 0, 0, 1, 0);
 	int status = -1;
-	assert_int_equal(elastic__run_ended(&s, 0, 0, &status), ELASTIC_RUN_FINISHED);
+	assert_int_equal(elastic__run_ended(&s, 0, 0, 0, &status), ELASTIC_RUN_FINISHED);
 	assert_int_equal(status, 0);
 	s = sum(1, 0, 0, 0, 3);
-	assert_int_equal(elastic__run_ended(&s, 1, SIGTERM, &status),
+	assert_int_equal(elastic__run_ended(&s, 1, SIGTERM, 0, &status),
 			 ELASTIC_RUN_FINISHED);
 	assert_int_equal(status, 0);
 }
@@ -38,14 +38,38 @@ static void not_finished(void **state)
 {
 	struct elastic_report_summary s = sum(3, 1, 0, 0, 0);
 	int status = -1;
-	assert_int_equal(elastic__run_ended(&s, 0, 0, &status), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_ended(&s, 0, 0, 0, &status), ELASTIC_RUN_REFORM);
 	assert_int_equal(status, 1); /* a failed rank: 1 */
 	s = sum(3, 0, 1, 0, 0);
-	assert_int_equal(elastic__run_ended(&s, 0, 0, &status), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_ended(&s, 0, 0, 0, &status), ELASTIC_RUN_REFORM);
 	assert_int_equal(status, 1); /* mpirun 0 but not finished: 1 */
 	s = sum(0, 0, 0, 0, 4);
-	assert_int_equal(elastic__run_ended(&s, 137, 0, &status), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_ended(&s, 137, 0, 0, &status), ELASTIC_RUN_REFORM);
 	assert_int_equal(status, 137); /* no failed rank: mpirun's status */
+}
+
+/* A world healed in place to `healed` ranks: when that many ended the
+ * program normally, ranks that failed before (healed around: one on a lost
+ * node aborts with PMIx's lost-connection status when its daemon dies
+ * first) do not make the run fail; a failure inside the healed world
+ * does. */
+static void finished_after_heal(void **state)
+{
+	struct elastic_report_summary s = sum(4, 1, 0, 0, 3);
+	int status = -1;
+	assert_int_equal(elastic__run_ended(&s, 137, 0, 4, &status),
+			 ELASTIC_RUN_FINISHED);
+	assert_int_equal(status, 0);
+	/* not healed: the failed rank counts */
+	assert_int_equal(elastic__run_ended(&s, 137, 0, 0, &status), ELASTIC_RUN_REFORM);
+	assert_int_equal(status, 1);
+	/* healed to 4, 3 of them ended normally, one failed after */
+	s = sum(3, 2, 0, 0, 3);
+	assert_int_equal(elastic__run_ended(&s, 1, 0, 4, &status), ELASTIC_RUN_REFORM);
+	assert_int_equal(status, 1);
+	/* a rank asked to re-form: not finished */
+	s = sum(4, 1, 1, 0, 2);
+	assert_int_equal(elastic__run_ended(&s, 0, 0, 4, &status), ELASTIC_RUN_REFORM);
 }
 
 /* How rank ends add up: a rank ended by a signal, or by an exit status of
@@ -73,7 +97,8 @@ static void summary_killed_not_failed(void **state)
 	/* two survivors ended the program, two ranks were killed (in place) */
 	rep.nranks = 4;
 	elastic__report_summary(&rep, 75, &s);
-	assert_int_equal(elastic__run_ended(&s, 143, 0, &status), ELASTIC_RUN_FINISHED);
+	assert_int_equal(elastic__run_ended(&s, 143, 0, 0, &status),
+			 ELASTIC_RUN_FINISHED);
 	assert_int_equal(status, 0);
 }
 
@@ -81,18 +106,19 @@ static void stopped_and_nostart(void **state)
 {
 	struct elastic_report_summary s = sum(0, 0, 0, 2, 0);
 	int status = -1;
-	assert_int_equal(elastic__run_ended(&s, 143, SIGTERM, &status),
+	assert_int_equal(elastic__run_ended(&s, 143, SIGTERM, 0, &status),
 			 ELASTIC_RUN_STOPPED);
 	assert_int_equal(status, 143);
-	assert_int_equal(elastic__run_ended(&s, 130, SIGINT, &status),
+	assert_int_equal(elastic__run_ended(&s, 130, SIGINT, 0, &status),
 			 ELASTIC_RUN_STOPPED);
 	/* SIGUSR1 (a re-form asked for) is no reason to stop */
-	assert_int_equal(elastic__run_ended(&s, 1, SIGUSR1, &status), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_ended(&s, 1, SIGUSR1, 0, &status),
+			 ELASTIC_RUN_REFORM);
 	s = sum(0, 0, 0, 0, 2);
-	assert_int_equal(elastic__run_ended(&s, 127, 0, &status), ELASTIC_RUN_NOSTART);
+	assert_int_equal(elastic__run_ended(&s, 127, 0, 0, &status), ELASTIC_RUN_NOSTART);
 	assert_int_equal(status, 127);
 	/* a signal wins over a mpirun that could not start */
-	assert_int_equal(elastic__run_ended(&s, 127, SIGTERM, &status),
+	assert_int_equal(elastic__run_ended(&s, 127, SIGTERM, 0, &status),
 			 ELASTIC_RUN_STOPPED);
 }
 
@@ -145,6 +171,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(finished),
 		cmocka_unit_test(not_finished),
+		cmocka_unit_test(finished_after_heal),
 		cmocka_unit_test(summary_killed_not_failed),
 		cmocka_unit_test(stopped_and_nostart),
 		cmocka_unit_test(stuck),

@@ -6,7 +6,9 @@
 #          ULFM heals in place, the job finishes on fewer ranks;
 #  path B: elastic-run over a job on node1 and its grant on node2; at a random
 #          committed step every process of the job on node2 is SIGKILLed (PRRTE
-#          daemon, rank wrappers, ranks) and the grant cancelled (the node is gone
+#          daemon, rank wrappers, ranks; in odd runs the daemon 0.3 s before the
+#          rest, so that the ranks there abort on their own first) and the grant
+#          cancelled (the node is gone
 #          from the job): on Open MPI 5 mpirun ends, elastic-run re-forms on
 #          what is left and the ranks resume from the node snapshot; on a
 #          runtime that survives a lost daemon (Open MPI 6, `elastic-run
@@ -85,7 +87,7 @@ t_grep '^done: 96 steps' "$T_DIR/ref.out" "reference run"
 _run_b() {
 	local i=$1 silent=${2:-} P=B out=$T_DIR/b$i.out prog=$T_DIR/progress.b$i target lead grant
 	[ -n "$silent" ] && P=C out=$T_DIR/c$i.out prog=$T_DIR/progress.c$i
-	local end victims p comm env t_kill last size first rec reforms
+	local end victims dvict ovict p comm env t_kill last size first rec reforms
 	target=$((3 + RANDOM % 80))
 	lead=$(t_sbatch root -N1 -n"$per" -w node1 --gres=gpu:"$per" -H -o "$out" -D "$T_DIR" --wrap "
 exec timeout 150 ./elastic-run -v -- $TRAIN $targs --step-sleep 20000 --progress $prog --compare ref.model")
@@ -102,18 +104,31 @@ exec timeout 150 ./elastic-run -v -- $TRAIN $targs --step-sleep 20000 --progress
 	# every process of the job on node2: the PRRTE daemon, rank wrappers, ranks
 	# (by name first, without a fork per process: the kill must land while
 	# the training runs, and a loaded host has hundreds of processes)
-	victims=""
+	victims="" dvict="" ovict=""
 	for p in /proc/[0-9]*; do
 		read -r comm 2>/dev/null <"$p/comm" || continue
 		case "$comm" in prted | elastic-run | elastic_train | lt-elastic_trai) ;; *) continue ;; esac
 		env=$'\n'$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null)$'\n' || continue
-		[[ $env == *$'\n'"SLURM_JOB_ID=$grant"$'\n'* && $env == *$'\n'"SLURMD_NODENAME=node2"$'\n'* ]] &&
+		if [[ $env == *$'\n'"SLURM_JOB_ID=$grant"$'\n'* && $env == *$'\n'"SLURMD_NODENAME=node2"$'\n'* ]]; then
 			victims="$victims ${p#/proc/}"
+			if [ "$comm" = prted ]; then dvict="$dvict ${p#/proc/}"; else ovict="$ovict ${p#/proc/}"; fi
+		fi
 	done
 	[ -n "$silent" ] && ip link set vnode2 down
 	t_kill=$(date +%s.%N)
-	[ -n "$victims" ] && kill -KILL $victims
-	last=$(sed 's/^0*//' "$prog" 2>/dev/null)
+	if [ -z "$silent" ] && [ $((i % 2)) = 1 ]; then
+		# odd runs: the daemon dies first (as when the grant's step is
+		# cancelled and it goes first, or the OOM killer takes it): the
+		# ranks there abort on their own (PMIx's lost connection, exit
+		# status 195) before the rest of the node is killed
+		[ -n "$dvict" ] && kill -KILL $dvict
+		last=$(sed 's/^0*//' "$prog" 2>/dev/null)
+		sleep 0.3
+		[ -n "$ovict" ] && kill -KILL $ovict 2>/dev/null
+	elif [ -n "$victims" ]; then
+		kill -KILL $victims
+		last=$(sed 's/^0*//' "$prog" 2>/dev/null)
+	fi
 	if [ -n "$silent" ]; then
 		# nothing tells the others: only keepalive can (bounded: 30 s)
 		local until=$((SECONDS + 30))
