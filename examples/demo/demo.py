@@ -335,9 +335,15 @@ class Demo:
             self.stop.wait(0.25)
 
     # ---- waiting -------------------------------------------------------
-    def wait(self, what, cond, timeout):
+    def wait(self, what, cond, timeout, gone=None):
+        """Wait for cond(); fail after timeout s, or at once when gone() says
+        it can no longer come (a message naming why)."""
         end = time.time() + timeout
         while not cond():
+            why = gone() if gone else None
+            if why:
+                self.diagnose()
+                self.fail(f"{what}: cannot be reached: {why}")
             if time.time() > end:
                 self.diagnose()
                 self.fail(f"{what}: not reached in {timeout} s")
@@ -563,7 +569,10 @@ class Demo:
 
         self.step_title("5. job 1 finishes: job 2 grows to all free GPUs and finishes")
         self.wait("job 1 to finish", lambda: j1.done is not None and j1.gpus == 0, a.timeout_end)
-        self.wait("job 2 on 8 GPUs and 8 ranks", lambda: j2.gpus == 8 and j2.ranks == 8, T)
+        self.wait("job 2 on 8 GPUs and 8 ranks", lambda: j2.gpus == 8 and j2.ranks == 8, T,
+                  lambda: j2.done is not None and
+                  f"job 2 finished (step {j2.step}) before it could grow: give it more "
+                  f"epochs (--torch-epochs, now {j2.epochs})")
         self.wait("job 2 to finish", lambda: j2.done is not None and j2.gpus == 0, a.timeout_end)
         time.sleep(1.0)  # the last lines of the outputs
 
@@ -755,8 +764,8 @@ def main():
     p.add_argument("--torch-job", type=int, choices=(0, 1, 2), default=2,
                    help="the job that trains the PyTorch example (examples/pytorch: an MLP on "
                    "sklearn's digits) instead of elastic_train; 0: none (2)")
-    p.add_argument("--torch-epochs", type=int, default=24,
-                   help="epochs of the PyTorch job (24, 12 steps each)")
+    p.add_argument("--torch-epochs", type=int, default=40,
+                   help="epochs of the PyTorch job (40, 12 steps each: it must outlast job 1)")
     p.add_argument("--torch-lr", default="0.01", help="Adam's learning rate in the PyTorch job")
     p.add_argument("--samples", type=int, default=4096)
     p.add_argument("--features", type=int, default=64)

@@ -59,7 +59,9 @@ trap stop_own EXIT
 
 out=$T_DIR/demo
 t0=$SECONDS
-torch_epochs=${DEMO_TORCH_EPOCHS:-20}
+# (job 2 must outlast job 1, which ends in step 5 so that job 2 grows to 8:
+# at 20 epochs job 2 ended first once the ranks' watchdogs stopped spinning)
+torch_epochs=${DEMO_TORCH_EPOCHS:-40}
 python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (the demo's job 2 is the PyTorch example)"
 # (in the private cluster's own network where its nodes have one: cluster exec)
 in_cluster=()
