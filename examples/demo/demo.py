@@ -759,13 +759,14 @@ def main():
                    "$ELASTIC_TESTBED_DIR/jobs)")
     p.add_argument("--build", default=os.environ.get("ELASTIC_BUILD_DIR", "/src/build-testbed"),
                    help="build tree with elasticd, elastic-run, elastic_train")
-    p.add_argument("--epochs1", type=int, default=16, help="job 1's epochs (16)")
+    p.add_argument("--epochs1", type=int, default=40,
+                   help="job 1's epochs (40, 32 steps each: it must last through step 4)")
     p.add_argument("--epochs2", type=int, default=9, help="job 2's epochs (9)")
     p.add_argument("--torch-job", type=int, choices=(0, 1, 2), default=2,
                    help="the job that trains the PyTorch example (examples/pytorch: an MLP on "
                    "sklearn's digits) instead of elastic_train; 0: none (2)")
-    p.add_argument("--torch-epochs", type=int, default=40,
-                   help="epochs of the PyTorch job (40, 12 steps each: it must outlast job 1)")
+    p.add_argument("--torch-epochs", type=int, default=150,
+                   help="epochs of the PyTorch job (150, 12 steps each: it must outlast job 1)")
     p.add_argument("--torch-lr", default="0.01", help="Adam's learning rate in the PyTorch job")
     p.add_argument("--samples", type=int, default=4096)
     p.add_argument("--features", type=int, default=64)

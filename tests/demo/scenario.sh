@@ -59,15 +59,20 @@ trap stop_own EXIT
 
 out=$T_DIR/demo
 t0=$SECONDS
-# (job 2 must outlast job 1, which ends in step 5 so that job 2 grows to 8:
-# at 20 epochs job 2 ended first once the ranks' watchdogs stopped spinning)
-torch_epochs=${DEMO_TORCH_EPOCHS:-40}
+# Job 1 must train through step 4 (on ompi6, where nothing relaunches, 16
+# epochs ended before it once the ranks' watchdogs stopped spinning) and
+# job 2 must outlast it (job 1 ends in step 5 so that job 2 grows to 8; on
+# ompi5, where job 1 relaunches, 100 epochs of job 2 ended first): 40 and
+# 150 left job 1 7.6 s into step 5 on ompi6 and job 2 16.6 s after job 1
+# on ompi5.
+epochs1=${DEMO_EPOCHS1:-40}
+torch_epochs=${DEMO_TORCH_EPOCHS:-150}
 python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (the demo's job 2 is the PyTorch example)"
 # (in the private cluster's own network where its nodes have one: cluster exec)
 in_cluster=()
 [ -n "$own" ] && in_cluster=(bash "$src/testbed/cluster-inner.sh" exec --)
 "${in_cluster[@]}" python3 "$src/examples/demo/demo.py" --build "$build" --out "$out" \
-	--epochs1 "${DEMO_EPOCHS1:-16}" --torch-epochs "$torch_epochs" --dwell 6 >"$T_DIR/demo.log" 2>&1
+	--epochs1 "$epochs1" --torch-epochs "$torch_epochs" --dwell 6 >"$T_DIR/demo.log" 2>&1
 rc=$?
 t_log "demo.py exit $rc after $((SECONDS - t0)) s"
 if [ $rc != 0 ]; then
@@ -106,7 +111,7 @@ for n in 1 2; do
 	f=$out/job$n.out
 	# job 1: elastic_train, 4096 samples, 32 steps an epoch; job 2: the
 	# PyTorch example, 1500 samples, 12 steps an epoch
-	steps=$([ $n = 1 ] && echo $((${DEMO_EPOCHS1:-16} * 32)) || echo $((torch_epochs * 12)))
+	steps=$([ $n = 1 ] && echo $((epochs1 * 32)) || echo $((torch_epochs * 12)))
 	res=$(tr -d '\000' <"$f" | awk -v total="$steps" '
 		/re-form [0-9]+: / { want_resume = 1 }
 		/resumed at committed step/ && want_resume {
