@@ -62,11 +62,11 @@ t0=$SECONDS
 # Job 1 must train through step 4 (on ompi6, where nothing relaunches, 16
 # epochs ended before it once the ranks' watchdogs stopped spinning) and
 # job 2 must outlast it (job 1 ends in step 5 so that job 2 grows to 8; on
-# ompi5, where job 1 relaunches, 100 epochs of job 2 ended first): 40 and
-# 150 left job 1 7.6 s into step 5 on ompi6 and job 2 16.6 s after job 1
-# on ompi5.
+# ompi5, where job 1 relaunches, 100 epochs of job 2 ended first). Job 2's
+# steps are slower (4 ms a sample), not more: 150 epochs drifted past the
+# model check's tolerance on ompi5 (max |dw| 0.00137).
 epochs1=${DEMO_EPOCHS1:-40}
-torch_epochs=${DEMO_TORCH_EPOCHS:-150}
+torch_epochs=${DEMO_TORCH_EPOCHS:-40}
 python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (the demo's job 2 is the PyTorch example)"
 # (in the private cluster's own network where its nodes have one: cluster exec)
 in_cluster=()
