@@ -35,13 +35,12 @@ for _ in $(seq 1 200); do
 done
 [ -n "$rank" ] || { cat "$T_DIR/run.out"; t_fail "no rank of job $ELASTIC_JOB_ID found running"; }
 [ -n "$tid" ] || t_fail "rank $rank has no thread named elastic-watch: $(cat /proc/"$rank"/task/*/comm 2>/dev/null | paste -sd' ')"
-# CPU ticks (user + system) of /proc/$rank/task/$1, and of the whole rank
-ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$rank/task/$1/stat"; }
-ticks_all() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$rank/stat"; }
+# CPU ticks (user + system) in a stat file of /proc: a thread's or the rank's
+ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "$1"; }
 sleep 1 # past MPI's start
-w0=$(ticks "$tid") a0=$(ticks_all)
+w0=$(ticks "/proc/$rank/task/$tid/stat") a0=$(ticks "/proc/$rank/stat")
 sleep 1.5
-w1=$(ticks "$tid") a1=$(ticks_all)
+w1=$(ticks "/proc/$rank/task/$tid/stat") a1=$(ticks "/proc/$rank/stat")
 kill -0 "$rank" 2>/dev/null || t_fail "the rank ended before the measurement did: give it more steps"
 wms=$(((w1 - w0) * 1000 / tck)) ams=$(((a1 - a0) * 1000 / tck))
 t_log "over 1.5 s of steps that wait: the watchdog thread used $wms ms of CPU, the whole rank $ams ms"
