@@ -1382,13 +1382,15 @@ static void _shrink_done(struct run *r, unsigned long long step, int size)
  * (a cancelled grant, a node gone) once that is smaller. Slurm may list a
  * lost node's grant for a while after the heal (elasticd cancels it when it
  * hears): looked up again every 0.5 s for up to 10 s while the set has more
- * GPUs than live ranks (a GPU whose rank alone was lost stays held). */
+ * GPUs than ranks (a GPU whose rank alone was lost stays held). Whether the
+ * lost ranks' wrappers said where they ran does not matter: those of a
+ * cancelled grant often do (SIGTERM) before its GPUs leave Slurm's list. */
 static void _heal_look(struct run *r)
 {
 	elastic_error_t err;
 	char desc[2048];
 
-	if (r->world >= _live_gpus(r) || _now() - r->t_heal > 10.0) {
+	if (r->world >= r->set.total || _now() - r->t_heal > 10.0) {
 		r->t_heal = 0;
 		return;
 	}
