@@ -561,8 +561,12 @@ do_status() {
 
 # Open MPI on the testbed, the one place that names these settings (tests,
 # benches and examples source them: `env --ompi`, tests/lib.sh t_ompi_env):
-# the fake nodes share one host and its loopback, so TCP and PRRTE's
-# out-of-band channel use lo only; coll/han crashes under ULFM in Open MPI
+# the fake nodes share one host and its loopback, so the ranks' TCP uses lo
+# only. PRRTE 3 is not told to: its daemons refuse a loopback-only
+# out-of-band channel and mpirun advertises the host's address anyway, and an
+# OMPI_MCA_oob_tcp_if_include=lo reached only the daemon that a growth in
+# place adds to a running mpirun (PMIX_ADD_HOST), which then could not call
+# mpirun back (exit 213, the whole job lost). coll/han crashes under ULFM in Open MPI
 # 5.0.7 (TESTBED-NOTES); mpirun runs as root inside the root. The fake nodes
 # also share the host's few cores, so a rank waiting in MPI yields its core
 # (mpi_yield_when_idle) rather than spin: 8 spinning ranks on 2 cores made a
@@ -576,7 +580,7 @@ _ompi_env() {
 	if [ $NET = netns ]; then
 		echo "export OMPI_MCA_btl_tcp_if_include=$SUBNET PRTE_MCA_prte_if_include=$SUBNET OMPI_MCA_coll=^han"
 	else
-		echo "export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=^han"
+		echo "export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_coll=^han"
 	fi
 	echo "export OMPI_MCA_mpi_yield_when_idle=1"
 	echo "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"

@@ -25,7 +25,7 @@ tt_run "$C" env --ompi
 if [ "${ELASTIC_TESTBED_RUNTIME:-ompi5}" = ompi6 ]; then
 	tt_expect_out "env --ompi" '^export OMPI_MCA_btl_tcp_if_include=10\.77\.0\.0/24 PRTE_MCA_prte_if_include=10\.77\.0\.0/24 OMPI_MCA_coll=\^han$'
 else
-	tt_expect_out "env --ompi" '^export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_coll=\^han$'
+	tt_expect_out "env --ompi" '^export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_coll=\^han$'
 fi
 tt_expect_out "env --ompi" '^export OMPI_MCA_mpi_yield_when_idle=1$'
 grep -q SLURM_CONF <<<"$TT_OUT" && tt_fail "'cluster env --ompi' printed more than Open MPI's settings: $TT_OUT"
