@@ -53,6 +53,7 @@ struct run {
 	/* the run's files (in dir) and the ranks' reports */
 	char self[PATH_MAX], dir[PATH_MAX], hostfile[PATH_MAX + 16];
 	char agent[PATH_MAX + 32], progress[PATH_MAX + 32], leave[PATH_MAX + 32];
+	char join[PATH_MAX + 32], mapfile[PATH_MAX + 32];
 	struct elastic_report rep;
 	/* launches: the GPU set launched on, and the one seen now */
 	struct elastic_gpuset set, now;
@@ -65,6 +66,15 @@ struct run {
 	 * lost with a node or a cancelled grant are healed in place by the
 	 * survivors, with no relaunch */
 	int in_place;
+	/* the MPI runtime starts ranks on a new node inside a running mpirun
+	 * and merges them under fault tolerance (Open MPI 5.0.x): a grant on a
+	 * node new to the launch is taken in place (libelastic's grow.c) */
+	int grow_in_place;
+	/* a growth in place under way: ranks to start, the world size it
+	 * makes, when it was asked; the grown set */
+	int joining, join_world;
+	double t_join;
+	struct elastic_gpuset grown;
 	int world; /* ranks of the launch, less those lost and healed in place */
 	/* a planned shrink in place under way: ranks asked to leave (their GPUs
 	 * named in the leave file), the world size before, the step at which
@@ -374,6 +384,19 @@ static int _agent(int argc, char **argv)
 			"elastic-run --agent: needs HOST CMD and ELASTIC_RUN_MAP (internal mode, used by mpirun)\n");
 		return EXIT_USAGE;
 	}
+	/* a node added to the running mpirun (growth in place) is in the
+	 * map elastic-run wrote then, not in the one mpirun started with */
+	char fmap[8192] = "";
+	const char *mf = getenv("ELASTIC_RUN_MAP_FILE");
+	FILE *f;
+	if (_map_find(map, argv[0], &job, gpus, sizeof(gpus)) < 0 && mf &&
+	    (f = fopen(mf, "r"))) {
+		if (!fgets(fmap, sizeof(fmap), f))
+			fmap[0] = '\0';
+		fclose(f);
+		fmap[strcspn(fmap, "\n")] = '\0';
+		map = fmap;
+	}
 	if (_map_find(map, argv[0], &job, gpus, sizeof(gpus)) < 0) {
 		fprintf(stderr,
 			"elastic-run --agent: host %s is not in this job's GPU set\n",
@@ -510,9 +533,12 @@ static void _rank_report(int ws)
 		gethostname(hn, sizeof(hn) - 1);
 		host = hn;
 	}
+	/* a joiner's rank in the grown world follows the ranks that ran */
+	const char *base = getenv("ELASTIC_RUN_JOIN_BASE");
+	int rk = atoi(rank) + (base ? atoi(base) : 0);
 	/* where it ran: elastic-run then knows that GPU has no live rank */
 	elastic__report_format(
-		line, sizeof(line), token, (unsigned)strtoul(gen, NULL, 10), atoi(rank),
+		line, sizeof(line), token, (unsigned)strtoul(gen, NULL, 10), rk,
 		WIFSIGNALED(ws) ? ELASTIC_RANK_SIGNALED : ELASTIC_RANK_EXITED,
 		WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws), host,
 		gpu ? atoi(gpu) : -1);
@@ -543,6 +569,21 @@ static int _rank(int argc, char **argv)
 {
 	int ws, rc;
 
+	/* "--join BASE MAP": started by a growth in place (libelastic's
+	 * grow.c) as rank BASE + its rank of the new ranks, on the grown set */
+	if (argc >= 1 && !strcmp(argv[0], "--join")) {
+		char *end;
+		long base = argc >= 3 ? strtol(argv[1], &end, 10) : -1;
+		if (base < 0 || *end || !*argv[2]) {
+			fprintf(stderr,
+				"elastic-run --rank --join: needs BASE MAP (internal mode)\n");
+			return EXIT_USAGE;
+		}
+		setenv("ELASTIC_RUN_JOIN_BASE", argv[1], 1);
+		setenv("ELASTIC_RUN_MAP", argv[2], 1);
+		argc -= 3;
+		argv += 3;
+	}
 	if (argc < 1) {
 		fprintf(stderr, "elastic-run --rank: no program (internal mode)\n");
 		return EXIT_USAGE;
@@ -666,9 +707,11 @@ static int _value_opt(struct run *r, const char *a, const char *v)
 	return -1;
 }
 
-static int _runtime_in_place(const struct run *r, char *desc, size_t len);
+static int _runtime_in_place(const struct run *r, char *desc, size_t len, int *majorp);
+static int _runtime_grows(int major);
 static int _plan_leave(struct run *r);
 static void _leave_clear(const struct run *r);
+static void _join_clear(const struct run *r);
 
 static int _options(struct run *r, int argc, char **argv)
 {
@@ -692,9 +735,12 @@ static int _options(struct run *r, int argc, char **argv)
 			r->dry = 1;
 		} else if (strcmp(a, "--runtime") == 0) {
 			char rt[128];
-			int ip = _runtime_in_place(r, rt, sizeof(rt));
+			int major = 0, ip = _runtime_in_place(r, rt, sizeof(rt), &major);
 			printf("%s: a lost node %s\n", rt,
 			       ip ? "heals in place" : "ends mpirun (re-form)");
+			printf("%s: a grant on a new node %s\n", rt,
+			       _runtime_grows(major) ? "joins in place"
+						     : "re-forms the job");
 			return 0;
 		} else if ((strcmp(a, "-n") == 0 || strcmp(a, "--max-relaunch") == 0 ||
 			    strcmp(a, "--max-stuck") == 0 || strcmp(a, "--mpirun") == 0 ||
@@ -729,7 +775,7 @@ static int _options(struct run *r, int argc, char **argv)
  * --with-ft ulfm; 5.0.x (PRRTE 3) aborts the whole mpirun. Asked once from
  * `mpirun --version` ("mpirun (Open MPI) 6.0.0rc2"); ELASTIC_RUN_IN_PLACE
  * =0/1 overrides it. */
-static int _runtime_in_place(const struct run *r, char *desc, size_t len)
+static int _runtime_in_place(const struct run *r, char *desc, size_t len, int *majorp)
 {
 	const char *o = getenv("ELASTIC_RUN_IN_PLACE");
 	char cmd[PATH_MAX + 32], line[256];
@@ -748,9 +794,24 @@ static int _runtime_in_place(const struct run *r, char *desc, size_t len)
 	}
 	if (f)
 		pclose(f);
+	*majorp = major;
 	if (o && (!strcmp(o, "0") || !strcmp(o, "1")))
 		return *o == '1';
 	return major >= 6;
+}
+
+/* Can the runtime grow a running mpirun onto a new node under fault
+ * tolerance (MPI_Comm_spawn with PMIX_ADD_HOST, MPI_Intercomm_merge)?
+ * Measured (TESTBED-NOTES): Open MPI 5.0.7 does (spawn 0.25-0.31 s, merge
+ * 0.01-0.02 s, ULFM agreement fine on the merged world); 6.0.0rc2 does not
+ * (no intercommunicator under --with-ft ulfm; spawn after a failure
+ * crashes its daemons). ELASTIC_RUN_GROW_IN_PLACE=0/1 overrides it. */
+static int _runtime_grows(int major)
+{
+	const char *o = getenv("ELASTIC_RUN_GROW_IN_PLACE");
+	if (o && (!strcmp(o, "0") || !strcmp(o, "1")))
+		return *o == '1';
+	return major == 5;
 }
 
 /* The Slurm job and the elastic settings from the environment. */
@@ -794,13 +855,20 @@ static int _job(struct run *r)
 	/* warm interpreters for a Python program's relaunches (prewarm.h) */
 	elastic__prewarm_setup(r->prog, r->jobid, verbose, _say);
 	char rt[128];
-	r->in_place = _runtime_in_place(r, rt, sizeof(rt));
+	int major = 0;
+	r->in_place = _runtime_in_place(r, rt, sizeof(rt), &major);
+	r->grow_in_place = _runtime_grows(major);
 	/* the ranks' libelastic follows the same word (its snapshot default) */
 	setenv("ELASTIC_RUN_IN_PLACE", r->in_place ? "1" : "0", 1);
 	if (verbose)
 		_say("MPI runtime: %s: a lost node %s", rt,
 		     r->in_place ? "heals in place (the survivors go on)"
 				 : "ends mpirun (re-form from the snapshot)");
+	if (verbose)
+		_say("MPI runtime: a grant on a new node %s",
+		     r->grow_in_place
+			     ? "joins in place (new ranks started, none restarted)"
+			     : "re-forms the job (every rank restarts)");
 	return -1;
 }
 
@@ -828,6 +896,10 @@ static int _files(struct run *r)
 	snprintf(r->progress, sizeof(r->progress), "%s/progress", r->dir);
 	setenv("ELASTIC_RUN_PROGRESS", r->progress, 1);
 	snprintf(r->leave, sizeof(r->leave), "%s/leave", r->dir);
+	snprintf(r->join, sizeof(r->join), "%s/join", r->dir);
+	snprintf(r->mapfile, sizeof(r->mapfile), "%s/map", r->dir);
+	/* the agent finds a node added to a running mpirun there */
+	setenv("ELASTIC_RUN_MAP_FILE", r->mapfile, 1);
 	FILE *af = fopen(r->agent, "w");
 	if (!af || fprintf(af, "#!/bin/sh\nexec '%s' --agent \"$@\"\n", r->self) < 0 ||
 	    fclose(af) != 0 || chmod(r->agent, 0755) < 0) {
@@ -1028,6 +1100,11 @@ static int _spawn(struct run *r, const char **av)
 		_leave_clear(r);
 		setenv("ELASTIC_RUN_LEAVE", r->leave, 1);
 	}
+	r->joining = 0;
+	if (r->grow_in_place) {
+		_join_clear(r);
+		setenv("ELASTIC_RUN_JOIN", r->join, 1);
+	}
 	child = fork();
 	if (child < 0) {
 		_say("fork: %s", strerror(errno));
@@ -1180,6 +1257,105 @@ static int _ranks_ready(const struct run *r)
 	return stat(r->progress, &st) == 0 && _since_launch(r, &st);
 }
 
+/* The host of set named name, or NULL. */
+static const struct elastic_host *_host_named(const struct elastic_gpuset *set,
+					      const char *name)
+{
+	for (int h = 0; h < set->nhosts; h++)
+		if (!strcmp(set->host[h].name, name))
+			return &set->host[h];
+	return NULL;
+}
+
+/* A larger set (now) on a runtime that grows in place: when it keeps every
+ * host of the running set as it is and adds whole nodes new to the launch
+ * (a daemon there would serve one grant's Slurm job), write the join list
+ * (libelastic's grow.c) and the grown map (for the launch agent): at the
+ * next step boundary the ranks start the new ones and merge with them, no
+ * rank restarts. 1 if planned; 0: the ranks re-form as before. */
+static int _plan_grow(struct run *r, const struct elastic_gpuset *now)
+{
+	int add = 0;
+	const char *why = NULL;
+
+	if (!r->grow_in_place || r->joining || r->leaving || _released_gpus(r) ||
+	    r->world != r->set.total)
+		return 0;
+	for (int h = 0; h < r->set.nhosts && !why; h++) {
+		const struct elastic_host *a = &r->set.host[h],
+					  *b = _host_named(now, a->name);
+		if (!b || b->ngpus != a->ngpus ||
+		    memcmp(a->gpu, b->gpu, sizeof(int) * (size_t)a->ngpus) ||
+		    memcmp(a->gpu_job, b->gpu_job,
+			   sizeof(a->gpu_job[0]) * (size_t)a->ngpus))
+			why = "the new GPUs are on a node the job runs on";
+	}
+	for (int h = 0; h < now->nhosts; h++)
+		if (!_host_named(&r->set, now->host[h].name))
+			add += now->host[h].ngpus;
+	if (!why && (add == 0 || now->total != r->set.total + add))
+		why = "the set does not only grow";
+	for (char **a = r->prog; *a && !why; a++)
+		if (strchr(*a, '\n'))
+			why = "an argument of the program has a newline";
+	if (why) {
+		if (verbose)
+			_say("grow: %s: every rank re-forms", why);
+		return 0;
+	}
+	char *map = _map_env(now);
+	FILE *mf = map ? fopen(r->mapfile, "w") : NULL;
+	int ok = mf && fprintf(mf, "%s\n", map) > 0;
+	if (mf && fclose(mf) != 0)
+		ok = 0;
+	FILE *f = ok ? fopen(r->join, "w") : NULL;
+	ok = f && fprintf(f, "wrapper %s\nmap %s\n", r->self, map) > 0;
+	for (int h = 0; ok && h < now->nhosts; h++)
+		if (!_host_named(&r->set, now->host[h].name))
+			ok = fprintf(f, "host %s %d\n", now->host[h].name,
+				     now->host[h].ngpus) > 0;
+	for (char **a = r->prog; ok && *a; a++)
+		ok = fprintf(f, "arg %s\n", *a) > 0;
+	if (f && fclose(f) != 0)
+		ok = 0;
+	free(map);
+	if (!ok) {
+		_say("cannot write %s: %s: every rank re-forms instead", r->join,
+		     strerror(errno));
+		_join_clear(r);
+		return 0;
+	}
+	char desc[2048];
+	r->joining = add, r->join_world = r->world + add, r->t_join = _now();
+	memcpy(&r->grown, now, sizeof(r->grown));
+	elastic__gpuset_describe(now, desc, sizeof(desc));
+	_say("grow in place: %d new rank%s join the %d running at the next step boundary (none restarts), on %s",
+	     add, add == 1 ? "" : "s", r->world, desc);
+	return 1;
+}
+
+/* The ranks started by a growth in place joined (rank 0's record shows the
+ * grown world): the set is the grown one, elasticd hears it. */
+static void _grow_done(struct run *r, unsigned long long step, int size)
+{
+	char desc[2048];
+	memcpy(&r->set, &r->grown, sizeof(r->set));
+	if (elastic__report_grow(&r->rep, size) < 0)
+		_say("out of memory: the joined ranks' ends are not followed");
+	elastic__gpuset_describe(&r->set, desc, sizeof(desc));
+	_say("grew in place: %d rank%s joined, %d at step %llu, no relaunch (%.0f ms after the order); GPUs now: %s",
+	     size - r->world, size - r->world == 1 ? "" : "s", size, step,
+	     (_now() - r->t_join) * 1e3, desc);
+	r->world = size;
+	r->joining = 0;
+	r->stop_sent = r->stop_due = 0;
+	_join_clear(r);
+	if (r->have_ctl) {
+		r->ctl.gpus = r->set.total;
+		elastic__orders_status(&r->ctl, step, -1, _say);
+	}
+}
+
 /* While mpirun runs: an order that changes the job's GPUs makes a re-form
  * due (_stop_when_ready tells the ranks). A release of GPUs in use, or
  * started grants that add usable GPUs, settle it at once; otherwise Slurm
@@ -1212,6 +1388,9 @@ static void _follow_orders(struct run *r)
 		return;
 	if (_grants_add(r)) {
 		r->stop_due = 1;
+		/* Slurm's word on where they are, for a growth in place */
+		if (r->grow_in_place && _look(r, &r->now, &err) == 0)
+			_plan_grow(r, &r->now);
 		return;
 	}
 	/* Slurm shows a grant ordered released until elasticd cancels it,
@@ -1219,6 +1398,8 @@ static void _follow_orders(struct run *r)
 	if (_look(r, &r->now, &err) == 0) {
 		elastic__gpuset_drop(&r->now, _released_job, &r->orders);
 		r->stop_due = !_same_set(&r->set, &r->now);
+		if (r->stop_due)
+			_plan_grow(r, &r->now);
 	}
 }
 
@@ -1227,12 +1408,18 @@ static void _follow_orders(struct run *r)
 static void _stop_when_ready(struct run *r)
 {
 	if (usr1_pending) {
+		elastic_error_t err;
 		usr1_pending = 0;
 		r->stop_due = 1;
+		/* (a set that only grew onto new nodes: in place, where the
+		 * runtime can) */
+		if (r->grow_in_place && !r->joining && !r->stop_sent &&
+		    _look(r, &r->now, &err) == 0)
+			_plan_grow(r, &r->now);
 	}
 	if (r->stop_due && !r->stop_sent && _ranks_ready(r)) {
-		_say("asking the %d ranks to re-form at the next step boundary (SIGUSR1)",
-		     r->world);
+		_say("asking the %d ranks to %s at the next step boundary (SIGUSR1)",
+		     r->world, r->joining ? "grow" : "re-form");
 		kill(child, SIGUSR1);
 		r->stop_sent = 1;
 	}
@@ -1242,6 +1429,13 @@ static void _stop_when_ready(struct run *r)
 static void _leave_clear(const struct run *r)
 {
 	int fd = open(r->leave, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void _join_clear(const struct run *r)
+{
+	int fd = open(r->join, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd >= 0)
 		close(fd);
 }
@@ -1418,7 +1612,7 @@ static void _watch_heals(struct run *r)
 	double t;
 	int size;
 
-	if (!r->in_place || _now() - t_read < 0.1)
+	if ((!r->in_place && !r->joining) || _now() - t_read < 0.1)
 		return;
 	t_read = _now();
 	if (_progress_read(r, &step, &seen, &t, &size) < 0 || size <= 0)
@@ -1427,6 +1621,12 @@ static void _watch_heals(struct run *r)
 		_shrink_done(r, step, size);
 		return;
 	}
+	if (r->joining && size == r->join_world) {
+		_grow_done(r, step, size);
+		return;
+	}
+	if (!r->in_place)
+		return;
 	if (size >= r->world) {
 		if (r->t_heal)
 			_heal_look(r);
@@ -1571,6 +1771,8 @@ static int _finish(struct run *r)
 	unlink(r->agent);
 	unlink(r->progress);
 	unlink(r->leave);
+	unlink(r->join);
+	unlink(r->mapfile);
 	rmdir(r->dir);
 	return r->status;
 }

@@ -85,6 +85,20 @@ int elastic__report_begin(struct elastic_report *r, int nranks)
 	return 0;
 }
 
+int elastic__report_grow(struct elastic_report *r, int nranks)
+{
+	struct elastic_rank_end *e;
+	if (nranks <= r->nranks)
+		return 0;
+	if (nranks > ELASTIC_REPORT_MAX_RANKS ||
+	    !(e = realloc(r->end, nranks * sizeof(*e))))
+		return -1;
+	memset(e + r->nranks, 0, (size_t)(nranks - r->nranks) * sizeof(*e));
+	r->end = e;
+	r->nranks = nranks;
+	return 0;
+}
+
 void elastic__report_format(char *buf, size_t len, const char *token, unsigned gen,
 			    int rank, int how, int value, const char *host, int gpu)
 {

@@ -36,6 +36,9 @@ void elastic__report_close(struct elastic_report *r);
 /* Start a new launch of nranks ranks: forget earlier reports. */
 int elastic__report_begin(struct elastic_report *r, int nranks);
 
+/* The launch grew in place to nranks ranks: the reports so far stay. */
+int elastic__report_grow(struct elastic_report *r, int nranks);
+
 /* Accept and read what is pending, waiting at most timeout_ms for the first
  * event. Malformed or foreign lines are dropped. Returns the number of
  * reports taken. */

@@ -67,7 +67,17 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 	ctx->progress.fd = -1;
 	ctx->host.step[0] = ctx->host.step[1] = UINT64_MAX;
 	elastic__watchdog_start(ctx);
-	if ((rc = MPI_Comm_dup(comm, &ctx->comm)) != MPI_SUCCESS) {
+	/* a rank started by a growth in place joins the ranks that started it
+	 * (grow.c); any other works on a copy of comm */
+	if ((rc = elastic__join_parent(ctx, &ctx->comm)) != MPI_SUCCESS) {
+		elastic__errorf(
+			err,
+			"elastic_init: joining the running ranks failed (MPI error %d)",
+			rc);
+		goto fail;
+	}
+	if (ctx->comm == MPI_COMM_NULL &&
+	    (rc = MPI_Comm_dup(comm, &ctx->comm)) != MPI_SUCCESS) {
 		elastic__errorf(err, "elastic_init: MPI_Comm_dup failed (MPI error %d)",
 				rc);
 		goto fail;
@@ -147,6 +157,7 @@ void elastic_destroy(elastic_ctx_t *ctx)
 	elastic__snap_host_free(ctx);
 	elastic__snap_shm_unmap(ctx);
 	free(ctx->fp);
+	free(ctx->join);
 	free(ctx->regions);
 	free(ctx);
 }

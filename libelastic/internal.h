@@ -127,6 +127,10 @@ struct elastic_ctx {
 	int cleaned;	    /* older launches' files removed */
 	int stop_pending;   /* planned re-form agreed; update-after-commit mode
 			     * stops at the next begin */
+	char *join;	    /* growth in place agreed: the join list (grow.c),
+			     * acted on at the next begin */
+	int joining;	    /* started by a growth in place: the state comes
+			     * from rank 0 at the first begin */
 	uint64_t *fp;	    /* update after commit: samples of each region taken
 			     * at begin (ELASTIC__FP_WORDS a region), to catch a
 			     * caller that changes its state inside the step */
@@ -222,6 +226,24 @@ void elastic__persist_wait(elastic_ctx_t *ctx);
 void elastic__persist_on_exit(elastic_ctx_t *ctx);
 void elastic__persist_now(elastic_ctx_t *ctx);
 void elastic__persist_final(elastic_ctx_t *ctx);
+
+/* grow.c: growth in place (spawn and merge, on runtimes elastic-run finds
+ * able to). At a commit that agreed a planned change no rank leaves:
+ * 1 if a join list was agreed (kept for the next begin), else 0;
+ * collective. */
+int elastic__grow_planned(elastic_ctx_t *ctx);
+/* At that begin: start the joiners, merge, hand them the state: 0, or -1
+ * (the caller stops for a re-form). Collective. */
+int elastic__grow_in_place(elastic_ctx_t *ctx, elastic_error_t *err);
+/* In elastic_init: a joiner's world (merged with the ranks that started
+ * it) in *out, else MPI_COMM_NULL; the MPI return code. */
+int elastic__join_parent(elastic_ctx_t *ctx, MPI_Comm *out);
+/* A joiner's first begin (the state from rank 0), and the growers' side. */
+int elastic__grow_handoff(elastic_ctx_t *ctx, elastic_error_t *err);
+/* Every rank registered the same state: 0, or -1 (err). Collective. */
+int elastic__layout_agree(elastic_ctx_t *ctx, elastic_error_t *err);
+/* step.c: the world becomes nc (frees the old one). */
+void elastic__adopt(elastic_ctx_t *ctx, MPI_Comm nc, int node_rank);
 
 /* ft.c: the only file that calls MPIX_*. */
 /* 1 if rc is a ULFM fault (process failed, revoked), 0 if not. */

@@ -275,7 +275,7 @@ static int _lost_ranks(MPI_Comm old, MPI_Comm cur, int **out);
 /* The world becomes nc (the survivors of a recovery, or those that stayed
  * at a planned shrink): ranks, this rank's place on its host, and NCCL told
  * which ranks are gone. */
-static void _adopt(elastic_ctx_t *ctx, MPI_Comm nc, int node_rank)
+void elastic__adopt(elastic_ctx_t *ctx, MPI_Comm nc, int node_rank)
 {
 	int *lost = NULL, nlost = _lost_ranks(ctx->comm, nc, &lost);
 	MPI_Comm_free(&ctx->comm);
@@ -424,7 +424,7 @@ static int _shrink_in_place(elastic_ctx_t *ctx)
 	if (elastic__survey(ctx, nc, &lo, &hi, &node_rank) != MPI_SUCCESS)
 		node_rank = ctx->node_rank;
 	double t_survey = elastic__now_mono();
-	_adopt(ctx, nc, node_rank);
+	elastic__adopt(ctx, nc, node_rank);
 	elastic__log(
 		ctx, ELASTIC_LOG_DEBUG,
 		"planned shrink in place: list + who leaves %.3f ms, agree %.3f, new world %.3f, survey %.3f, adopt %.3f",
@@ -449,6 +449,25 @@ static int _shrink_in_place(elastic_ctx_t *ctx)
 	return 0;
 }
 
+/* A growth in place agreed at the last commit, now that every rank holds
+ * the committed state (update after commit: applied by the caller): the
+ * joiners start and take it; on any failure every rank stops for a
+ * re-form (the runtime's error reaches all of them), as without it. */
+static void _grow(elastic_ctx_t *ctx)
+{
+	elastic_error_t e;
+	if (elastic__grow_in_place(ctx, &e) < 0) {
+		elastic__log(ctx, ELASTIC_LOG_WARN, "%s: re-form instead", e.text);
+		_stop_for_reform(ctx);
+	}
+	elastic__stop_clear();
+	ctx->progress.last = 0; /* elastic-run learns the new size at once */
+	elastic__progress_commit(ctx);
+	elastic__progress_eager(ctx);
+	if (ctx->cb.change_fn)
+		ctx->cb.change_fn(ctx, ctx->cb.change_arg);
+}
+
 int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 {
 	if (!ctx)
@@ -470,23 +489,15 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 				err, EPROTO,
 				"elastic_step_begin: no state registered (elastic_register the weights first)");
 		/* every rank must hold the same state: same names, sizes, order */
-		uint64_t mine[2] = {elastic__snap_layout(ctx),
-				    ~elastic__snap_layout(ctx)},
-			 all[2];
-		int rc = MPI_Allreduce(mine, all, 2, MPI_UINT64_T, MPI_MAX, ctx->comm);
-		if (rc != MPI_SUCCESS)
-			return _fail(
-				err, EIO,
-				"elastic_step_begin: MPI_Allreduce failed (MPI error %d)",
-				rc);
-		if (all[0] != mine[0] || all[1] != mine[1])
-			return _fail(
-				err, EINVAL,
-				"elastic_step_begin: the ranks registered different state (names, sizes or order differ): every rank must register the same buffers");
+		if (elastic__layout_agree(ctx, err) < 0)
+			return -1;
 		if (ctx->mode == ELASTIC_COPY_AT_COMMIT &&
 		    elastic__snap_host_alloc(ctx, err) < 0)
 			return -1;
-		if (_resume(ctx, err) < 0) {
+		/* a joiner of a growth in place takes the state of the ranks
+		 * that ran; any other rank looks for a snapshot */
+		if ((ctx->joining ? elastic__grow_handoff(ctx, err) : _resume(ctx, err)) <
+		    0) {
 			elastic__snap_host_free(ctx);
 			return -1;
 		}
@@ -496,11 +507,15 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 		ctx->started = 1;
 		if (ctx->resumed && ctx->cb.change_fn)
 			ctx->cb.change_fn(ctx, ctx->cb.change_arg);
-	} else if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT) {
+	} else {
 		/* the caller has applied the last committed step's update */
-		if (ctx->stop_pending)
-			_stop_for_reform(ctx);
-		elastic__persist(ctx, 0);
+		if (ctx->join)
+			_grow(ctx);
+		if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT) {
+			if (ctx->stop_pending)
+				_stop_for_reform(ctx);
+			elastic__persist(ctx, 0);
+		}
 	}
 	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT) {
 		if (!ctx->fp &&
@@ -619,7 +634,7 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 	pthread_mutex_lock(&ctx->wd.state);
 	ctx->committed = lo;
 	pthread_mutex_unlock(&ctx->wd.state);
-	_adopt(ctx, nc, node_rank);
+	elastic__adopt(ctx, nc, node_rank);
 	elastic__watchdog_arm(ctx, 0);
 	ctx->stats.recoveries++;
 	ctx->stats.last_recovery_s = elastic__now_mono() - t0;
@@ -717,7 +732,8 @@ static int _commit(elastic_ctx_t *ctx, elastic_error_t *err)
 		ctx->stats.commits++;
 		ctx->stats.last_failure_time = 0;
 		elastic__progress_commit(ctx);
-		if (!(flag & AGREE_NO_STOP) && _shrink_in_place(ctx) < 0) {
+		if (!(flag & AGREE_NO_STOP) && _shrink_in_place(ctx) < 0 &&
+		    !elastic__grow_planned(ctx)) {
 			/* with update after commit the caller has not applied this
 			 * step yet: stop at the next begin, once it has */
 			if (ctx->mode == ELASTIC_COPY_AT_COMMIT)

@@ -51,6 +51,11 @@ t_ompi_env() {
 t_runtime_in_place() {
 	"${top_builddir:?}/launcher/elastic-run" --runtime 2>/dev/null | grep -q 'heals in place$'
 }
+# Does elastic-run take a grant on a new node in place (the runtime starts
+# ranks inside a running mpirun under fault tolerance)?
+t_runtime_grows() {
+	"${top_builddir:?}/launcher/elastic-run" --runtime 2>/dev/null | grep -q 'joins in place$'
+}
 
 # A scratch directory every test user can write (job output lands here).
 t_scratch() {

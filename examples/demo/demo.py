@@ -109,7 +109,8 @@ def runtime_in_place(build):
     mpirun? (`elastic-run --runtime`)"""
     p = subprocess.run([os.path.join(build, "launcher/elastic-run"), "--runtime"],
                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return p.returncode == 0 and p.stdout.strip().endswith("heals in place")
+    first = p.stdout.splitlines()[0] if p.stdout else ""
+    return p.returncode == 0 and first.endswith("heals in place")
 
 
 class Demo:

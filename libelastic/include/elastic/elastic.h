@@ -303,6 +303,7 @@ struct elastic_stats {
 	uint64_t resumed_step;	  /* step restored from a snapshot, 0: none */
 	int initial_size;	  /* size at elastic_init */
 	uint64_t shrinks; /* planned shrinks in place (ranks left at a step boundary) */
+	uint64_t grows;	  /* growths in place (ranks joined at a step boundary) */
 };
 void elastic_get_stats(const elastic_ctx_t *ctx, struct elastic_stats *st);
 
