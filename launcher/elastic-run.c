@@ -562,6 +562,7 @@ static int _run_cold(char **argv, int *ws)
 		_rank_exec(parent, argv);
 	while (waitpid(child, ws, 0) < 0 && errno == EINTR)
 		;
+	child = -1; /* reaped: its pid is free for another process (prewarm.c) */
 	return 0;
 }
 

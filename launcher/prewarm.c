@@ -464,6 +464,10 @@ int elastic__prewarm_run(char **argv, volatile pid_t *child, int *ws,
 		*ws = st;
 	else
 		*ws = SIGKILL; /* a wait status: killed by SIGKILL */
+	/* the zygote reaped it: its pid may now be another process's, which
+	 * a signal passed on later (mpirun's SIGTERM while the end is being
+	 * reported) must not reach */
+	*child = -1;
 	close(s);
 	return 0;
 }
