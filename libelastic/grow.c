@@ -25,7 +25,7 @@
 
 #include "internal.h"
 
-#define JOIN_MAX 16384
+#define JOIN_MAX  16384
 #define JOIN_ARGS 256
 
 struct join {
@@ -60,8 +60,8 @@ static int _parse(char *text, struct join *j, const char **why)
 				return -1;
 			}
 			*ns = '\0';
-			int k = snprintf(j->hosts + used, sizeof(j->hosts) - used, "%s%s:%ld",
-					 used ? "," : "", sp, n);
+			int k = snprintf(j->hosts + used, sizeof(j->hosts) - used,
+					 "%s%s:%ld", used ? "," : "", sp, n);
 			if (k < 0 || (size_t)k >= sizeof(j->hosts) - used) {
 				*why = "too many hosts";
 				return -1;
@@ -110,8 +110,8 @@ int elastic__grow_planned(elastic_ctx_t *ctx)
 	memcpy(copy, text, JOIN_MAX);
 	ok = text[0] && _parse(copy, &j, &why) == 0;
 	if (text[0] && !ok && ctx->rank == 0)
-		elastic__log(ctx, ELASTIC_LOG_WARN, "grow in place: %s in %s: re-form instead",
-			     why, path);
+		elastic__log(ctx, ELASTIC_LOG_WARN,
+			     "grow in place: %s in %s: re-form instead", why, path);
 	char *dup = ok ? strdup(text) : NULL; /* each rank keeps the list */
 	ok = dup != NULL;
 	if (elastic__ft_agree(ctx->comm, &ok) != MPI_SUCCESS || !ok) {
@@ -150,15 +150,18 @@ int elastic__grow_handoff(elastic_ctx_t *ctx, elastic_error_t *err)
 	uint64_t hdr[2] = {ctx->committed, ctx->state_bytes};
 	int rc = MPI_Bcast(hdr, 2, MPI_UINT64_T, 0, ctx->comm);
 	if (rc != MPI_SUCCESS)
-		return _fail(err, EIO, "grow in place: the state header did not arrive (MPI error %d)",
-			     rc);
+		return _fail(
+			err, EIO,
+			"grow in place: the state header did not arrive (MPI error %d)",
+			rc);
 	if (hdr[1] != ctx->state_bytes) /* the layout check before makes it equal */
-		return _fail(err, EINVAL,
-			     "grow in place: the state is %llu bytes here, %llu on rank 0",
-			     (unsigned long long)ctx->state_bytes,
-			     (unsigned long long)hdr[1]);
+		return _fail(
+			err, EINVAL,
+			"grow in place: the state is %llu bytes here, %llu on rank 0",
+			(unsigned long long)ctx->state_bytes, (unsigned long long)hdr[1]);
 	if ((rc = _bcast_state(ctx)) != MPI_SUCCESS)
-		return _fail(err, EIO, "grow in place: sending the state failed (MPI error %d)",
+		return _fail(err, EIO,
+			     "grow in place: sending the state failed (MPI error %d)",
 			     rc);
 	if (ctx->joining) {
 		ctx->committed = hdr[0];
@@ -180,10 +183,12 @@ int elastic__grow_handoff(elastic_ctx_t *ctx, elastic_error_t *err)
 /* The check every rank makes at its first step: same registration. */
 int elastic__layout_agree(elastic_ctx_t *ctx, elastic_error_t *err)
 {
-	uint64_t mine[2] = {elastic__snap_layout(ctx), ~elastic__snap_layout(ctx)}, all[2];
+	uint64_t mine[2] = {elastic__snap_layout(ctx), ~elastic__snap_layout(ctx)},
+		 all[2];
 	int rc = MPI_Allreduce(mine, all, 2, MPI_UINT64_T, MPI_MAX, ctx->comm);
 	if (rc != MPI_SUCCESS)
-		return _fail(err, EIO, "elastic_step_begin: MPI_Allreduce failed (MPI error %d)",
+		return _fail(err, EIO,
+			     "elastic_step_begin: MPI_Allreduce failed (MPI error %d)",
 			     rc);
 	if (all[0] != mine[0] || all[1] != mine[1])
 		return _fail(
@@ -237,7 +242,8 @@ int elastic__grow_in_place(elastic_ctx_t *ctx, elastic_error_t *err)
 	MPI_Info_set(info, "PMIX_ADD_HOST", j.hosts);
 	elastic__log(ctx, ELASTIC_LOG_INFO,
 		     "grow in place: starting %d rank%s on %s after committed step %llu",
-		     j.n, j.n == 1 ? "" : "s", j.hosts, (unsigned long long)ctx->committed);
+		     j.n, j.n == 1 ? "" : "s", j.hosts,
+		     (unsigned long long)ctx->committed);
 	/* joiners that never come (their wrapper or program failed to start)
 	 * leave MPI_Comm_spawn waiting: the recovery watchdog (ELASTIC_WATCHDOG)
 	 * bounds the growth, then every rank re-forms */
@@ -249,8 +255,8 @@ int elastic__grow_in_place(elastic_ctx_t *ctx, elastic_error_t *err)
 	ctx->join = NULL;
 	t_spawn = elastic__now_mono();
 	if (rc != MPI_SUCCESS)
-		return _fail(err, EIO, "grow in place: MPI_Comm_spawn failed (MPI error %d)",
-			     rc);
+		return _fail(err, EIO,
+			     "grow in place: MPI_Comm_spawn failed (MPI error %d)", rc);
 	MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
 	rc = MPI_Intercomm_merge(inter, 0, &nc);
 	/* freed, not disconnected: after MPI_Comm_disconnect Open MPI 5.0.7
@@ -260,16 +266,18 @@ int elastic__grow_in_place(elastic_ctx_t *ctx, elastic_error_t *err)
 		rc = MPI_Comm_free(&inter);
 	t_merge = elastic__now_mono();
 	if (rc != MPI_SUCCESS)
-		return _fail(err, EIO, "grow in place: merging with the new ranks failed (MPI error %d)",
-			     rc);
+		return _fail(
+			err, EIO,
+			"grow in place: merging with the new ranks failed (MPI error %d)",
+			rc);
 	MPI_Comm_set_errhandler(nc, MPI_ERRORS_RETURN);
 	/* the joiners' elastic_init, step for step: survey, launch id */
 	if ((rc = elastic__survey(ctx, nc, &lo, &hi, &node_rank)) == MPI_SUCCESS)
 		rc = MPI_Bcast(&ctx->launch_id, 1, MPI_UINT64_T, 0, nc);
 	if (rc != MPI_SUCCESS) {
 		MPI_Comm_free(&nc);
-		return _fail(err, EIO, "grow in place: the grown world failed (MPI error %d)",
-			     rc);
+		return _fail(err, EIO,
+			     "grow in place: the grown world failed (MPI error %d)", rc);
 	}
 	elastic__adopt(ctx, nc, node_rank);
 	/* and their first step_begin: registration check, then the state */
@@ -277,9 +285,10 @@ int elastic__grow_in_place(elastic_ctx_t *ctx, elastic_error_t *err)
 		return -1;
 	elastic__watchdog_arm(ctx, 0);
 	ctx->stats.grows++;
-	elastic__log(ctx, ELASTIC_LOG_INFO,
-		     "grow in place: size %d -> %d in %.3f ms (spawn %.3f, merge %.3f) after committed step %llu",
-		     old, ctx->size, (elastic__now_mono() - t0) * 1e3, (t_spawn - t0) * 1e3,
-		     (t_merge - t_spawn) * 1e3, (unsigned long long)ctx->committed);
+	elastic__log(
+		ctx, ELASTIC_LOG_INFO,
+		"grow in place: size %d -> %d in %.3f ms (spawn %.3f, merge %.3f) after committed step %llu",
+		old, ctx->size, (elastic__now_mono() - t0) * 1e3, (t_spawn - t0) * 1e3,
+		(t_merge - t_spawn) * 1e3, (unsigned long long)ctx->committed);
 	return 0;
 }
