@@ -531,12 +531,13 @@ static PyObject *Ctx_stats(CtxObject *self, PyObject *noargs)
 		return NULL;
 	elastic_get_stats(self->ctx, &st);
 	return Py_BuildValue(
-		"{s:K,s:K,s:K,s:d,s:d,s:K,s:i}", "commits",
+		"{s:K,s:K,s:K,s:d,s:d,s:K,s:i,s:K,s:K}", "commits",
 		(unsigned long long)st.commits, "redos", (unsigned long long)st.redos,
 		"recoveries", (unsigned long long)st.recoveries, "last_recovery_s",
 		st.last_recovery_s, "last_failure_time", st.last_failure_time,
 		"resumed_step", (unsigned long long)st.resumed_step, "initial_size",
-		st.initial_size);
+		st.initial_size, "shrinks", (unsigned long long)st.shrinks, "grows",
+		(unsigned long long)st.grows);
 }
 
 static PyObject *Ctx_env(CtxObject *self, PyObject *noargs)

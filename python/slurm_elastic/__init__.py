@@ -195,7 +195,10 @@ class Context:
                                "(mpi4py: MPI.Comm.fromhandle); changes after a REDO")
 
     def stats(self):
-        """The library's counters (commits, redos, recoveries, ...) as a dict."""
+        """The library's counters as a dict: commits, redos, recoveries,
+        last_recovery_s, last_failure_time, resumed_step, initial_size,
+        shrinks (planned shrinks in place) and grows (growths in place: ranks
+        started on new nodes joined this world)."""
         return self._c.stats()
 
     def env(self):
