@@ -23,31 +23,8 @@ train=$top_builddir/examples/elastic_train
 [ -x "$train" ] || skip "examples/elastic_train is not built"
 eval "$(bash "$top_srcdir/testbed/cluster-inner.sh" env --ompi)"
 
-D=$(mktemp -d /tmp/bench_grow.XXXXXX)
-chmod 1777 "$D"
-mkdir -p "$D/tmp" "$D/sm"
-chmod 1777 "$D/tmp" "$D/sm"
-jobs_file=$D/jobs
-trap 'for j in $(cat "$jobs_file" 2>/dev/null); do scancel "$j" 2>/dev/null; done; [ -n "${BENCH_GROW_KEEP:-}" ] && echo "grow: outputs kept in $D" || rm -rf "$D"' EXIT
-export PYTHONPATH=$top_builddir/python${PYTHONPATH:+:$PYTHONPATH} PYTHONDONTWRITEBYTECODE=1
-export OMP_NUM_THREADS=1 TMPDIR=$D/tmp OMPI_MCA_btl_sm_backing_directory=$D/sm
-grep -v '^#SBATCH --elastic' "$top_srcdir/examples/pytorch/train.sbatch" >"$D/train.sbatch"
-
-submit() { # args... -> job id
-	local id
-	id=$(cd "$D" && sbatch --parsable "$@") || return 1
-	id=${id%%;*}
-	echo "$id" >>"$jobs_file"
-	echo "$id"
-}
-state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
-wait_for() { # file regex seconds
-	local end=$((SECONDS + $3))
-	until grep -aEq "$2" "$1" 2>/dev/null; do
-		[ $SECONDS -lt $end ] || return 1
-		sleep 0.05
-	done
-}
+. "$here/cluster_jobs.sh"
+bench_jobs_setup bench_grow
 
 # One round: prints "MODE MS" (SIGUSR1 -> first commit at 4) or "MODE fail WHY".
 round() { # c|py mode(1|0)

@@ -22,32 +22,8 @@ skip() { echo "py_relaunch: $*; skipped"; exit 0; }
 sbatch --help 2>&1 | grep -q -- --elastic-gpus || skip "the SPANK plugin is not loaded"
 python3 -c 'import torch, sklearn' 2>/dev/null || skip "no torch/sklearn"
 
-D=$(mktemp -d /tmp/py_relaunch.XXXXXX)
-chmod 1777 "$D"
-mkdir -p "$D/tmp" "$D/sm"
-chmod 1777 "$D/tmp" "$D/sm"
-jobs_file=$D/jobs
-trap 'for j in $(cat "$jobs_file" 2>/dev/null); do scancel "$j" 2>/dev/null; done; rm -rf "$D"' EXIT
-export PYTHONPATH=$top_builddir/python${PYTHONPATH:+:$PYTHONPATH} PYTHONDONTWRITEBYTECODE=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
-export TMPDIR=$D/tmp OMPI_MCA_btl_sm_backing_directory=$D/sm
-grep -v '^#SBATCH --elastic' "$top_srcdir/examples/pytorch/train.sbatch" >"$D/train.sbatch"
-
-submit() { # args... -> job id
-	local id
-	id=$(cd "$D" && sbatch --parsable "$@") || return 1
-	id=${id%%;*}
-	echo "$id" >>"$jobs_file"
-	echo "$id"
-}
-state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
-wait_for() { # file regex seconds
-	local end=$((SECONDS + $3))
-	until grep -aEq "$2" "$1" 2>/dev/null; do
-		[ $SECONDS -lt $end ] || return 1
-		sleep 0.05
-	done
-}
+. "$here/cluster_jobs.sh"
+bench_jobs_setup py_relaunch
 
 # One round: prints "MODE kill->end X" and "MODE <part> X" lines for the parts.
 round() { # mode (off|auto)

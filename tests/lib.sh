@@ -113,7 +113,7 @@ t_job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z
 
 # Stand in for elasticd: a grant job "elastic:LEAD" holding GPUS GPUs on NODE
 # (default node2); once it runs, release LEAD (submitted held, -H). Sets grant.
-t_grant_release() { # lead gpus [node]
+t_grant_start() { # lead gpus [node]: sets grant, once it runs
 	local end
 	grant=$(t_sbatch root -N1 -w "${3:-node2}" --gres=gpu:"$2" -J "elastic:$1" -o /dev/null --wrap "sleep 600")
 	end=$((SECONDS + 120))
@@ -121,6 +121,9 @@ t_grant_release() { # lead gpus [node]
 		[ $SECONDS -lt $end ] || t_fail "grant job $grant did not start"
 		sleep 0.2
 	done
+}
+t_grant_release() { # lead gpus [node]
+	t_grant_start "$@"
 	scontrol release "$1"
 }
 

@@ -12,26 +12,12 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/lib.sh"
-t_need_cluster
-t_ompi_env
-t_scratch
-train=${top_builddir:?}/examples/elastic_train
-[ -x "$train" ] || t_skip "examples/elastic_train not built"
-cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
 args="--epochs 3 --samples 4096 --global-batch 128 --step-sleep 20000"
-lead=$(t_sbatch root -N1 -n2 -w node1 --gres=gpu:2 -o "$T_DIR/lead.out" -D "$T_DIR" --wrap "
-ELASTIC_JOB_ID=ref\$SLURM_JOB_ID mpirun --bind-to none -np 2 $train $args --quiet --out ref.model > ref.out 2>&1 || echo 'reference failed'
-echo reference-done
-exec ./elastic-run -v -- $train $args --compare ref.model")
+lr_start "$args" 0
 lr_wait_step 15
 # A grant of 2 GPUs on node2, as elasticd starts one; then SIGUSR1 to
 # elastic-run, what it does itself on the controller's word of a grant.
-grant=$(t_sbatch root -N1 -w node2 --gres=gpu:2 -J "elastic:$lead" -o /dev/null --wrap "sleep 600")
-end=$((SECONDS + 60))
-until [ "$(t_job_state "$grant")" = RUNNING ]; do
-	[ $SECONDS -lt $end ] || t_fail "grant job $grant did not start"
-	sleep 0.2
-done
+t_grant_start "$lead" 2
 er=$(pgrep -f "^./elastic-run -v -- $train" | head -n1)
 [ -n "$er" ] || t_fail "no elastic-run process found"
 t_log "grant $grant running on node2: SIGUSR1 to elastic-run (pid $er)"

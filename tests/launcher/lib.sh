@@ -4,7 +4,8 @@
 # change first (sourced after tests/lib.sh).
 
 # lr_start ARGS GRANT_GPUS: submits both jobs, starts the run; sets lead,
-# grant, train. The job's output is $T_DIR/lead.out.
+# grant, train. The job's output is $T_DIR/lead.out. GRANT_GPUS 0: no grant
+# (the job alone on node1).
 lr_start() {
 	local args=$1 ggpus=$2
 	t_need_cluster
@@ -19,7 +20,11 @@ lr_start() {
 ELASTIC_JOB_ID=ref\$SLURM_JOB_ID mpirun --bind-to none -np 2 $train $args --quiet --out ref.model > ref.out 2>&1 || echo 'reference failed'
 echo reference-done
 exec ./elastic-run -v -- $train $args --compare ref.model")
-	t_grant_release "$lead" "$ggpus"
+	if [ "$ggpus" = 0 ]; then
+		scontrol release "$lead"
+	else
+		t_grant_release "$lead" "$ggpus"
+	fi
 }
 
 # lr_wait_step N: until the elastic run printed step N.

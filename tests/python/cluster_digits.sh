@@ -8,12 +8,7 @@
 # run's within float32 summation-order noise (rtol 1e-3, atol 1e-4).
 set -u
 . "$(dirname "$0")/common.sh"
-t_need_cluster
-t_need_spank
-py_need_torch
-t_scratch
-t_mpi_scratch
-ex=$top_srcdir/examples/pytorch
+py_cluster_setup
 epochs=6
 
 # the reference: the same training, no failure, a static 2-rank run

@@ -14,28 +14,18 @@
 # of a static run's.
 set -u
 . "$(dirname "$0")/common.sh"
-t_need_cluster
-t_need_spank
-py_need_torch
-t_scratch
-t_mpi_scratch
-ex=$top_srcdir/examples/pytorch
+py_cluster_setup
 epochs=6 target=10
 
 py_digits_reference $epochs 72
 
-grep -v '^#SBATCH --elastic' "$ex/train.sbatch" >"$T_DIR/train.sbatch"
+py_plain_sbatch
 lead=$(t_sbatch root -N1 -n1 -w node1 --gres=gpu:2 -o "$T_DIR/job.out" \
 	--export="ALL,PYTHONPATH=$PYTHONPATH,ELASTIC_BIN=$top_builddir/launcher,TRAIN=$ex/train_digits.py,EPOCHS=$epochs,STEP_SLEEP=0.1,MODEL_OUT=$T_DIR/elastic.npy" \
 	"$T_DIR/train.sbatch")
 py_wait_step "$lead" "$target" 0.05
 t_grep "^step $target epoch [0-9]+ size 2 " "$T_DIR/job.out" "training at 2 ranks on node1"
-grant=$(t_sbatch root -N1 -w node2 --gres=gpu:2 -J "elastic:$lead" -o /dev/null --wrap "sleep 600")
-end=$((SECONDS + 60))
-until [ "$(t_job_state "$grant")" = RUNNING ]; do
-	[ $SECONDS -lt $end ] || t_fail "grant job $grant did not start"
-	sleep 0.2
-done
+t_grant_start "$lead" 2
 er=$(pgrep -f "elastic-run -v -- python3 $ex/train_digits.py" | head -n1)
 [ -n "$er" ] || t_fail "no elastic-run process found"
 last=$(grep -a '^step [0-9]* ' "$T_DIR/job.out" | tail -1 | awk '{print $2}')

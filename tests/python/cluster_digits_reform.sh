@@ -14,18 +14,12 @@
 # place and keep running (same processes, no relaunch, no snapshot read).
 set -u
 . "$(dirname "$0")/common.sh"
-t_need_cluster
-t_need_spank
-py_need_torch
-t_scratch
-t_mpi_scratch
-ex=$top_srcdir/examples/pytorch
+py_cluster_setup
 epochs=6 target=20
 
 py_digits_reference $epochs 72
 
-# (an --elastic-gpus job takes its grants from elasticd, which this test does not run)
-grep -v '^#SBATCH --elastic' "$ex/train.sbatch" >"$T_DIR/train.sbatch"
+py_plain_sbatch
 lead=$(t_sbatch root -N1 -n1 -w node1 --gres=gpu:2 -H -o "$T_DIR/job.out" \
 	--export="ALL,PYTHONPATH=$PYTHONPATH,ELASTIC_BIN=$top_builddir/launcher,TRAIN=$ex/train_digits.py,EPOCHS=$epochs,STEP_SLEEP=0.1,MODEL_OUT=$T_DIR/elastic.npy,TRAIN_ARGS=--timings" \
 	"$T_DIR/train.sbatch")

@@ -14,15 +14,10 @@
 # hand (SIGUSR1 to elastic-run: a planned re-form on the 2 GPUs left).
 set -u
 . "$(dirname "$0")/common.sh"
-t_need_cluster
-t_need_spank
-py_need_torch
-t_scratch
-t_mpi_scratch
-ex=$top_srcdir/examples/pytorch
+py_cluster_setup
 epochs=6
 
-grep -v '^#SBATCH --elastic' "$ex/train.sbatch" >"$T_DIR/train.sbatch"
+py_plain_sbatch
 lead=$(t_sbatch root -N1 -n1 -w node1 --gres=gpu:2 -H -o "$T_DIR/job.out" \
 	--export="ALL,PYTHONPATH=$PYTHONPATH,ELASTIC_BIN=$top_builddir/launcher,TRAIN=$ex/train_digits.py,EPOCHS=$epochs,STEP_SLEEP=0.1,TRAIN_ARGS=--timings" \
 	"$T_DIR/train.sbatch")

@@ -8,11 +8,7 @@
 # zero_grad(set_to_none=True) is supported: that job completes.
 set -u
 . "$(dirname "$0")/common.sh"
-t_need_cluster
-t_need_spank
-py_need_torch
-t_scratch
-t_mpi_scratch
+py_cluster_setup
 
 t_ompi_env # the jobs inherit the testbed's Open MPI settings (sbatch --export=ALL)
 cat >"$T_DIR/misuse.sbatch" <<SB

@@ -44,6 +44,24 @@ py_need_torch() {
 	python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (python3-torch, python3-sklearn)"
 }
 
+# The start of a test of the PyTorch example on the cluster: the cluster with
+# the SPANK plugin, torch, a scratch directory for the jobs; ex is the example's
+# directory.
+py_cluster_setup() {
+	t_need_cluster
+	t_need_spank
+	py_need_torch
+	t_scratch
+	t_mpi_scratch
+	ex=$top_srcdir/examples/pytorch
+}
+
+# $T_DIR/train.sbatch: the example's script without its --elastic-gpus line
+# (such a job takes its grants from elasticd, which these tests do not run).
+py_plain_sbatch() {
+	grep -v '^#SBATCH --elastic' "$ex/train.sbatch" >"$T_DIR/train.sbatch"
+}
+
 # The static reference of the example: the same training on 2 ranks, no
 # failure; its model in $T_DIR/ref.npy.
 py_digits_reference() { # epochs steps
