@@ -1352,8 +1352,19 @@ static void _grow_done(struct run *r, unsigned long long step, int size)
 	r->stop_sent = r->stop_due = 0;
 	_join_clear(r);
 	if (r->have_ctl) {
+		elastic_error_t err;
 		r->ctl.gpus = r->set.total;
 		elastic__orders_status(&r->ctl, step, -1, _say);
+		/* orders that came while the ranks grew (_follow_orders waits
+		 * for a change under way): a release gets its shrink, grants
+		 * still outside the set another change */
+		if (_uses_released(r)) {
+			r->stop_due = _plan_leave(r);
+		} else if (_grants_add(r)) {
+			r->stop_due = 1;
+			if (_look(r, &r->now, &err) == 0)
+				_plan_grow(r, &r->now);
+		}
 	}
 }
 
@@ -1408,14 +1419,14 @@ static void _follow_orders(struct run *r)
  * ranks as SIGUSR1 once they can take it. */
 static void _stop_when_ready(struct run *r)
 {
-	if (usr1_pending) {
+	/* (one asked while the ranks grow is taken once they have) */
+	if (usr1_pending && !r->joining) {
 		elastic_error_t err;
 		usr1_pending = 0;
 		r->stop_due = 1;
 		/* (a set that only grew onto new nodes: in place, where the
 		 * runtime can) */
-		if (r->grow_in_place && !r->joining && !r->stop_sent &&
-		    _look(r, &r->now, &err) == 0)
+		if (r->grow_in_place && !r->stop_sent && _look(r, &r->now, &err) == 0)
 			_plan_grow(r, &r->now);
 	}
 	if (r->stop_due && !r->stop_sent && _ranks_ready(r)) {

@@ -30,6 +30,23 @@ check 2 "ELASTIC_SIZES='x,y': 'x' is not a GPU count" env SLURM_JOB_ID=5 ELASTIC
 check 2 "MIN=3 GPUs, which is not one of its sizes" env SLURM_JOB_ID=5 ELASTIC_MIN_GPUS=3 ELASTIC_MAX_GPUS=8 ELASTIC_SIZES=pow2 "$ER" true
 check 2 "needs HOST CMD" env -u ELASTIC_RUN_MAP "$ER" --agent
 check 1 "host nodeX is not in this job's GPU set" env ELASTIC_RUN_MAP="node1=5:0" "$ER" --agent nodeX true
+# a node added by a growth in place: in the map file, not in the environment's map
+mapf=$(mktemp)
+echo "node1=5:0;nodeY=6:0,1" >"$mapf"
+check 1 "host nodeZ is not in this job's GPU set" env ELASTIC_RUN_MAP="node1=5:0" ELASTIC_RUN_MAP_FILE="$mapf" "$ER" --agent nodeZ true
+check 1 "host nodeY is not in this job's GPU set" env ELASTIC_RUN_MAP="node1=5:0" ELASTIC_RUN_MAP_FILE=/nonexistent "$ER" --agent nodeY true
+# (found there: the daemon's srun goes into the grant's job; an srun that
+# says what it was asked stands in for Slurm's)
+bin=$(mktemp -d)
+printf '#!/bin/sh\necho "srun $*"\n' >"$bin/srun"
+chmod +x "$bin/srun"
+check 0 "srun --jobid=6 --overlap -N1 -n1 --kill-on-bad-exit=0 -w nodeY /bin/sh -c true" \
+	env PATH="$bin:$PATH" ELASTIC_RUN_MAP="node1=5:0" ELASTIC_RUN_MAP_FILE="$mapf" "$ER" --agent nodeY true
+rm -rf "$mapf" "$bin"
+# the rank wrapper of a joined rank (internal mode, started by libelastic)
+check 2 "--join: needs BASE MAP" "$ER" --rank --join x node1=5:0 true
+check 2 "--join: needs BASE MAP" "$ER" --rank --join 2
+check 2 "no program" "$ER" --rank --join 2 node1=5:0
 check 0 "usage: elastic-run" "$ER" --help
 
 # elastic-ctl snapshots: the node snapshot files by the contract's names.
