@@ -23,7 +23,12 @@ enum elastic_run_next elastic__run_ended(const struct elastic_report_summary *su
 	*status = sum->failed ? 1 : mstatus ? mstatus : 1;
 	if (sig == SIGTERM || sig == SIGINT)
 		return ELASTIC_RUN_STOPPED;
-	if (mstatus == 127)
+	/* 127 is mpirun's "command not found" only when no rank ever ran: a
+	 * rank started later that failed to exec (a growth in place whose new
+	 * ranks never came) makes mpirun end 127 too, while the ranks that
+	 * ran asked for the re-form */
+	if (mstatus == 127 && !sum->ok && !sum->failed && !sum->reform &&
+	    !sum->signaled && !sum->left)
 		return ELASTIC_RUN_NOSTART;
 	return ELASTIC_RUN_REFORM;
 }

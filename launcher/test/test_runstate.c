@@ -120,6 +120,11 @@ static void stopped_and_nostart(void **state)
 	/* a signal wins over a mpirun that could not start */
 	assert_int_equal(elastic__run_ended(&s, 127, SIGTERM, 0, &status),
 			 ELASTIC_RUN_STOPPED);
+	/* 127 after ranks ran and asked for a re-form (the new ranks of a
+	 * growth in place could not be started): a re-form, not "mpirun could
+	 * not be started" */
+	s = sum(0, 0, 2, 0, 0);
+	assert_int_equal(elastic__run_ended(&s, 127, 0, 0, &status), ELASTIC_RUN_REFORM);
 }
 
 /* Failures without progress count up to max_stuck, progress resets them. */
