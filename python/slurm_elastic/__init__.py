@@ -189,7 +189,9 @@ class Context:
     step = property(lambda self: self._c.step,
                     doc="committed steps so far = index of the next step")
     resumed = property(lambda self: self._c.resumed,
-                       doc="True if this launch resumed from a snapshot (re-form)")
+                       doc="True if this rank resumed from a snapshot (re-form), or was "
+                           "started by a growth in place and took the committed state "
+                           "from the running ranks")
     comm_handle = property(lambda self: self._c.comm_handle,
                            doc="MPI_Comm of the current world, as an int "
                                "(mpi4py: MPI.Comm.fromhandle); changes after a REDO")
