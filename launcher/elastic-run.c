@@ -389,15 +389,15 @@ static int _agent(int argc, char **argv)
 	char fmap[8192] = "";
 	const char *mf = getenv("ELASTIC_RUN_MAP_FILE");
 	FILE *f;
-	if (_map_find(map, argv[0], &job, gpus, sizeof(gpus)) < 0 && mf &&
-	    (f = fopen(mf, "r"))) {
+	int found = _map_find(map, argv[0], &job, gpus, sizeof(gpus)) == 0;
+	if (!found && mf && (f = fopen(mf, "r"))) {
 		if (!fgets(fmap, sizeof(fmap), f))
 			fmap[0] = '\0';
 		fclose(f);
 		fmap[strcspn(fmap, "\n")] = '\0';
-		map = fmap;
+		found = _map_find(fmap, argv[0], &job, gpus, sizeof(gpus)) == 0;
 	}
-	if (_map_find(map, argv[0], &job, gpus, sizeof(gpus)) < 0) {
+	if (!found) {
 		fprintf(stderr,
 			"elastic-run --agent: host %s is not in this job's GPU set\n",
 			argv[0]);
@@ -711,8 +711,7 @@ static int _value_opt(struct run *r, const char *a, const char *v)
 static int _runtime_in_place(const struct run *r, char *desc, size_t len, int *majorp);
 static int _runtime_grows(int major);
 static int _plan_leave(struct run *r);
-static void _leave_clear(const struct run *r);
-static void _join_clear(const struct run *r);
+static void _empty_file(const char *path);
 
 static int _options(struct run *r, int argc, char **argv)
 {
@@ -1098,12 +1097,12 @@ static int _spawn(struct run *r, const char **av)
 	r->leaving = 0;
 	r->t_heal = 0;
 	if (r->in_place) {
-		_leave_clear(r);
+		_empty_file(r->leave);
 		setenv("ELASTIC_RUN_LEAVE", r->leave, 1);
 	}
 	r->joining = 0;
 	if (r->grow_in_place) {
-		_join_clear(r);
+		_empty_file(r->join);
 		setenv("ELASTIC_RUN_JOIN", r->join, 1);
 	}
 	child = fork();
@@ -1323,7 +1322,7 @@ static int _plan_grow(struct run *r, const struct elastic_gpuset *now)
 	if (!ok) {
 		_say("cannot write %s: %s: every rank re-forms instead", r->join,
 		     strerror(errno));
-		_join_clear(r);
+		_empty_file(r->join);
 		return 0;
 	}
 	char desc[2048];
@@ -1333,6 +1332,15 @@ static int _plan_grow(struct run *r, const struct elastic_gpuset *now)
 	_say("grow in place: %d new rank%s join the %d running at the next step boundary (none restarts), on %s",
 	     add, add == 1 ? "" : "s", r->world, desc);
 	return 1;
+}
+
+/* Slurm's word on where the job's GPUs are now, for a growth in place
+ * (_plan_grow); nothing on a runtime that cannot grow in place. */
+static void _look_and_plan_grow(struct run *r)
+{
+	elastic_error_t err;
+	if (r->grow_in_place && _look(r, &r->now, &err) == 0)
+		_plan_grow(r, &r->now);
 }
 
 /* The ranks started by a growth in place joined (rank 0's record shows the
@@ -1350,9 +1358,8 @@ static void _grow_done(struct run *r, unsigned long long step, int size)
 	r->world = size;
 	r->joining = 0;
 	r->stop_sent = r->stop_due = 0;
-	_join_clear(r);
+	_empty_file(r->join);
 	if (r->have_ctl) {
-		elastic_error_t err;
 		r->ctl.gpus = r->set.total;
 		elastic__orders_status(&r->ctl, step, -1, _say);
 		/* orders that came while the ranks grew (_follow_orders waits
@@ -1362,8 +1369,7 @@ static void _grow_done(struct run *r, unsigned long long step, int size)
 			r->stop_due = _plan_leave(r);
 		} else if (_grants_add(r)) {
 			r->stop_due = 1;
-			if (_look(r, &r->now, &err) == 0)
-				_plan_grow(r, &r->now);
+			_look_and_plan_grow(r);
 		}
 	}
 }
@@ -1400,9 +1406,7 @@ static void _follow_orders(struct run *r)
 		return;
 	if (_grants_add(r)) {
 		r->stop_due = 1;
-		/* Slurm's word on where they are, for a growth in place */
-		if (r->grow_in_place && _look(r, &r->now, &err) == 0)
-			_plan_grow(r, &r->now);
+		_look_and_plan_grow(r);
 		return;
 	}
 	/* Slurm shows a grant ordered released until elasticd cancels it,
@@ -1421,13 +1425,12 @@ static void _stop_when_ready(struct run *r)
 {
 	/* (one asked while the ranks grow is taken once they have) */
 	if (usr1_pending && !r->joining) {
-		elastic_error_t err;
 		usr1_pending = 0;
 		r->stop_due = 1;
 		/* (a set that only grew onto new nodes: in place, where the
 		 * runtime can) */
-		if (r->grow_in_place && !r->stop_sent && _look(r, &r->now, &err) == 0)
-			_plan_grow(r, &r->now);
+		if (!r->stop_sent)
+			_look_and_plan_grow(r);
 	}
 	if (r->stop_due && !r->stop_sent && _ranks_ready(r)) {
 		_say("asking the %d ranks to %s at the next step boundary (SIGUSR1)",
@@ -1438,16 +1441,10 @@ static void _stop_when_ready(struct run *r)
 }
 
 /* The leave file empty: at a planned stop every rank stops (libelastic). */
-static void _leave_clear(const struct run *r)
+/* The leave and join files say "nothing" when empty. */
+static void _empty_file(const char *path)
 {
-	int fd = open(r->leave, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0)
-		close(fd);
-}
-
-static void _join_clear(const struct run *r)
-{
-	int fd = open(r->join, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd >= 0)
 		close(fd);
 }
@@ -1566,7 +1563,7 @@ static void _shrink_done(struct run *r, unsigned long long step, int size)
 		     r->leaving, r->leaving == 1 ? "" : "s", step, size,
 		     (_now() - r->t_leave) * 1e3, desc);
 		r->stop_sent = r->stop_due = 0;
-		_leave_clear(r);
+		_empty_file(r->leave);
 	}
 	if (step <= r->leave_step)
 		return;
