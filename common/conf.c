@@ -229,18 +229,27 @@ int elastic_conf_parse_text(const struct elastic_conf_key *keys, void *out, size
 {
 	void *work = malloc(size ? size : 1);
 	char line[MAX_LINE], where[PATH_MAX + 32];
-	int lineno = 0, rc = -1, saved;
+	int lineno = 0, rc = -1, saved, *seen; /* seen: line of each key, 0: none */
+	size_t nkeys = 0;
 
-	if (!work)
+	while (keys[nkeys].name)
+		nkeys++;
+	seen = calloc(nkeys + 1, sizeof(*seen));
+	if (!work || !seen) {
+		free(work);
+		free(seen);
 		return _fail(err, ENOMEM, "%s: out of memory", origin);
+	}
 	memcpy(work, out, size);
 	if (_dup_strings(keys, work) < 0) {
 		free(work);
+		free(seen);
 		return _fail(err, ENOMEM, "%s: out of memory", origin);
 	}
 	while (*text) {
 		const char *nl = strchr(text, '\n');
 		size_t n = nl ? (size_t)(nl - text) : strlen(text);
+		const struct elastic_conf_key *k;
 		char *s, *eq, *hash;
 
 		lineno++;
@@ -271,7 +280,17 @@ int elastic_conf_parse_text(const struct elastic_conf_key *keys, void *out, size
 			_fail(err, EINVAL, "%s: empty key before '='", where);
 			goto out;
 		}
-		if (elastic_conf_set(keys, work, _trim(s), _trim(eq + 1), where, err) < 0)
+		s = _trim(s);
+		if ((k = _find(keys, s))) {
+			if (seen[k - keys]) {
+				_fail(err, EINVAL,
+				      "%s: %s given a second time (first at %s:%d); each key may appear once",
+				      where, k->name, origin, seen[k - keys]);
+				goto out;
+			}
+			seen[k - keys] = lineno;
+		}
+		if (elastic_conf_set(keys, work, s, _trim(eq + 1), where, err) < 0)
 			goto out;
 	}
 	rc = 0;
@@ -284,6 +303,7 @@ out:
 		elastic_conf_free(keys, work);
 	}
 	free(work);
+	free(seen);
 	errno = saved;
 	return rc;
 }

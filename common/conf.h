@@ -36,7 +36,8 @@ int elastic_conf_set(const struct elastic_conf_key *keys, void *out, const char 
 		     const char *value, const char *where, elastic_error_t *err);
 
 /* Parse Key=Value lines ('#' comments, blank lines, spaces around '=') from
- * text, naming it origin in messages. On any error nothing in out changes:
+ * text, naming it origin in messages. A key given twice is an error naming
+ * both lines (the reader could not tell which one counts). On any error nothing in out changes:
  * the parse works on a copy of size bytes and commits only on success. */
 int elastic_conf_parse_text(const struct elastic_conf_key *keys, void *out, size_t size,
 			    const char *text, const char *origin, elastic_error_t *err);

@@ -83,6 +83,12 @@ static void bad_input_is_named_and_changes_nothing(void **state)
 		{"PolicyMode=random\n", "is not one of priority|fairshare|fifo"},
 		{"ControllerHost=x\njust words\n", "t.conf:2: expected Key=Value"},
 		{" =3\n", "t.conf:1: empty key"},
+		/* A key given twice, even with the same value or another case:
+		 * which line counts would be a guess. */
+		{"ControllerPort=7000\nDebug=yes\ncontrollerport=7001\n",
+		 "t.conf:3: ControllerPort given a second time (first at t.conf:1); each key may appear once"},
+		{"Debug=no\nDebug=no\n",
+		 "t.conf:2: Debug given a second time (first at t.conf:1)"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct cfg c;

@@ -100,6 +100,10 @@ static void load_errors_name_file_and_line(void **state)
 		{"DefaultGrace=700\n", "DefaultGrace=700 is above MaxGrace=600"},
 		{"ControllerHost=a:1\n", "ControllerHost=a:1 is not a host name"},
 		{"GrantNamePrefix=\n", "GrantNamePrefix must not be empty"},
+		{"TickSecond=2\n",
+		 ":1: unknown key 'TickSecond' (did you mean 'TickSeconds'?)"},
+		{"TickSeconds=2\nMaxGrace=60\nTickSeconds=3\n",
+		 ":3: TickSeconds given a second time (first at "},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct elastic_site_conf c;
@@ -412,6 +416,69 @@ static void shipped_example_and_man_page_match_the_table(void **state)
 	elastic_site_conf_free(&def);
 }
 
+/* The value elastic.conf(5) gives after "Default:" in the entry of key
+ * (".BR 30 ." -> "30", "empty." -> ""), into buf; -1 if none. */
+static int _man_default(const char *man, const char *key, char *buf, size_t size)
+{
+	char head[128];
+	const char *p, *end, *d;
+	size_t n;
+
+	snprintf(head, sizeof(head), ".BI %s= ", key);
+	if (!(p = strstr(man, head))) {
+		snprintf(head, sizeof(head), ".BR %s= ", key);
+		if (!(p = strstr(man, head)))
+			return -1;
+	}
+	end = strstr(p + 1, "\n.TP");
+	if (!end)
+		end = strstr(p + 1, "\n.SH");
+	if (!(d = strstr(p, "Default:")) || (end && d > end))
+		return -1;
+	d += strlen("Default:");
+	while (*d == ' ' || *d == '\n')
+		d++;
+	if (strncmp(d, "empty", 5) == 0) {
+		*buf = '\0';
+		return 0;
+	}
+	if (strncmp(d, ".BR ", 4) != 0)
+		return -1;
+	d += 4;
+	n = strcspn(d, " \n");
+	snprintf(buf, size, "%.*s", (int)n, d);
+	return 0;
+}
+
+/* elastic.conf(5) states, for every key, the default the code uses. */
+static void man_page_defaults_are_the_built_in_ones(void **state)
+{
+	const char *srcdir = getenv("srcdir");
+	char path[4096], *man, value[128];
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/../slurm-conf/elastic.conf.5",
+		 srcdir ? srcdir : ".");
+	if (!(f = fopen(path, "r")))
+		skip();
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	assert_non_null(man = calloc(1, (size_t)n + 1));
+	assert_int_equal(fread(man, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	for (const struct elastic_conf_key *k = elastic_site_conf_keys; k->name; k++) {
+		if (_man_default(man, k->name, value, sizeof(value)) < 0)
+			fail_msg("elastic.conf.5: no 'Default:' in the entry of %s",
+				 k->name);
+		if (strcmp(value, k->def ? k->def : "") != 0)
+			fail_msg("elastic.conf.5: %s defaults to '%s', the code to '%s'",
+				 k->name, value, k->def ? k->def : "");
+	}
+	free(man);
+}
+
 static void tres_gpu_counts(void **state)
 {
 	static const struct {
@@ -461,6 +528,7 @@ int main(void)
 		cmocka_unit_test(bad_tags),
 		cmocka_unit_test(tres_gpu_counts),
 		cmocka_unit_test(shipped_example_and_man_page_match_the_table),
+		cmocka_unit_test(man_page_defaults_are_the_built_in_ones),
 	};
 	return cmocka_run_group_tests_name("elastic_conf", tests, NULL, NULL);
 }
