@@ -45,8 +45,11 @@ enum { O_GPUS, O_GRACE, O_SIZES, O_WEIGHT, O_N };
 /* ---- configuration ------------------------------------------------------- */
 
 static pthread_mutex_t _lock = PTHREAD_MUTEX_INITIALIZER; /* conf and cache */
-static struct elastic_site_conf _conf;
-static int _conf_ok;
+static struct elastic_site_conf _conf; /* the last good file, else defaults */
+static int _conf_ok;		       /* _conf holds something */
+/* Why elastic.conf on disk cannot be used ("": it can). While set, elastic
+ * submissions are refused with it; every other job goes through. */
+static char _conf_error[sizeof(((elastic_error_t *)0)->text)];
 static char _conf_path[PATH_MAX];
 static struct stat _conf_st; /* of the loaded file; st_ino 0: none */
 
@@ -84,7 +87,9 @@ static void _find_conf_path(void)
 }
 
 /* (Re)load elastic.conf when it changed. Called with _lock held. A bad
- * file keeps the configuration loaded before (and fails init()). */
+ * file never stops slurmctld: it is logged once, elastic submissions are
+ * refused naming it, and the other checks (reserved grant names) keep the
+ * configuration loaded before, or the built-in defaults. */
 static int _conf_refresh(int first)
 {
 	struct stat st;
@@ -99,16 +104,23 @@ static int _conf_refresh(int first)
 		return 0;
 	rc = elastic_site_conf_load(&fresh, _conf_path, 1, &err);
 	if (rc < 0) {
-		slurm_error("elastic: %s%s", err.text,
-			    _conf_ok ? " (keeping the configuration loaded before)" : "");
+		slurm_error(
+			"elastic: %s; elastic jobs are refused until it is fixed (other jobs are not affected; %s)",
+			err.text,
+			_conf_ok ? "the rest keeps the configuration loaded before"
+				 : "the rest uses the built-in defaults");
+		snprintf(_conf_error, sizeof(_conf_error), "%s", err.text);
 		if (have)
 			_conf_st = st; /* do not repeat the message until it changes */
+		if (!_conf_ok && elastic_site_conf_defaults(&_conf, NULL) == 0)
+			_conf_ok = 1;
 		return -1;
 	}
 	if (_conf_ok)
 		elastic_site_conf_free(&_conf);
 	_conf = fresh;
 	_conf_ok = 1;
+	_conf_error[0] = '\0';
 	if (rc == 1) {
 		memset(&_conf_st, 0, sizeof(_conf_st));
 		slurm_info(
@@ -424,11 +436,14 @@ int init(void)
 
 	_find_conf_path();
 	pthread_mutex_lock(&_lock);
-	rc = _conf_refresh(1);
+	_conf_refresh(1); /* a bad file is logged; it must not stop slurmctld */
+	rc = _conf_ok ? 0 : -1;
 	_stop = 0;
 	pthread_mutex_unlock(&_lock);
-	if (rc < 0)
+	if (rc < 0) {
+		slurm_error("elastic: out of memory loading the built-in defaults");
 		return SLURM_ERROR;
+	}
 	if (pthread_create(&_thread, NULL, _cache_thread, NULL) != 0) {
 		slurm_error("elastic: cannot start the job cache thread: %s",
 			    strerror(errno));
@@ -457,6 +472,7 @@ int fini(void)
 	if (_conf_ok)
 		elastic_site_conf_free(&_conf);
 	_conf_ok = 0;
+	_conf_error[0] = '\0';
 	pthread_mutex_unlock(&_lock);
 	return SLURM_SUCCESS;
 }
@@ -476,6 +492,10 @@ static int _submit_locked(job_desc_msg_t *jd, uint32_t submit_uid, char **err_ms
 		any |= (opt[i] = _spank_opt(jd, i)) != NULL;
 	if (!any)
 		return SLURM_SUCCESS;
+	if (_conf_error[0])
+		return _refuse(err_msg, ESLURM_NOT_SUPPORTED,
+			       "elastic jobs are refused until elastic.conf is fixed: %s",
+			       _conf_error);
 
 	if (elastic_request_from_options(&req, opt[O_GPUS], opt[O_GRACE], opt[O_SIZES],
 					 opt[O_WEIGHT], &_conf, &err) < 0)

@@ -47,6 +47,10 @@ static struct spank_option _options[] = {
 static char *_val[OPT_N];
 static struct elastic_site_conf _site;
 static int _site_loaded;
+/* Why elastic.conf (or the plugstack.conf arguments) cannot be used; "":
+ * they can. A bad configuration refuses elastic jobs only: _site then holds
+ * the built-in defaults and every other job goes on. */
+static char _site_error[sizeof(((elastic_error_t *)0)->text)];
 
 static const char *_ctx_name(spank_context_t ctx)
 {
@@ -92,32 +96,30 @@ static void _free_state(void)
 	if (_site_loaded)
 		elastic_site_conf_free(&_site);
 	_site_loaded = 0;
+	_site_error[0] = '\0';
 }
 
 /* plugstack.conf arguments: conf=PATH, then any elastic.conf Key=Value,
- * which overrides the file for this plugin. Loads elastic.conf. */
-static int _load_config(int ac, char **av)
+ * which overrides the file for this plugin. Loads elastic.conf into _site;
+ * returns 0, or -1 with err (then nothing changed). */
+static int _read_config(int ac, char **av, elastic_error_t *err)
 {
 	const char *path = NULL;
-	elastic_error_t err = {""};
 	struct elastic_site_conf work;
 	int rc;
 
 	for (int i = 0; i < ac; i++) {
 		if (strncasecmp(av[i], "conf=", 5) == 0) {
-			if (!av[i][5]) {
-				slurm_error(
-					"elastic: plugstack.conf: argument 'conf=' needs a path");
-				return -1;
-			}
+			if (!av[i][5])
+				return elastic__fail(
+					err, EINVAL,
+					"plugstack.conf: argument 'conf=' needs a path");
 			path = av[i] + 5;
 		}
 	}
-	rc = elastic_site_conf_load(&work, path, path == NULL, &err);
-	if (rc < 0) {
-		slurm_error("elastic: %s", err.text);
+	rc = elastic_site_conf_load(&work, path, path == NULL, err);
+	if (rc < 0)
 		return -1;
-	}
 	if (rc == 1)
 		slurm_debug(
 			"elastic: no elastic.conf found, using the built-in defaults");
@@ -128,23 +130,21 @@ static int _load_config(int ac, char **av)
 		if (strncasecmp(av[i], "conf=", 5) == 0)
 			continue;
 		if (!eq || eq == av[i] || (n = (size_t)(eq - av[i])) >= sizeof(key)) {
-			slurm_error(
-				"elastic: plugstack.conf: unknown argument '%s' (known: conf=PATH and elastic.conf keys as Key=Value, e.g. ControllerHost=HOST, MaxGpusPerJob=N)",
-				av[i]);
 			elastic_site_conf_free(&work);
-			return -1;
+			return elastic__fail(
+				err, EINVAL,
+				"plugstack.conf: unknown argument '%s' (known: conf=PATH and elastic.conf keys as Key=Value, e.g. ControllerHost=HOST, MaxGpusPerJob=N)",
+				av[i]);
 		}
 		memcpy(key, av[i], n);
 		key[n] = '\0';
 		if (elastic_conf_set(elastic_site_conf_keys, &work, key, eq + 1,
-				     "plugstack.conf argument", &err) < 0) {
-			slurm_error("elastic: %s", err.text);
+				     "plugstack.conf argument", err) < 0) {
 			elastic_site_conf_free(&work);
 			return -1;
 		}
 	}
-	if (elastic_site_conf_check(&work, "plugstack.conf arguments", &err) < 0) {
-		slurm_error("elastic: %s", err.text);
+	if (elastic_site_conf_check(&work, "plugstack.conf arguments", err) < 0) {
 		elastic_site_conf_free(&work);
 		return -1;
 	}
@@ -152,20 +152,45 @@ static int _load_config(int ac, char **av)
 		elastic_site_conf_free(&_site);
 	_site = work;
 	_site_loaded = 1;
+	_site_error[0] = '\0';
+	return 0;
+}
+
+/* _read_config, and on an error the built-in defaults with the error kept
+ * in _site_error for the elastic jobs to be refused with. Returns 0, or -1
+ * if even the defaults could not be set (out of memory). */
+static int _load_config(int ac, char **av)
+{
+	elastic_error_t err = {""};
+
+	if (_read_config(ac, av, &err) == 0)
+		return 0;
+	snprintf(_site_error, sizeof(_site_error), "%s", err.text);
+	if (_site_loaded)
+		return 0;
+	if (elastic_site_conf_defaults(&_site, NULL) < 0) {
+		slurm_error("elastic: out of memory");
+		return -1;
+	}
+	_site_loaded = 1;
 	return 0;
 }
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
 	spank_context_t ctx = spank_context();
-	int rc = _load_config(ac, av);
 
-	if (rc < 0) {
-		/* slurmd keeps running (the message is in its log); every
-		 * command and step that loads the plugin refuses to go on. */
-		if (ctx == S_CTX_SLURMD || ctx == S_CTX_JOB_SCRIPT)
-			return 0;
+	if (_load_config(ac, av) < 0)
 		return -1;
+	if (_site_error[0]) {
+		/* slurmd says it once in its log; commands and steps say it
+		 * only to an elastic job (slurm_spank_init_post_opt). */
+		if (ctx == S_CTX_SLURMD)
+			slurm_error(
+				"elastic: %s; elastic jobs are refused until it is fixed (other jobs are not affected)",
+				_site_error);
+		else
+			slurm_debug("elastic: %s (in %s)", _site_error, _ctx_name(ctx));
 	}
 	if (ctx == S_CTX_SLURMD || ctx == S_CTX_JOB_SCRIPT)
 		return 0;
@@ -300,6 +325,13 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 		return -1;
 	if (!_any_option())
 		return 0;
+	if (_site_error[0] &&
+	    (ctx == S_CTX_ALLOCATOR || ctx == S_CTX_LOCAL || ctx == S_CTX_REMOTE)) {
+		slurm_error(
+			"elastic: elastic jobs are refused until elastic.conf is fixed: %s",
+			_site_error);
+		return -1;
+	}
 	switch (ctx) {
 	case S_CTX_ALLOCATOR:
 	case S_CTX_LOCAL:

@@ -100,9 +100,11 @@ unset ES_ALSO
 bad=$(es_client_conf "conf=$ES_CONF" Bogus=1)
 out=$(cd "$T_DIR" && SLURM_CONF=$bad t_as alice sbatch --hold -o /dev/null --elastic-gpus=1 --wrap true 2>&1) &&
 	t_fail "sbatch with plugstack argument Bogus=1 went on: $out"
-case "$out" in *"elastic: plugstack.conf argument: unknown key 'Bogus'"*) ;; *) t_fail "plugstack Bogus=1: got $out" ;; esac
+case "$out" in *"elastic.conf is fixed: plugstack.conf argument: unknown key 'Bogus'"*) ;; *) t_fail "plugstack Bogus=1: got $out" ;; esac
+# A file named by conf= must exist; without it only elastic jobs stop.
 bad=$(es_client_conf "conf=$T_DIR/none.conf")
-out=$(cd "$T_DIR" && SLURM_CONF=$bad t_as alice sbatch --hold -o /dev/null --wrap true 2>&1) &&
-	t_fail "sbatch with a missing conf= file went on: $out"
-case "$out" in *"elastic: $T_DIR/none.conf: cannot open"*) ;; *) t_fail "missing conf=: got $out" ;; esac
-t_log "PASS: $ES_N bad requests refused with their message, none left a job; bad plugstack arguments refused"
+out=$(cd "$T_DIR" && SLURM_CONF=$bad t_as alice sbatch --hold -o /dev/null --elastic-gpus=1 --wrap true 2>&1) &&
+	t_fail "elastic sbatch with a missing conf= file went on: $out"
+case "$out" in *"elastic: elastic jobs are refused until elastic.conf is fixed: $T_DIR/none.conf: cannot open"*) ;; *) t_fail "missing conf=: got $out" ;; esac
+id=$(SLURM_CONF=$bad t_sbatch alice --hold -o /dev/null --wrap true)
+t_log "PASS: $ES_N bad requests refused with their message, none left a job; bad plugstack arguments refuse elastic jobs only (plain job $id accepted)"
