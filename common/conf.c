@@ -356,3 +356,45 @@ int elastic_conf_parse_file(const struct elastic_conf_key *keys, void *out, size
 	free(text);
 	return rc;
 }
+
+/* The value of key k in conf as it would be written in the file. */
+static void _format(const struct elastic_conf_key *k, const void *conf, char *buf,
+		    size_t size)
+{
+	const char *field = (const char *)conf + k->offset;
+
+	switch (k->type) {
+	case ELASTIC_CONF_STRING: {
+		const char *v = *(char *const *)field;
+		snprintf(buf, size, "%s", v ? v : "");
+		return;
+	}
+	case ELASTIC_CONF_INT:
+		snprintf(buf, size, "%ld", *(const long *)field);
+		return;
+	case ELASTIC_CONF_BOOL:
+		snprintf(buf, size, "%s", *(const int *)field ? "yes" : "no");
+		return;
+	case ELASTIC_CONF_ENUM: {
+		const char *p = k->choices;
+		for (int i = *(const int *)field; i > 0 && p; i--)
+			if ((p = strchr(p, '|')))
+				p++;
+		snprintf(buf, size, "%.*s", p ? (int)strcspn(p, "|") : 1, p ? p : "?");
+		return;
+	}
+	}
+	snprintf(buf, size, "?");
+}
+
+int elastic_conf_print(const struct elastic_conf_key *keys, const void *conf, FILE *f)
+{
+	char value[4096];
+
+	for (const struct elastic_conf_key *k = keys; k->name; k++) {
+		_format(k, conf, value, sizeof(value));
+		if (fprintf(f, "%s=%s\n", k->name, value) < 0)
+			return -1;
+	}
+	return 0;
+}

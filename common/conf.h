@@ -4,6 +4,7 @@
 #define ELASTIC_COMMON_CONF_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "contract.h" /* elastic_error_t, elastic__errorf, elastic__fail */
 
@@ -45,6 +46,11 @@ int elastic_conf_parse_text(const struct elastic_conf_key *keys, void *out, size
 /* The same for a file; a missing or unreadable file is an error naming it. */
 int elastic_conf_parse_file(const struct elastic_conf_key *keys, void *out, size_t size,
 			    const char *path, elastic_error_t *err);
+
+/* Write every key of the table as Key=Value, one a line, in table order,
+ * with the value conf holds (as it would be written in the file). Returns
+ * 0, or -1 with errno if writing failed. */
+int elastic_conf_print(const struct elastic_conf_key *keys, const void *conf, FILE *f);
 
 /* Free the strings of the struct (not the struct). Accepts NULL. */
 void elastic_conf_free(const struct elastic_conf_key *keys, void *out);

@@ -148,6 +148,39 @@ static void file_errors_name_the_file(void **state)
 	elastic_conf_free(keys, NULL);
 }
 
+/* What elastic_conf_print writes reads back as the same values. */
+static void print_writes_what_parses_back(void **state)
+{
+	struct cfg c, back;
+	elastic_error_t err = {""};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	elastic_conf_defaults(keys, &c, sizeof(c), NULL);
+	assert_int_equal(
+		elastic_conf_parse_text(keys, &c, sizeof(c),
+					"ControllerHost=ctl1\nControllerPort=7000\n"
+					"Debug=yes\nPolicyMode=fifo\n",
+					"t.conf", &err),
+		0);
+	assert_non_null(f = open_memstream(&text, &len));
+	assert_int_equal(elastic_conf_print(keys, &c, f), 0);
+	fclose(f);
+	assert_string_equal(text, "ControllerHost=ctl1\nControllerPort=7000\nDebug=yes\n"
+				  "PolicyMode=fifo\n");
+	elastic_conf_defaults(keys, &back, sizeof(back), NULL);
+	assert_int_equal(
+		elastic_conf_parse_text(keys, &back, sizeof(back), text, "p", &err), 0);
+	assert_string_equal(back.host, "ctl1");
+	assert_int_equal(back.port, 7000);
+	assert_int_equal(back.debug, 1);
+	assert_int_equal(back.mode, 2);
+	free(text);
+	elastic_conf_free(keys, &c);
+	elastic_conf_free(keys, &back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -156,6 +189,7 @@ int main(void)
 		cmocka_unit_test(bad_input_is_named_and_changes_nothing),
 		cmocka_unit_test(long_line_is_refused),
 		cmocka_unit_test(file_errors_name_the_file),
+		cmocka_unit_test(print_writes_what_parses_back),
 	};
 	return cmocka_run_group_tests_name("conf", tests, NULL, NULL);
 }

@@ -82,6 +82,11 @@ struct ed_ctl *ed_ctl_create(const struct ed_ctl_conf *conf, ed_channel_t *ch)
 	return c;
 }
 
+void ed_ctl_set_plan(struct ed_ctl *c, const struct ed_plan_params *plan)
+{
+	c->conf.plan = *plan;
+}
+
 void ed_ctl_destroy(struct ed_ctl *c)
 {
 	if (!c)

@@ -197,6 +197,8 @@ struct ed_ctl_conf {
 
 struct ed_ctl *ed_ctl_create(const struct ed_ctl_conf *conf, ed_channel_t *ch);
 void ed_ctl_destroy(struct ed_ctl *ctl);
+/* New policy parameters (a configuration re-read), used from the next tick. */
+void ed_ctl_set_plan(struct ed_ctl *ctl, const struct ed_plan_params *plan);
 /* One pass: observe, decide, act. */
 void ed_ctl_tick(struct ed_ctl *ctl);
 /* 1 when a handler asked for a tick (a job registered): the main loop runs
