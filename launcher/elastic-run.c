@@ -140,6 +140,7 @@ static void _usage(FILE *f)
 		"                         node heals in place with it, then exit\n"
 		"      --mpirun-arg ARG   extra mpirun argument (repeatable)\n"
 		"      --dry-run          print the GPU set and the mpirun command only\n"
+		"  -V, --version          print the version\n"
 		"  -h, --help             this text\n"
 		"\n"
 		"Environment: SLURM_JOB_ID (required), ELASTIC_MIN_GPUS, ELASTIC_MAX_GPUS,\n"
@@ -728,6 +729,9 @@ static int _options(struct run *r, int argc, char **argv)
 			break;
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			_usage(stdout);
+			return 0;
+		} else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+			printf("elastic-run %s\n", PACKAGE_VERSION);
 			return 0;
 		} else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
 			verbose++;

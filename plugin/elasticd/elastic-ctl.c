@@ -25,6 +25,7 @@ static void _usage(FILE *f)
 {
 	fprintf(f,
 		"usage: elastic-ctl [-c HOST:PORT] [-f elastic.conf] [-S munge-socket] COMMAND ...\n"
+		"       elastic-ctl -h|--help | -V|--version\n"
 		"commands:\n"
 		"  status [-j JOBID] [-p]     elastic jobs as elasticd sees them (-p: parsable)\n"
 		"  proto-client -j JOBID [-H HOST] [-g GPUS] [-a SECONDS | -N | -R]\n"
@@ -576,8 +577,13 @@ static int _send(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
 	int opt;
-	while ((opt = getopt(argc, argv, "+c:f:S:h")) != -1) {
+	while ((opt = getopt_long(argc, argv, "+c:f:S:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			_ctl_addr = optarg;
@@ -590,6 +596,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			_usage(stdout);
+			return 0;
+		case 'V':
+			printf("elastic-ctl %s\n", PACKAGE_VERSION);
 			return 0;
 		default:
 			_usage(stderr);
