@@ -110,12 +110,18 @@ int elastic_conf_set(const struct elastic_conf_key *keys, void *out, const char 
 			return _fail(err, EINVAL,
 				     "%s: unknown key '%s' (did you mean '%s'?)", where,
 				     key, near);
+		/* The list as long as the message has room for: a cut message
+		 * would lose its closing parenthesis, or all of the list. */
 		char known[200] = "";
-		size_t used = 0;
+		size_t used = 0, fixed = strlen(where) + strlen(key) + 32;
+		size_t room = sizeof(err->text) > fixed ? sizeof(err->text) - fixed : 0;
+		if (room > sizeof(known))
+			room = sizeof(known);
 		for (const struct elastic_conf_key *p = keys; p->name; p++) {
 			size_t n = strlen(p->name) + 2;
-			if (used + n + 4 >= sizeof(known)) {
-				strcpy(known + used, ", ...");
+			if (used + n + 6 >= room) {
+				snprintf(known + used, sizeof(known) - used, "%s...",
+					 used ? ", " : "");
 				break;
 			}
 			used += snprintf(known + used, sizeof(known) - used, "%s%s",

@@ -118,6 +118,24 @@ static void load_errors_name_file_and_line(void **state)
 	}
 }
 
+/* An unknown key among the many keys of elastic.conf: the list of known
+ * keys is cut to fit the message, which still ends in its parenthesis. */
+static void unknown_key_message_is_whole(void **state)
+{
+	struct elastic_site_conf c;
+	elastic_error_t err = {""};
+	char *path = _write_tmp("Bogus=1\n");
+	size_t n;
+
+	assert_int_equal(elastic_site_conf_load(&c, path, 0, &err), -1);
+	n = strlen(err.text);
+	if (!strstr(err.text, ":1: unknown key 'Bogus' (known: ControllerHost, ") ||
+	    !strstr(err.text, ", ...)") || err.text[n - 1] != ')' ||
+	    n + 1 >= sizeof(err.text))
+		fail_msg("cut or unclosed: '%s'", err.text);
+	unlink(path);
+}
+
 static void missing_file(void **state)
 {
 	struct elastic_site_conf c;
@@ -529,6 +547,7 @@ int main(void)
 		cmocka_unit_test(tres_gpu_counts),
 		cmocka_unit_test(shipped_example_and_man_page_match_the_table),
 		cmocka_unit_test(man_page_defaults_are_the_built_in_ones),
+		cmocka_unit_test(unknown_key_message_is_whole),
 	};
 	return cmocka_run_group_tests_name("elastic_conf", tests, NULL, NULL);
 }
