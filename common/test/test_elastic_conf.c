@@ -368,6 +368,27 @@ static void bad_tags(void **state)
 	assert_int_equal(elastic_tag_parse(NULL, NULL, NULL), -1);
 }
 
+/* The text of $srcdir/../slurm-conf/NAME (malloc'd), or NULL if it is not
+ * there (a build outside the source tree without it). */
+static char *_read_slurm_conf_file(const char *name)
+{
+	const char *srcdir = getenv("srcdir");
+	char path[4096], *text;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/../slurm-conf/%s", srcdir ? srcdir : ".", name);
+	if (!(f = fopen(path, "r")))
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	assert_non_null(text = calloc(1, (size_t)n + 1));
+	assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return text;
+}
+
 /* The annotated slurm-conf/elastic.conf parses, holds every key with its
  * default, and elastic.conf(5) documents every key: docs cannot drift. */
 static void shipped_example_and_man_page_match_the_table(void **state)
@@ -377,7 +398,6 @@ static void shipped_example_and_man_page_match_the_table(void **state)
 	struct elastic_site_conf ex, def;
 	elastic_error_t err = {""};
 	FILE *f;
-	long n;
 
 	if (!srcdir)
 		srcdir = ".";
@@ -386,14 +406,7 @@ static void shipped_example_and_man_page_match_the_table(void **state)
 		skip();
 	assert_int_equal(elastic_site_conf_load(&ex, path, 0, &err), 0);
 	assert_int_equal(elastic_site_conf_defaults(&def, NULL), 0);
-	snprintf(path, sizeof(path), "%s/../slurm-conf/elastic.conf.5", srcdir);
-	assert_non_null(f = fopen(path, "r"));
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	assert_non_null(man = calloc(1, (size_t)n + 1));
-	assert_int_equal(fread(man, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
+	assert_non_null(man = _read_slurm_conf_file("elastic.conf.5"));
 	snprintf(path, sizeof(path), "%s/../slurm-conf/elastic.conf", srcdir);
 	assert_non_null(f = fopen(path, "r"));
 	{
@@ -471,21 +484,10 @@ static int _man_default(const char *man, const char *key, char *buf, size_t size
 /* elastic.conf(5) states, for every key, the default the code uses. */
 static void man_page_defaults_are_the_built_in_ones(void **state)
 {
-	const char *srcdir = getenv("srcdir");
-	char path[4096], *man, value[128];
-	FILE *f;
-	long n;
+	char *man, value[128];
 
-	snprintf(path, sizeof(path), "%s/../slurm-conf/elastic.conf.5",
-		 srcdir ? srcdir : ".");
-	if (!(f = fopen(path, "r")))
+	if (!(man = _read_slurm_conf_file("elastic.conf.5")))
 		skip();
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	assert_non_null(man = calloc(1, (size_t)n + 1));
-	assert_int_equal(fread(man, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
 	for (const struct elastic_conf_key *k = elastic_site_conf_keys; k->name; k++) {
 		if (_man_default(man, k->name, value, sizeof(value)) < 0)
 			fail_msg("elastic.conf.5: no 'Default:' in the entry of %s",
