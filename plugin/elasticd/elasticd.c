@@ -339,6 +339,11 @@ static void _run(struct ed_daemon *d)
 		if (_hup) {
 			_hup = 0;
 			_reload(d);
+			/* A shorter TickSeconds counts from now, not from the
+			 * tick the old one planned. */
+			tick_ms = (uint64_t)d->conf.tick_seconds * 1000u;
+			if (next > now + tick_ms)
+				next = now + tick_ms;
 			continue;
 		}
 		/* A deadline that a tick could not settle (slurmctld down) is
