@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,9 +180,46 @@ struct elastic__nccl {
 	int valid;
 };
 
+/* A rank's GPU: its host and PCI address. */
+struct _gpu_id {
+	uint64_t host;
+	char bus[24];
+};
+
+/* NCCL refuses two ranks on one GPU with a generic "invalid usage": find that
+ * first and say which ranks share which GPU. Collective over the world; the
+ * answer is the same on every rank. 1 with why when two ranks share a GPU. */
+static int _shared_gpu(elastic_ctx_t *ctx, int dev, char *why, size_t wlen)
+{
+	struct _gpu_id mine = {ctx->host_id, ""}, *all;
+	int n = ctx->size, dup = 0;
+
+	if (_g.DeviceGetPCIBusId(mine.bus, (int)sizeof(mine.bus), dev) != cudaSuccess)
+		mine.bus[0] = '\0';
+	if (!(all = calloc((size_t)n, sizeof(*all))))
+		return 0;
+	if (MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine),
+			  MPI_BYTE, ctx->comm) != MPI_SUCCESS)
+		n = 0; /* the world failed: the NCCL set-up below reports it */
+	for (int i = 0; i < n; i++)
+		all[i].bus[sizeof(all[i].bus) - 1] = '\0';
+	for (int i = 0; i < n && !dup; i++)
+		for (int j = i + 1; j < n && !dup; j++)
+			if (all[i].host == all[j].host && all[i].bus[0] &&
+			    !strcmp(all[i].bus, all[j].bus)) {
+				snprintf(
+					why, wlen,
+					"ranks %d and %d are both on GPU %s of one host: NCCL needs one GPU per rank (give each rank its own GPU, e.g. CUDA_VISIBLE_DEVICES per rank, or start fewer ranks)",
+					i, j, all[i].bus);
+				dup = 1;
+			}
+	free(all);
+	return dup;
+}
+
 int elastic_nccl_comm(elastic_ctx_t *ctx, void *out, elastic_error_t *err)
 {
-	int ndev = 0, rc;
+	int ndev = 0, rc, dev;
 	char why[256];
 	ncclUniqueId id;
 	ncclResult_t nr;
@@ -200,7 +238,10 @@ int elastic_nccl_comm(elastic_ctx_t *ctx, void *out, elastic_error_t *err)
 		return _fail(err, ENOMEM, "elastic_nccl_comm: out of memory");
 	/* One GPU per rank: the launcher sets CUDA_VISIBLE_DEVICES per rank;
 	 * where a rank sees several, take the one of its place on the node. */
-	_g.SetDevice(ctx->node_rank % ndev);
+	dev = ctx->node_rank % ndev;
+	_g.SetDevice(dev);
+	if (_shared_gpu(ctx, dev, why, sizeof(why)))
+		return _fail(err, EBUSY, "elastic_nccl_comm: %s", why);
 	if (ctx->rank == 0 && (nr = _g.GetUniqueId(&id)) != ncclSuccess)
 		memset(&id, 0, sizeof(id));
 	rc = MPI_Bcast(&id, (int)sizeof(id), MPI_BYTE, 0, ctx->comm);

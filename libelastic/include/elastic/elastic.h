@@ -395,7 +395,10 @@ uint64_t elastic_sampler_consumed(const elastic_sampler_t *s);
  * GPU data plane (built when NCCL was found): a NCCL communicator over the
  * current world, created on first use and rebuilt (ncclCommShrink where NCCL
  * has it, else abort + init) after every change. *out receives a ncclComm_t.
- * ENODEV when this build has no NCCL or no GPU is visible. The library owns
+ * ENODEV when this build has no NCCL or no GPU is visible; EBUSY when two
+ * ranks of the world are on one GPU (NCCL needs one GPU per rank: the text
+ * names the ranks and the GPU). Collective over the world when it creates
+ * the communicator. The library owns
  * the communicator: do not destroy it, and do not keep it across a step
  * boundary (call again after every elastic_step_begin; a change replaces
  * it); elastic_destroy() frees it.
