@@ -124,6 +124,7 @@ struct elastic_ctx {
 	uint64_t persisted; /* committed step of the last node snapshot */
 	uint64_t launch_id; /* this launch of the job (same on all ranks) */
 	int fenced;	    /* a newer launch owns this node's snapshots */
+	int shm_off;	    /* no room for this node's snapshots: not written */
 	int cleaned;	    /* older launches' files removed */
 	int stop_pending;   /* planned re-form agreed; update-after-commit mode
 			     * stops at the next begin */
@@ -304,6 +305,10 @@ void elastic__snap_file_remove(const char *prefix, uint64_t keep_launch);
  * nobody does; 0: another launch took over). */
 int elastic__snap_owner_claim(const char *prefix, uint64_t launch);
 int elastic__snap_owner_is(const char *prefix, uint64_t launch);
+/* The node snapshot could not be reserved or written (why): this launch
+ * stops writing it on this node, frees what it had there and says once
+ * (log, error level) what protection is lost. Main thread only. */
+void elastic__snap_shm_lost(elastic_ctx_t *ctx, const elastic_error_t *why);
 
 /* bind.c: bind to the cores nearest this rank's GPU (at init, ELASTIC_BIND=gpu). */
 void elastic__bind_near_gpu(elastic_ctx_t *ctx);

@@ -39,7 +39,7 @@ void elastic__persist_wait(elastic_ctx_t *ctx)
 	if (!ctx->sw.running)
 		return;
 	if (elastic__snap_async_wait(ctx, &e) < 0)
-		elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s", e.text);
+		elastic__snap_shm_lost(ctx, &e);
 	else
 		_snap_written(ctx);
 }
@@ -67,7 +67,7 @@ void elastic__persist(elastic_ctx_t *ctx, int sync)
 				"a newer launch of job %s owns the snapshots of this node: stopping this one",
 				ctx->env.job_id);
 		}
-		if (ctx->node_rank == 0 && !ctx->fenced) {
+		if (ctx->node_rank == 0 && !ctx->fenced && !ctx->shm_off) {
 			/* copy at commit: from the copy just made (when fused, it is
 			 * the snapshot's data already); else from the state itself */
 			const unsigned char *src = _committed_copy(ctx);
@@ -77,8 +77,7 @@ void elastic__persist(elastic_ctx_t *ctx, int sync)
 				/* joined in elastic_step_commit (_snap_wait) */
 			} else if (elastic__snap_shm_publish(ctx, ctx->committed, src,
 							     &e) < 0) {
-				elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s",
-					     e.text);
+				elastic__snap_shm_lost(ctx, &e);
 			} else {
 				_snap_written(ctx);
 			}
@@ -139,7 +138,7 @@ void elastic__persist_on_exit(elastic_ctx_t *ctx)
 	}
 	const unsigned char *src = _committed_copy(ctx);
 	if (!ctx->started || ctx->committed == ctx->persisted || !ctx->shm_prefix[0] ||
-	    ctx->node_rank != 0 || ctx->fenced || ctx->sw.running ||
+	    ctx->shm_off || ctx->node_rank != 0 || ctx->fenced || ctx->sw.running ||
 	    (ctx->mode == ELASTIC_COPY_AT_COMMIT && !src)) {
 		pthread_mutex_unlock(&ctx->wd.state);
 		return;

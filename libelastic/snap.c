@@ -50,8 +50,7 @@ int elastic__snap_host_alloc(elastic_ctx_t *ctx, elastic_error_t *err)
 			ctx->host.fused = 1;
 			return 0;
 		}
-		elastic__log(ctx, ELASTIC_LOG_WARN, "node snapshot: %s (copying instead)",
-			     e.text);
+		elastic__snap_shm_lost(ctx, &e);
 	}
 	for (int i = 0; i < 2; i++) {
 		if (!(ctx->host.buf[i] = aligned_alloc(64, ctx->state_bytes))) {
@@ -160,6 +159,24 @@ static void _slot_path(const elastic_ctx_t *ctx, const char *prefix, int slot, c
 			  (uint32_t)(ctx->host_id & 0xffffffffu), slot);
 }
 
+/* Give the file fd (at path) len bytes of real space: 0, or -1 with err
+ * naming path. Space is reserved before any store: a sparse file on a full
+ * file system would fail at the first store through its mapping (SIGBUS),
+ * not at a call that can return ENOSPC. A file that cannot be reserved is
+ * removed (it is this launch's own), so that it holds no partial space. */
+static int _reserve(int fd, const char *path, size_t len, elastic_error_t *err)
+{
+	int e = posix_fallocate(fd, 0, (off_t)len);
+
+	if (e == 0 && ftruncate(fd, (off_t)len) < 0)
+		e = errno;
+	if (e == 0)
+		return 0;
+	unlink(path);
+	return _fail(err, e, "cannot reserve %zu bytes for %s: %s", len, path,
+		     strerror(e));
+}
+
 static void _fill_header(const elastic_ctx_t *ctx, struct snap_header *h)
 {
 	memcpy(h->magic, SNAP_MAGIC, 8);
@@ -182,8 +199,11 @@ int elastic__snap_file_write(elastic_ctx_t *ctx, const char *prefix, uint64_t st
 	memset(&h, 0, sizeof(h));
 	_fill_header(ctx, &h);
 	h.step = 0;
-	if (_pwrite_all(fd, &h, sizeof(h), 0) < 0 ||
-	    ftruncate(fd, (off_t)(sizeof(h) + ctx->state_bytes)) < 0)
+	if (_reserve(fd, path, sizeof(h) + ctx->state_bytes, err) < 0) {
+		close(fd);
+		return -1;
+	}
+	if (_pwrite_all(fd, &h, sizeof(h), 0) < 0)
 		goto ioerr;
 	for (int i = 0; i < ctx->nregions; i++)
 		if (_pwrite_all(fd, ctx->regions[i].ptr, ctx->regions[i].bytes,
@@ -220,11 +240,8 @@ static struct snap_header *_shm_map(elastic_ctx_t *ctx, int slot, elastic_error_
 		(void)_fail(err, e, "cannot open %s: %s", path, strerror(e));
 		return NULL;
 	}
-	if (ftruncate(fd, (off_t)len) < 0) {
-		int e = errno;
+	if (_reserve(fd, path, len, err) < 0) {
 		close(fd);
-		(void)_fail(err, e, "cannot size %s to %zu bytes: %s", path, len,
-			    strerror(e));
 		return NULL;
 	}
 	b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -237,6 +254,26 @@ static struct snap_header *_shm_map(elastic_ctx_t *ctx, int slot, elastic_error_
 	m->base = b;
 	m->len = len;
 	return (struct snap_header *)b;
+}
+
+void elastic__snap_shm_lost(elastic_ctx_t *ctx, const elastic_error_t *why)
+{
+	if (ctx->shm_off)
+		return;
+	ctx->shm_off = 1;
+	if (!ctx->host.fused)
+		for (int i = 0; i < 2; i++) {
+			char path[600];
+			if (ctx->shm[i].base)
+				munmap(ctx->shm[i].base, ctx->shm[i].len);
+			ctx->shm[i].base = NULL;
+			_slot_path(ctx, ctx->shm_prefix, i, path, sizeof(path));
+			unlink(path);
+		}
+	elastic__log(
+		ctx, ELASTIC_LOG_ERROR,
+		"node snapshot: %s: training goes on without this node's snapshot: a re-form (lost node, resize) resumes from another node's snapshot or a checkpoint, else from step 0",
+		why->text);
 }
 
 int elastic__snap_shm_publish(elastic_ctx_t *ctx, uint64_t step, const unsigned char *src,
@@ -437,15 +474,31 @@ int elastic__snap_owner_claim(const char *prefix, uint64_t launch)
 	snprintf(tmp, sizeof(tmp), "%s.%016llx", path, (unsigned long long)launch);
 	n = snprintf(line, sizeof(line), "%016llx\n", (unsigned long long)launch);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	if (_pwrite_all(fd, line, (size_t)n, 0) < 0) {
+	if (fd >= 0 && _pwrite_all(fd, line, (size_t)n, 0) == 0) {
+		close(fd);
+		return rename(tmp,
+			      path); /* atomic: readers see the old or the new owner */
+	}
+	if (fd >= 0) {
+		int e = errno;
 		close(fd);
 		unlink(tmp);
+		errno = e;
+	}
+	if (errno != ENOSPC && errno != EDQUOT)
+		return -1;
+	/* A full directory: the owner file's own space takes the new name (one
+	 * short write over the old one; no file: nobody else claimed it). An
+	 * older launch must still see that it lost the node. */
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (_pwrite_all(fd, line, (size_t)n, 0) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
 		return -1;
 	}
-	close(fd);
-	return rename(tmp, path); /* atomic: readers see the old or the new owner */
+	return close(fd);
 }
 
 int elastic__snap_owner_is(const char *prefix, uint64_t launch)
