@@ -1761,9 +1761,17 @@ static enum run_state _reform(struct run *r)
 	switch (elastic__run_retry(sum->reform > 0 || changed || r->stop_sent,
 				   r->stop_sent, &r->stuck, &r->unplanned, r->max_stuck,
 				   r->max_relaunch)) {
-	case ELASTIC_RUN_STUCK:
-		_say("%d failures in a row on the same GPUs: giving up", r->stuck);
+	case ELASTIC_RUN_STUCK: {
+		char cause[200];
+		if (elastic__report_cause(&r->rep, EXIT_REFORM, cause, sizeof(cause)) < 0)
+			snprintf(
+				cause, sizeof(cause),
+				"no rank reported an error of its own (mpirun status %d)",
+				r->mstatus);
+		_say("%d failures in a row on the same GPUs: giving up; the last: %s (its error lines are above)",
+		     r->stuck, cause);
 		return RUN_FINISH;
+	}
 	case ELASTIC_RUN_TOO_MANY:
 		_say("relaunched %d times without an order (failures): giving up (--max-relaunch)",
 		     r->unplanned - 1);

@@ -238,6 +238,38 @@ int elastic__report_killed_status(int v)
 	return v == 128 + SIGTERM || v == 128 + SIGKILL || v == 128 + SIGHUP;
 }
 
+int elastic__report_cause(const struct elastic_report *r, int reform_code, char *buf,
+			  size_t len)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < r->nranks; i++) {
+			const struct elastic_rank_end *e = &r->end[i];
+			char where[100] = "";
+			int sig = e->how == ELASTIC_RANK_SIGNALED;
+			if (sig ? pass != 0 || e->value == SIGKILL ||
+					    e->value == SIGTERM || e->value == SIGHUP
+				: pass != 1 || e->how != ELASTIC_RANK_EXITED ||
+					    e->value == 0 || e->value == reform_code ||
+					    e->value == ELASTIC_EXIT_LEFT ||
+					    elastic__report_killed_status(e->value))
+				continue;
+			if (e->host[0])
+				snprintf(where, sizeof(where), " on %s", e->host);
+			if (e->gpu >= 0)
+				snprintf(where + strlen(where),
+					 sizeof(where) - strlen(where), " GPU %d",
+					 e->gpu);
+			if (sig)
+				snprintf(buf, len, "rank %d%s: killed by signal %d (%s)",
+					 i, where, e->value, strsignal(e->value));
+			else
+				snprintf(buf, len, "rank %d%s: exit status %d", i, where,
+					 e->value);
+			return 0;
+		}
+	return -1;
+}
+
 void elastic__report_summary(const struct elastic_report *r, int reform_code,
 			     struct elastic_report_summary *s)
 {

@@ -69,6 +69,14 @@ struct elastic_report_summary {
 void elastic__report_summary(const struct elastic_report *r, int reform_code,
 			     struct elastic_report_summary *s);
 
+/* Why the launch failed, for people: the first rank that died of a signal
+ * of its own (not one sent from outside), else the first that exited with
+ * an error status other than reform_code, as "rank R on HOST GPU G: killed
+ * by signal N (NAME)" or "...: exit status N". Returns 0 and fills buf (at
+ * least 160 bytes), or -1 when no rank reported such an end. */
+int elastic__report_cause(const struct elastic_report *r, int reform_code, char *buf,
+			  size_t len);
+
 /* An exit status that says the rank was killed from outside (128 + SIGTERM,
  * SIGKILL or SIGHUP: a program's handler that exits so), not that it failed. */
 int elastic__report_killed_status(int v);

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -117,12 +118,43 @@ static void ended_on(void **state)
 	elastic__report_close(&r);
 }
 
+static void cause(void **state)
+{
+	struct elastic_report r;
+	char buf[200];
+
+	(void)state;
+	book(&r, 4);
+	assert_int_equal(elastic__report_cause(&r, 75, buf, sizeof(buf)), -1);
+	r.end[0] = (struct elastic_rank_end){
+		.how = ELASTIC_RANK_EXITED, .value = 0, .gpu = -1};
+	r.end[1] = (struct elastic_rank_end){
+		.how = ELASTIC_RANK_EXITED, .value = 75, .gpu = -1};
+	r.end[2] = (struct elastic_rank_end){.how = ELASTIC_RANK_SIGNALED,
+					     .value = SIGKILL,
+					     .host = "node1",
+					     .gpu = 0};
+	/* ok, asked to re-form, killed from outside: no cause of its own */
+	assert_int_equal(elastic__report_cause(&r, 75, buf, sizeof(buf)), -1);
+	r.end[3] = (struct elastic_rank_end){
+		.how = ELASTIC_RANK_EXITED, .value = 1, .host = "node2", .gpu = 3};
+	assert_int_equal(elastic__report_cause(&r, 75, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "rank 3 on node2 GPU 3: exit status 1");
+	/* a signal of its own comes before an error status */
+	r.end[1] = (struct elastic_rank_end){
+		.how = ELASTIC_RANK_SIGNALED, .value = SIGBUS, .host = "node1", .gpu = 1};
+	assert_int_equal(elastic__report_cause(&r, 75, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "rank 1 on node1 GPU 1: killed by signal 7 ("));
+	elastic__report_close(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(round_trip),
 		cmocka_unit_test(bad_lines),
 		cmocka_unit_test(ended_on),
+		cmocka_unit_test(cause),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
