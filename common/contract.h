@@ -63,6 +63,9 @@ int elastic__fail(elastic_error_t *err, int e, const char *fmt, ...)
 #define ELASTIC_ENV_SIZES      "ELASTIC_SIZES"	    /* any | pow2 | N,N,... */
 #define ELASTIC_ENV_WEIGHT     "ELASTIC_WEIGHT"	    /* policy weight */
 #define ELASTIC_ENV_CONTROLLER "ELASTIC_CONTROLLER" /* host:port of elasticd */
+/* The user's, not exported: where libelastic keeps node snapshots (default
+ * ELASTIC_SNAP_DIR); the job's epilog cleans it too. */
+#define ELASTIC_ENV_SHM_DIR "ELASTIC_SHM_DIR"
 
 /* ---- allowed sizes -------------------------------------------------------------
  * The GPU counts a job may run at, within its [MIN, MAX]: any count, powers of

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <slurm/spank.h>
 
@@ -315,6 +316,21 @@ static int _export_to_tasks(spank_t sp)
 	return 0;
 }
 
+/* A job that keeps its node snapshots elsewhere (ELASTIC_SHM_DIR in the
+ * submitting environment) tells its epilog where (SPANK_ELASTIC_SHM_DIR). */
+static void _pass_shm_dir(spank_t sp)
+{
+	const char *dir = getenv(ELASTIC_ENV_SHM_DIR);
+	spank_err_t e;
+
+	if (!dir || dir[0] != '/' || !strcmp(dir, ELASTIC_SNAP_DIR))
+		return;
+	if ((e = spank_job_control_setenv(sp, ELASTIC_ENV_SHM_DIR, dir, 1)) !=
+	    ESPANK_SUCCESS)
+		slurm_error("elastic: %s=%s will not be cleaned at the job's end: %s",
+			    ELASTIC_ENV_SHM_DIR, dir, spank_strerror(e));
+}
+
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
 	spank_context_t ctx = spank_context();
@@ -355,6 +371,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 				return -1;
 			}
 		}
+		_pass_shm_dir(sp);
 		return 0;
 	case S_CTX_REMOTE:
 		return _export_to_tasks(sp);
@@ -363,9 +380,43 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	}
 }
 
+/* Remove job's snapshot files in dir; with uid != (uid_t)-1 only the
+ * regular files that uid owns (dir is the user's choice). */
+static void _clean_snapshots(uint32_t jobid, const char *dir, uid_t uid)
+{
+	char job[16], pattern[PATH_MAX];
+	size_t removed = 0;
+	int n;
+	glob_t g;
+
+	snprintf(job, sizeof(job), "%u", jobid);
+	n = elastic_snap_prefix(pattern, sizeof(pattern) - 1, dir, job, NULL);
+	if (n < 0 || (size_t)n >= sizeof(pattern) - 1)
+		return;
+	strcpy(pattern + n, "*");
+	if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+		return;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		struct stat st;
+		if (uid != (uid_t)-1 && (lstat(g.gl_pathv[i], &st) < 0 ||
+					 !S_ISREG(st.st_mode) || st.st_uid != uid))
+			continue;
+		if (unlink(g.gl_pathv[i]) == 0)
+			removed++;
+		else if (errno != ENOENT)
+			slurm_error("elastic: job %u epilog: cannot remove %s: %s", jobid,
+				    g.gl_pathv[i], strerror(errno));
+	}
+	if (removed)
+		slurm_info("elastic: job %u epilog: removed %zu snapshot file%s in %s",
+			   jobid, removed, removed == 1 ? "" : "s", dir);
+	globfree(&g);
+}
+
 /*
  * Job epilog (each node of the job, as root): remove the node-local step
- * snapshots libelastic keeps for a re-form (named by common/contract.h).
+ * snapshots libelastic keeps for a re-form (named by common/contract.h), in
+ * /dev/shm and in the job's ELASTIC_SHM_DIR (there only the job user's files).
  * libelastic removes them itself only when the training completes; a job
  * that ends otherwise (time limit, cancel, failure) would leave them in
  * memory. Grant jobs have their own ids: their end leaves the elastic job's
@@ -374,28 +425,15 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
 	uint32_t jobid = 0;
-	char job[16], pattern[64];
-	int n;
-	glob_t g;
+	uid_t uid = (uid_t)-1;
+	const char *dir = getenv("SPANK_" ELASTIC_ENV_SHM_DIR);
 
 	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS || !jobid)
 		return 0;
-	snprintf(job, sizeof(job), "%u", jobid);
-	n = elastic_snap_prefix(pattern, sizeof(pattern) - 1, ELASTIC_SNAP_DIR, job,
-				NULL);
-	if (n < 0)
-		return 0;
-	strcpy(pattern + n, "*");
-	if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
-		return 0;
-	for (size_t i = 0; i < g.gl_pathc; i++)
-		if (unlink(g.gl_pathv[i]) < 0 && errno != ENOENT)
-			slurm_error("elastic: job %u epilog: cannot remove %s: %s", jobid,
-				    g.gl_pathv[i], strerror(errno));
-	if (g.gl_pathc)
-		slurm_info("elastic: job %u epilog: removed %zu snapshot file%s", jobid,
-			   g.gl_pathc, g.gl_pathc == 1 ? "" : "s");
-	globfree(&g);
+	_clean_snapshots(jobid, ELASTIC_SNAP_DIR, (uid_t)-1);
+	if (dir && dir[0] == '/' && strcmp(dir, ELASTIC_SNAP_DIR) &&
+	    spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS)
+		_clean_snapshots(jobid, dir, uid);
 	return 0;
 }
 
