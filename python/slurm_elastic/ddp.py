@@ -1,0 +1,894 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# python/slurm_elastic/ddp.py: the DDP-shaped PyTorch layer: a job that commits a step at
+# optimizer.step(), torch's DistributedDataParallel reducing through libelastic, an elastic
+# batch sampler, and every stateful object kept through state_dict/load_state_dict.
+"""Elastic training for ordinary PyTorch DDP scripts.
+
+A torchrun DDP script keeps its loop; the lines marked change::
+
+    import slurm_elastic.torch as dist                         # torch.distributed
+    from slurm_elastic.torch import DistributedDataParallel as DDP, DistributedSampler
+
+    dist.init_process_group("gloo")
+    model = DDP(Net())
+    sampler = DistributedSampler(ds, batch_size=128)           # the global batch
+    loader = DataLoader(ds, batch_sampler=sampler, num_workers=2,   # batch_sampler
+                        persistent_workers=True)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 10)
+    dist.track(opt, sched)                                     # state to keep
+    for epoch in range(dist.start_epoch(), epochs):            # resume where it was
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()                                         # the commit point
+        sched.step()
+    if dist.get_rank() == 0:
+        torch.save(model.module.state_dict(), "model.pt")
+    dist.destroy_process_group()                               # training complete
+
+``init_process_group``, ``get_rank``, ``get_world_size``,
+``is_initialized`` and ``destroy_process_group`` answer as
+torch.distributed's do, for the elastic job's world (:func:`init` returns
+the :class:`Job` itself, with the same as attributes and methods).
+
+What happens underneath:
+
+* A step begins at the first training forward of the model (``train()``
+  mode, gradients enabled) and ends at ``optimizer.step()``: the ranks
+  agree there (libelastic, ULFM ``MPIX_Comm_agree``) that the step
+  succeeded everywhere. Only then does the optimizer apply it. A step
+  during which the world changed (a rank or a node lost) is dropped on
+  every survivor: the optimizer step is skipped, the model, buffers and
+  every tracked object go back to where they were when the step began, and
+  its samples are handed out again by the sampler. The loop never sees it.
+* Gradients are reduced by torch's own DistributedDataParallel through a
+  comm hook that sums them with libelastic. Each rank's gradient is
+  weighted by its share of the step's samples, so a mean loss (PyTorch's
+  default) gives the mean over the global batch whatever the world size
+  and however unevenly it is split; with equal shares this is DDP's
+  average.
+* At the first step rank 0's parameters, buffers and tracked state go to
+  every rank, as DDP's construction broadcast does (a script that seeds
+  nothing trains one model). Buffers (BatchNorm running statistics) are
+  rank 0's on every rank at each commit, as with DDP's
+  ``broadcast_buffers``.
+* The state kept is the model's ``state_dict`` and those of the tracked
+  objects (optimizers, LR schedulers, GradScaler, any object with
+  ``state_dict``/``load_state_dict``, plain dicts of counters), the sampler's
+  position and the RNG states (torch, Python's random, NumPy's legacy
+  global). It is serialized at each step's begin into memory registered
+  with libelastic: a re-form resumes from it (the last committed step), a
+  growth in place hands it to the new ranks.
+* ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE`` and ``LOCAL_WORLD_SIZE`` are
+  set as torchrun sets them, and follow the world after an in-place change
+  (as do ``job.rank`` and ``job.size``).
+
+What is refused, on every rank, with a message naming it: an optimizer,
+LR scheduler or GradScaler over the model that is not tracked (found at the
+first step); ``track()`` after training began; ``optimizer.step()`` outside
+a step; a state that outgrows its registered space.
+"""
+
+import gc as _gc
+import io as _io
+import os as _os
+import pickle as _pickle
+import random as _random
+import socket as _socket
+import struct as _struct
+import sys as _sys
+import zlib as _zlib
+
+import numpy as _np
+import torch as _torch
+import torch.distributed as _dist
+from torch.utils.data import Sampler as _TorchSampler
+
+import slurm_elastic as _se
+
+__all__ = ["init", "current", "Job", "DistributedDataParallel", "DistributedSampler",
+           "init_process_group", "destroy_process_group", "is_initialized", "get_rank",
+           "get_world_size", "track", "start_epoch"]
+
+_job = None  # the Job of this process
+
+_MAGIC = b"SETS0001"
+_HEAD = _struct.Struct("<8sQQQ")  # magic, tensor bytes, meta bytes, meta crc
+
+
+def init(state_capacity=None):
+    """Start the elastic job of this process (MPI, libelastic) and return
+    its :class:`Job`; where a torchrun script calls
+    ``dist.init_process_group``. A second call returns the same job.
+
+    ``state_capacity`` (bytes) sizes the memory that keeps the training
+    state; by default 4 x the model's parameters + 2 x its buffers + 4 MiB
+    (room for Adam's two moments and a scheduler), or the environment's
+    ``ELASTIC_TORCH_STATE_MB``."""
+    global _job
+    if _job is None:
+        _job = Job(state_capacity)
+    return _job
+
+
+def init_process_group(backend=None, **kwargs):
+    """:func:`init` under torch.distributed's name, so that a script that
+    imports this module as ``dist`` keeps its line. ``backend`` and the
+    other arguments (rendezvous, rank, world size) are not needed: the world
+    is the job's MPI world. Returns the :class:`Job`."""
+    return init()
+
+
+def is_initialized():
+    """True once :func:`init` ran."""
+    return _job is not None
+
+
+def get_rank(group=None):
+    """This process's rank in the current world (it changes after a rank
+    below it was lost and healed around)."""
+    return current().rank
+
+
+def get_world_size(group=None):
+    """The size of the current world."""
+    return current().size
+
+
+def destroy_process_group(group=None):
+    """:meth:`Job.close`: the training is complete."""
+    current().close()
+
+
+def track(*objs, **named):
+    """:meth:`Job.track` of the current job."""
+    return current().track(*objs, **named)
+
+
+def start_epoch():
+    """:attr:`Job.epoch` of the current job: the epoch to start the loop
+    from (0, or the first one not finished after a resume)."""
+    return current().epoch
+
+
+def current():
+    """The job made by :func:`init` (RuntimeError before)."""
+    if _job is None:
+        raise RuntimeError("slurm_elastic.torch.init() was not called: call it first, where "
+                           "a torchrun script calls torch.distributed.init_process_group()")
+    return _job
+
+
+class _Tag:
+    """What the sampler handed out for one step on this rank."""
+
+    __slots__ = ("gen", "epoch", "pos", "local", "total", "sampler")
+
+    def __init__(self, gen, epoch, pos, local, total, sampler):
+        self.gen, self.epoch, self.pos = gen, epoch, pos
+        self.local, self.total, self.sampler = local, total, sampler
+
+
+class _Ref:
+    """A tensor's place in the serialized state."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+    def __reduce__(self):
+        return (_Ref, (self.i,))
+
+
+def _strip(obj, out):
+    """obj with every tensor replaced by a _Ref into out (a list)."""
+    if isinstance(obj, _torch.Tensor):
+        out.append(obj)
+        return _Ref(len(out) - 1)
+    if isinstance(obj, dict):
+        d = {k: _strip(v, out) for k, v in obj.items()}
+        return type(obj)(d) if type(obj) is not dict else d
+    if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
+        return type(obj)(_strip(v, out) for v in obj)
+    return obj
+
+
+def _fill(obj, tensors):
+    if isinstance(obj, _Ref):
+        return tensors[obj.i]
+    if isinstance(obj, dict):
+        d = {k: _fill(v, tensors) for k, v in obj.items()}
+        return type(obj)(d) if type(obj) is not dict else d
+    if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
+        return type(obj)(_fill(v, tensors) for v in obj)
+    return obj
+
+
+class _Arena:
+    """The training state serialized into one registered byte buffer:
+    a header, the tensors' bytes, then the pickled rest (structure, Python
+    values, each tensor's dtype/shape/device)."""
+
+    def __init__(self, capacity):
+        capacity = (capacity + 7) // 8 * 8
+        self.buf = _np.zeros(capacity, dtype=_np.uint8)
+        self.t = _torch.from_numpy(self.buf)
+        self.used = 0
+
+    def save(self, state):
+        tensors = []
+        skel = _strip(state, tensors)
+        specs, off = [], _HEAD.size
+        for t in tensors:
+            n = t.numel() * t.element_size()
+            specs.append((t.dtype, tuple(t.shape), str(t.device), off, n))
+            off += n
+        meta = _pickle.dumps((skel, specs), protocol=_pickle.HIGHEST_PROTOCOL)
+        end = off + len(meta)
+        if end > self.buf.size:
+            raise RuntimeError(
+                "slurm_elastic: the training state (%.1f MiB) does not fit the %.1f MiB "
+                "registered for it: pass a larger state_capacity to slurm_elastic.torch."
+                "init() (or set ELASTIC_TORCH_STATE_MB) on every rank"
+                % (end / 2**20, self.buf.size / 2**20))
+        for t, (_, _, _, o, n) in zip(tensors, specs):
+            if n:
+                src = t.detach()
+                if src.device.type != "cpu":
+                    src = src.cpu()
+                src = src.contiguous().reshape(-1)
+                if src.dtype == _torch.bool:
+                    src = src.to(_torch.uint8)
+                self.t[o:o + n].copy_(src.view(_torch.uint8))
+        self.buf[off:end] = _np.frombuffer(meta, dtype=_np.uint8)
+        _HEAD.pack_into(self.buf, 0, _MAGIC, off - _HEAD.size, len(meta),
+                        _zlib.crc32(meta))
+        self.used = end
+        return end
+
+    def load(self):
+        magic, tbytes, mbytes, crc = _HEAD.unpack_from(self.buf, 0)
+        if magic != _MAGIC:
+            return None
+        off = _HEAD.size + tbytes
+        meta = self.buf[off:off + mbytes].tobytes()
+        if _zlib.crc32(meta) != crc:
+            raise RuntimeError("slurm_elastic: the kept training state is damaged "
+                               "(checksum of its description differs)")
+        skel, specs = _pickle.loads(meta)
+        tensors = []
+        for dtype, shape, device, o, n in specs:
+            raw = self.t[o:o + n].clone()
+            if dtype == _torch.bool:
+                t = raw.to(_torch.bool)
+            else:
+                t = raw.view(dtype) if n else _torch.empty(0, dtype=dtype)
+            tensors.append(t.reshape(shape))
+        return _fill(skel, tensors)
+
+
+def _rng_state():
+    return {"torch": _torch.get_rng_state(), "random": _random.getstate(),
+            "numpy": _np.random.get_state()}
+
+
+def _set_rng_state(st):
+    _torch.set_rng_state(st["torch"])
+    _random.setstate(st["random"])
+    _np.random.set_state(st["numpy"])
+
+
+def _is_scheduler(o):
+    from torch.optim import lr_scheduler as ls
+    base = getattr(ls, "LRScheduler", None) or getattr(ls, "_LRScheduler")
+    return issubclass(type(o), (base, ls.ReduceLROnPlateau))
+
+
+def _make_work(result):
+    """A finished c10d Work holding result (for the one-rank group that
+    stands in for the world in DDP's own collectives)."""
+    fut = _torch.futures.Future()
+    fut.set_result(result)
+    return _torch._C._distributed_c10d._create_work_from_future(fut)
+
+
+class _SelfGroup(_dist.ProcessGroup):
+    """A process group of this rank alone. DDP runs its construction-time
+    checks and buffer broadcasts on it (nothing to do for one rank); the
+    real reductions go through the comm hook, over libelastic's world."""
+
+    def __init__(self):
+        super().__init__(0, 1)
+
+    def broadcast(self, tensors, opts):
+        return _make_work(tensors)
+
+    def allgather(self, outputs, inputs, opts):
+        for o, i in zip(outputs[0], inputs):
+            o.copy_(i)
+        return _make_work(outputs)
+
+    def allreduce(self, tensors, opts):
+        return _make_work(tensors)
+
+    def size(self):
+        return 1
+
+    def getBackendName(self):
+        return "slurm-elastic"
+
+
+class Job:
+    """The elastic training job of this process (made by :func:`init`).
+
+    Attributes: ``rank``, ``size``, ``local_rank``, ``local_size`` (the
+    current world), ``epoch`` (the epoch to start from: the first one not
+    finished, after a resume), ``resumed`` (this process took the state of
+    an earlier launch or of running ranks), ``ctx`` (the underlying
+    :class:`slurm_elastic.Context`).
+    """
+
+    def __init__(self, state_capacity=None):
+        self.ctx = _se.Context(commit_mode=_se.UPDATE_AFTER_COMMIT)
+        self._capacity = state_capacity
+        self._tracked = []  # (name, obj)
+        self._models = []
+        self._samplers = []
+        self._fifo = []  # tags of batches handed out and not yet stepped
+        self._arena = None
+        self._started = False  # the first step began (state registered)
+        self._open = False  # a step is open
+        self._reduced = False  # the comm hook ran in the open step
+        self._failed = False  # a reduction of the open step failed
+        self._tags = []  # the sampler's batches of the open step
+        self._dropped = 0  # the last step was dropped (at this epoch mark)
+        self._epoch_marks = 1  # set_epoch() calls that changed the epoch, + 1
+        self._weight = None
+        self._fsizes = 0  # samples given to the model's forward in this step
+        self._hooked = set()
+        self._done = False
+        self._hosts_stale = False
+        self.local_rank, self.local_size = 0, 1
+        self._set_env(initial=True)
+        self._status = 0
+        prev = _sys.excepthook
+
+        def excepthook(et, ev, tb):
+            self._status = 1
+            prev(et, ev, tb)
+
+        _sys.excepthook = excepthook
+        self.ctx.on_change(self._set_env)
+
+    # -- the world --
+    rank = property(lambda self: self.ctx.rank, doc="rank in the current world")
+    size = property(lambda self: self.ctx.size, doc="size of the current world")
+    resumed = property(lambda self: self.ctx.resumed,
+                       doc="True if this process took the state of an earlier launch "
+                           "(a re-form) or of the running ranks (a growth in place)")
+
+    def _set_env(self, initial=False):
+        if initial:
+            e = _os.environ
+            self.local_rank = int(e.get("OMPI_COMM_WORLD_LOCAL_RANK",
+                                        e.get("LOCAL_RANK", 0)))
+            self.local_size = int(e.get("OMPI_COMM_WORLD_LOCAL_SIZE",
+                                        e.get("LOCAL_WORLD_SIZE", 1)))
+        else:
+            self._hosts_stale = True
+        _os.environ.update(RANK=str(self.rank), WORLD_SIZE=str(self.size),
+                           LOCAL_RANK=str(self.local_rank),
+                           LOCAL_WORLD_SIZE=str(self.local_size))
+
+    def _where(self):
+        """LOCAL_RANK/LOCAL_WORLD_SIZE from the hosts of the current world
+        (inside a step: a collective)."""
+        h = _zlib.crc32(_socket.gethostname().encode()) & 0x7FFFFFFF
+        hosts = self.ctx.allgather([h], self.size)
+        self._hosts_stale = False
+        if hosts is None:
+            return
+        mine = [r for r, x in enumerate(hosts) if x == h]
+        self.local_rank, self.local_size = mine.index(self.rank), len(mine)
+        self._set_env(initial=False)
+        self._hosts_stale = False
+
+    # -- what is kept --
+    def track(self, *objs, **named):
+        """Keep these objects through failures, re-forms and growths:
+        anything with ``state_dict()``/``load_state_dict()`` (optimizers, LR
+        schedulers, ``torch.amp.GradScaler``, your own classes) or a dict
+        (of counters: restored in place). Call it once the objects exist
+        and before the first training step. Positional objects are named by
+        their order (the same on every rank and every launch)."""
+        if self._started:
+            raise RuntimeError("slurm_elastic: track() after the first training step: "
+                               "call it before the training loop")
+        for i, o in enumerate(objs):
+            named.setdefault("%s%d" % (type(o).__name__, i), o)
+        for name, o in named.items():
+            if any(n == name for n, _ in self._tracked):
+                raise ValueError("slurm_elastic: track(): the name %r is taken" % name)
+            if not isinstance(o, dict) and not (hasattr(o, "state_dict")
+                                                and hasattr(o, "load_state_dict")):
+                raise TypeError("slurm_elastic: track(%s=...): a %s has no state_dict()/"
+                                "load_state_dict(): track a dict, or an object that has "
+                                "them" % (name, type(o).__name__))
+            self._tracked.append((name, o))
+            if isinstance(o, _torch.optim.Optimizer) and id(o) not in self._hooked:
+                o.register_step_pre_hook(self._pre_step)
+                o.register_step_post_hook(self._post_step)
+                self._hooked.add(id(o))
+        return self
+
+    def _state(self):
+        st = {"models": [m.module.state_dict() for m in self._models],
+              "samplers": [s.state_dict() for s in self._samplers],
+              "rng": _rng_state(), "world": self.size, "objs": {}}
+        for name, o in self._tracked:
+            st["objs"][name] = dict(o) if isinstance(o, dict) else o.state_dict()
+        return st
+
+    def _load(self, st, samplers=True, models=True, objs=True):
+        if models:
+            with _torch.no_grad():
+                for m, sd in zip(self._models, st["models"]):
+                    m.module.load_state_dict(sd)
+        if samplers:
+            for s, sd in zip(self._samplers, st["samplers"]):
+                s.load_state_dict(sd)
+        if objs:
+            for name, o in self._tracked:
+                sd = st["objs"][name]
+                if isinstance(o, dict):
+                    o.clear()
+                    o.update(sd)
+                else:
+                    o.load_state_dict(sd)
+            _set_rng_state(st["rng"])
+
+    def _check_untracked(self):
+        """Refuse an optimizer, LR scheduler or GradScaler over the model that
+        would not be kept (its state would silently restart after a re-form)."""
+        params = {id(p) for m in self._models for p in m.parameters()}
+        kept = {id(o) for _, o in self._tracked}
+        opts = []
+        for o in _gc.get_objects():
+            try:
+                if issubclass(type(o), _torch.optim.Optimizer):
+                    if any(id(p) in params for g in o.param_groups for p in g["params"]):
+                        opts.append(o)
+            except ReferenceError:
+                continue
+        missing = [type(o).__name__ for o in opts if id(o) not in kept]
+        optids = {id(o) for o in opts}
+        for o in _gc.get_objects():
+            try:
+                if _is_scheduler(o) and id(getattr(o, "optimizer", None)) in optids \
+                        and id(o) not in kept:
+                    missing.append("%s (an LR scheduler)" % type(o).__name__)
+                elif type(o).__name__ == "GradScaler" and hasattr(o, "get_scale") \
+                        and getattr(o, "_enabled", True) and id(o) not in kept:
+                    missing.append("GradScaler")
+            except ReferenceError:
+                continue
+        if missing:
+            raise RuntimeError(
+                "slurm_elastic: %s of the model %s not kept: pass %s to "
+                "slurm_elastic.torch.track() before the training loop, or a re-form "
+                "would restart %s from scratch"
+                % (", ".join(missing), "is" if len(missing) == 1 else "are",
+                   "it" if len(missing) == 1 else "them",
+                   "it" if len(missing) == 1 else "them"))
+
+    def _capacity_bytes(self):
+        if self._capacity:
+            return int(self._capacity)
+        mb = _os.environ.get("ELASTIC_TORCH_STATE_MB")
+        if mb:
+            try:
+                return int(float(mb) * 2**20)
+            except ValueError:
+                raise ValueError("ELASTIC_TORCH_STATE_MB=%r is not a number of MiB" % mb)
+        p = sum(t.numel() * t.element_size() for m in self._models for t in m.parameters())
+        b = sum(t.numel() * t.element_size() for m in self._models for t in m.buffers())
+        return 4 * p + 2 * b + 4 * 2**20
+
+    # -- the step --
+    def _start(self):
+        """The first step: register the state, begin (libelastic resumes a
+        snapshot, or hands a joiner the running ranks' state), and on a
+        fresh start give every rank rank 0's state."""
+        if not self._models:
+            raise RuntimeError("slurm_elastic: no model: wrap it in "
+                               "slurm_elastic.torch.DistributedDataParallel first")
+        self._check_untracked()
+        self._arena = _Arena(self._capacity_bytes())
+        self._arena.save(self._state())
+        self.ctx.register("torch_state", self._arena.buf)
+        self._started = True
+        self.ctx._c.step_begin()
+        self._open = True
+        if self.ctx.resumed:
+            st = self._arena.load()
+            self._load(st)
+        else:
+            # rank 0's state to every rank (DDP's construction broadcast)
+            words = self._arena.buf.view(_np.int64)
+            if self.rank != 0:
+                words[:] = 0
+            if not self.ctx.allreduce(words):
+                self._failed = True
+                return
+            if self.rank != 0:
+                self._load(self._arena.load())
+        self._where()
+        # a world of another size than the state's: the sampler's hand-out
+        # starts again from the kept positions
+        if self.ctx.resumed and self._arena.load()["world"] != self.size:
+            for s in self._samplers:
+                s._bump()
+
+    def _begin(self):
+        if not self._started:
+            self._start()
+            return
+        if self._open:
+            if not self._reduced:
+                return  # a forward of the same step (accumulation, several models)
+            self._end()  # no optimizer step came (GradScaler skipped it)
+        if self._dropped:
+            # what the dropped iteration did after its optimizer.step() (a
+            # per-step scheduler, counters) goes too, unless an epoch ended
+            # in between: then the epoch's own work is kept
+            if self._dropped == self._epoch_marks:
+                self._load(self._arena.load(), samplers=False, models=False)
+            self._dropped = 0
+        world = self.size
+        self._arena.save(self._state())
+        self.ctx._c.step_begin()
+        self._open, self._reduced, self._failed = True, False, False
+        self._fsizes, self._tags = 0, []
+        if self.size != world:  # a growth in place
+            self._bump()
+
+    def _bump(self):
+        for s in self._samplers:
+            s._bump()
+
+    def _forward(self, model, args, kwargs):
+        if not (model.training and _torch.is_grad_enabled()):
+            return
+        self._begin()
+        # one batch of the sampler per training forward, in the order they
+        # were handed out (the DataLoader keeps it)
+        if self._fifo:
+            self._tags.append(self._fifo.pop(0))
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, _torch.Tensor) and a.dim() > 0:
+                self._fsizes += a.shape[0]
+                break
+
+    def _hook(self, state, bucket):
+        buf = bucket.buffer()
+        if not self._open:
+            raise RuntimeError("slurm_elastic: backward outside a training step (the model's "
+                               "forward ran in eval() mode or without gradients?)")
+        self._reduced = True
+        if self._weight is None:
+            self._weight = self._share()
+        if self._failed:
+            return self._done_future(buf)
+        buf.mul_(self._weight)
+        if buf.device.type == "cuda":
+            ok = self.ctx.gpu_allreduce(buf.data_ptr(), buf.numel(),
+                                        {_torch.float32: "float32",
+                                         _torch.float64: "float64"}[buf.dtype],
+                                        _torch.cuda.current_stream(buf.device).cuda_stream)
+        elif buf.dtype in (_torch.float32, _torch.float64):
+            ok = self.ctx.allreduce(buf.numpy())
+        else:
+            wide = buf.to(_torch.float32)
+            ok = self.ctx.allreduce(wide.numpy())
+            buf.copy_(wide)
+        if not ok:
+            self._failed = True
+        return self._done_future(buf)
+
+    @staticmethod
+    def _done_future(buf):
+        fut = _torch.futures.Future()
+        fut.set_result(buf)
+        return fut
+
+    def _fresh(self):
+        return all(t.gen == t.sampler.gen for t in self._tags)
+
+    def _share(self):
+        """This rank's weight in the step's gradient: its samples over the
+        step's (the sampler's batches, or what the forwards were given,
+        summed over the ranks)."""
+        if self._tags and self._fresh():
+            total = sum(t.total for t in self._tags)
+            return sum(t.local for t in self._tags) / total if total else 0.0
+        n = _np.array([float(self._fsizes)], dtype=_np.float64)
+        if not self.ctx.allreduce(n):
+            self._failed = True
+            return 0.0
+        return self._fsizes / n[0] if n[0] > 0 else 0.0
+
+    def _pre_step(self, optimizer, args, kwargs):
+        if not self._open:
+            raise RuntimeError(
+                "slurm_elastic: optimizer.step() outside a training step: call it once per "
+                "step, after loss.backward() of the model's forward in train() mode")
+        if not self._end():
+            for g in optimizer.param_groups:
+                for p in g["params"]:
+                    p.grad = None  # torch's optimizers skip a parameter without gradient
+
+    def _post_step(self, optimizer, args, kwargs):
+        if self._dropped:
+            self._load(self._arena.load(), samplers=False, objs=False)
+
+    def _end(self):
+        """End the open step: rank 0's buffers everywhere, the agreement.
+        Returns True if committed. A dropped step's samples go back to the
+        sampler (every rank bumps together: the world changed, or some rank
+        held a batch of the current hand-out) and it is marked for undoing
+        (_post_step: the model; the next _begin: the rest)."""
+        tags, ctx = self._tags, self.ctx
+        fresh = 1 if self._fresh() else 0
+        size0 = self.size
+        ok = not self._failed
+        ints = _np.array([fresh, 1 - fresh], dtype=_np.int64)
+        if ok and self._hosts_stale:
+            self._where()
+        if ok:
+            ok = self._sync_buffers(ints)
+            ints = self._flags if ok else ints
+        if not ok or not fresh:
+            ctx._c.step_fail()
+        r = ctx._c.step_commit()
+        self._open, self._tags, self._weight, self._reduced = False, [], None, False
+        if r == _se.COMMITTED:
+            for t in tags:
+                t.sampler._advance(t)
+            if self.size != size0:  # a planned shrink in place
+                self._bump()
+            return True
+        if self.size != size0 or (ok and ints[0] > 0):
+            self._bump()
+        self._dropped = self._epoch_marks
+        return False
+
+    def _sync_buffers(self, ints):
+        """One collective per kind: rank 0's buffers to every rank, with the
+        step's flags (ranks holding batches of the current hand-out, ranks
+        not)."""
+        bufs = [b for m in self._models for b in m.module.buffers()]
+        fl = [b for b in bufs if b.is_floating_point()]
+        it = [b for b in bufs if not b.is_floating_point()]
+        root = self.rank == 0
+        flags = len(ints)
+        if it:
+            vals = (_np.concatenate([b.detach().cpu().reshape(-1).to(_torch.int64).numpy()
+                                     for b in it]) if root else
+                    _np.zeros(sum(b.numel() for b in it), dtype=_np.int64))
+            ints = _np.concatenate([ints, vals])
+        if not self.ctx.allreduce(ints):
+            return False
+        flat = None
+        if fl:
+            flat = (_torch.cat([b.detach().cpu().reshape(-1).to(_torch.float64) for b in fl])
+                    if root else _torch.zeros(sum(b.numel() for b in fl), dtype=_torch.float64))
+            if not self.ctx.allreduce(flat.numpy()):
+                return False
+        with _torch.no_grad():
+            off = 0
+            for b in fl:
+                n = b.numel()
+                b.copy_(flat[off:off + n].view(b.shape))
+                off += n
+            off = flags
+            for b in it:
+                n = b.numel()
+                b.copy_(_torch.from_numpy(ints[off:off + n]).view(b.shape))
+                off += n
+        self._flags = ints[:flags].copy()
+        return True
+
+    # -- the end --
+    @property
+    def epoch(self):
+        """The epoch to start the loop from: 0 on a fresh start, the first
+        epoch not finished after a resume. Reading it begins the first step
+        (the state is taken from rank 0 or from the snapshot here), so
+        read it after creating the model, optimizer, schedulers and
+        sampler, and after :meth:`track`."""
+        if not self._started:
+            self._begin()
+        if not self._samplers:
+            return 0
+        return self._samplers[0].epoch
+
+    def close(self):
+        """Mark the training complete (collective; a later launch starts
+        afresh) once the loop is done. MPI is finalized at the interpreter's
+        exit, after the script's last lines ran, so a model saved after
+        close() is saved whatever MPI_Finalize does."""
+        if self._done:
+            return
+        if self._open:
+            self._end()
+        for s in self._samplers:
+            left = s._untrained()
+            if left and self.rank == 0:
+                print("slurm_elastic: warning: %d samples of epoch %d were not trained: a "
+                      "step among the epoch's last batches failed after the DataLoader had "
+                      "taken them all" % (left, s.epoch), file=_sys.stderr, flush=True)
+        self.ctx.complete()
+        self._done = True
+
+
+class DistributedDataParallel(_torch.nn.parallel.DistributedDataParallel):
+    """torch's DistributedDataParallel over the elastic job's world.
+
+    Use it as DDP: ``model = DistributedDataParallel(Net())``, then
+    ``model(x)``, ``loss.backward()``, ``model.module`` for the plain
+    model, ``no_sync()`` for accumulation. The gradients are reduced
+    through libelastic (the comm hook); DDP's own process group is this
+    rank alone. ``job`` defaults to the one :func:`init` made; other
+    keyword arguments go to torch's DDP (``process_group`` and
+    ``register_comm_hook`` are taken)."""
+
+    def __init__(self, module, job=None, **kwargs):
+        job = job or current()
+        if job._started:
+            raise RuntimeError("slurm_elastic: wrap the model before the first training "
+                               "step")
+        if "process_group" in kwargs:
+            raise ValueError("slurm_elastic: DistributedDataParallel runs over the elastic "
+                             "job's world: do not pass process_group")
+        kwargs.setdefault("broadcast_buffers", False)
+        super().__init__(module, process_group=_SelfGroup(), **kwargs)
+        super().register_comm_hook(job, job._hook)
+        self._elastic_job = job
+        job._models.append(self)
+
+    def register_comm_hook(self, state, hook):
+        raise RuntimeError("slurm_elastic: the gradients are reduced by the elastic job's "
+                           "comm hook; another hook cannot replace it")
+
+    def forward(self, *args, **kwargs):
+        self._elastic_job._forward(self, args, kwargs)
+        return super().forward(*args, **kwargs)
+
+
+class DistributedSampler(_TorchSampler):
+    """An elastic batch sampler: give it to ``DataLoader(batch_sampler=...)``.
+
+    Each step takes the next ``batch_size`` samples of the epoch (the
+    *global* batch, constant whatever the number of ranks) and gives this
+    rank its share of them (sizes differ by at most one). Shuffled per
+    epoch from ``seed + epoch`` (``set_epoch``) as torch's
+    DistributedSampler is. The position is part of the kept state: a
+    re-form resumes it, and the samples of a step that was dropped are
+    handed out again, so that every sample is trained once per epoch.
+
+    ``dataset`` is a dataset (its ``len``) or a number of samples;
+    ``drop_last`` drops the epoch's last, smaller batch. After a change of
+    the world the batches the DataLoader's workers had already prepared
+    are skipped (at most ``num_workers * prefetch_factor`` steps of work).
+    """
+
+    def __init__(self, dataset, batch_size, shuffle=True, seed=0, drop_last=False, job=None):
+        self.job = job or current()
+        if self.job._started:
+            raise RuntimeError("slurm_elastic: create the sampler before the first training "
+                               "step")
+        self.n = dataset if isinstance(dataset, int) else len(dataset)
+        if batch_size < 1 or self.n < 1:
+            raise ValueError("DistributedSampler: batch_size and the number of samples "
+                             "must be >= 1")
+        self.batch_size, self.shuffle, self.seed = int(batch_size), shuffle, int(seed)
+        self.drop_last = drop_last
+        self.epoch, self.pos, self.gen = 0, 0, 0
+        self.tails = []  # [epoch, pos] of earlier epochs not finished
+        self._perms = {}
+        self.job._samplers.append(self)
+
+    def _end(self):
+        return self.n - self.n % self.batch_size if self.drop_last else self.n
+
+    def set_epoch(self, epoch):
+        """Start epoch ``epoch`` (call it before iterating, as with torch's)."""
+        epoch = int(epoch)
+        if epoch == self.epoch:
+            return
+        if self.pos < self._end() and epoch > self.epoch and self.pos > 0:
+            self.tails.append([self.epoch, self.pos])
+        self.epoch, self.pos = epoch, 0
+        self.job._epoch_marks += 1
+
+    def _perm(self, epoch):
+        p = self._perms.get(epoch)
+        if p is None:
+            if self.shuffle:
+                g = _torch.Generator()
+                g.manual_seed(self.seed + epoch)
+                p = _torch.randperm(self.n, generator=g).tolist()
+            else:
+                p = list(range(self.n))
+            self._perms = {epoch: p}  # one epoch at a time (tails are rare)
+        return p
+
+    def _share(self, total):
+        """(offset, count) of this rank's share of a batch of total samples."""
+        size, rank = self.job.size, self.job.rank
+        base, extra = divmod(total, size)
+        count = base + (1 if rank < extra else 0)
+        return rank * base + min(rank, extra), count
+
+    def __iter__(self):
+        gen = self.gen
+        # the tails of earlier epochs first, then this epoch
+        queue = [list(t) for t in self.tails] + [[self.epoch, self.pos]]
+        while queue:
+            if self.gen != gen:  # a dropped step: from the committed positions again
+                gen = self.gen
+                queue = [list(t) for t in self.tails] + [[self.epoch, self.pos]]
+            ep, pos = queue[0]
+            end = self._end()
+            if pos >= end:
+                queue.pop(0)
+                continue
+            total = min(self.batch_size, end - pos)
+            perm = self._perm(ep)
+            off, count = self._share(total)
+            idx = perm[pos + off:pos + off + count]
+            tag = _Tag(gen, ep, pos, count, total, self)
+            if not idx:  # a rank without samples in this step keeps in step
+                idx, tag.local = perm[pos:pos + 1], 0
+            self.job._fifo.append(tag)
+            queue[0][1] = pos + total
+            yield idx
+
+    def __len__(self):
+        return -(-(self._end() - self.pos) // self.batch_size) + sum(
+            -(-(self._end() - p) // self.batch_size) for _, p in self.tails)
+
+    def _bump(self):
+        # the batches already handed out keep their tags: they arrive, and
+        # are dropped, in order
+        self.gen += 1
+
+    def _advance(self, tag):
+        if tag.gen != self.gen:
+            return
+        if tag.epoch == self.epoch and tag.pos == self.pos:
+            self.pos += tag.total
+            return
+        for t in self.tails:
+            if t[0] == tag.epoch and t[1] == tag.pos:
+                t[1] += tag.total
+                if t[1] >= self._end():
+                    self.tails.remove(t)
+                return
+
+    def _untrained(self):
+        return (self._end() - self.pos if 0 < self.pos < self._end() else 0) + sum(
+            self._end() - p for _, p in self.tails)
+
+    def state_dict(self):
+        return {"epoch": self.epoch, "pos": self.pos, "gen": self.gen,
+                "tails": [list(t) for t in self.tails]}
+
+    def load_state_dict(self, sd):
+        self.epoch, self.pos = sd["epoch"], sd["pos"]
+        self.tails = [list(t) for t in sd["tails"]]
+        self.gen = max(self.gen, sd["gen"]) + 1

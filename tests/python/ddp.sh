@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/python/ddp.sh: DDP scripts as torch users write them, over slurm_elastic.torch,
+# under mpirun --with-ft ulfm on one host (tests/python/ddp_checks.py): mean loss, no seed
+# on ranks other than 0, SGD with momentum and two param groups, a per-step StepLR,
+# clipping, an in-step edit of a weight, a DataLoader with 2 workers, a tracked counter.
+#  - 1 and 3 ranks (uneven shares of a 40-sample global batch) train the same model;
+#  - a rank SIGKILLed in the middle of step 20 at 3 ranks: the survivors drop the step,
+#    heal in place and end with the same model, the same learning rate at every committed
+#    step, each sample trained once per epoch, the model saved after the loop;
+#  - BatchNorm + Dropout, with and without a kill: buffers identical on every rank,
+#    num_batches_tracked equal to the committed steps;
+#  - an untracked LR scheduler, optimizer.step() outside a step and track() after the
+#    first step are refused on every rank with a message naming them.
+set -u
+. "$(dirname "$0")/common.sh"
+python3 -c 'import torch' 2>/dev/null || t_skip "no torch in this Python (Debian: python3-torch)"
+t_scratch
+t_mpi_scratch
+export EPOCHS=3
+
+run() { # scenario np [VAR=value...]
+	local sc=$1 np=$2
+	shift 2
+	timeout -s KILL 180 env "$@" $MPIRUN -x KILL_STEP -x KILL_RANK -x EPOCHS -np "$np" \
+		python3 "$here/ddp_checks.py" "$sc" "$T_DIR" >"$T_DIR/$sc.out" 2>&1 || true
+}
+ok() { # scenario ranks-that-must-pass
+	local n
+	n=$(grep -c "^OK $1 rank" "$T_DIR/$1.out" || true)
+	[ "$n" = "$2" ] || { grep -v '^USED\|^LR' "$T_DIR/$1.out" | tail -n 40; t_fail "$1: $n of $2 ranks passed"; }
+}
+
+run exact1 1
+ok exact1 1
+run exact 3
+ok exact 3
+run exact_kill 3 KILL_RANK=2 KILL_STEP=20
+ok exact_kill 2
+t_grep '^KILL rank 2 at step 20' "$T_DIR/exact_kill.out" "the victim was killed in step 20"
+run bn 2
+ok bn 2
+run bn_kill 3 KILL_RANK=1 KILL_STEP=17
+ok bn_kill 2
+t_grep '^KILL rank 1 at step 17' "$T_DIR/bn_kill.out" "the victim was killed in step 17"
+t_log "trained: $(grep -h '^STEPS' "$T_DIR"/exact1.out "$T_DIR"/exact.out "$T_DIR"/exact_kill.out | sort -u | tr '\n' ';')"
+
+python3 - "$T_DIR" "$EPOCHS" <<'PY' || t_fail "the runs disagree (see above)"
+import collections, glob, os, sys
+import numpy as np
+d, epochs = sys.argv[1], int(sys.argv[2])
+n, ok = 512, True
+
+def fail(msg):
+    global ok
+    print("FAIL:", msg)
+    ok = False
+
+def states(sc):
+    return {int(p.split(".")[-2]): np.load(p) for p in glob.glob("%s/%s.*.npy" % (d, sc))}
+
+def lines(sc, tag):
+    return [l.split() for l in open("%s/%s.out" % (d, sc)) if l.startswith(tag + " ")]
+
+ref = states("exact1")[0]
+for sc in ("exact", "exact_kill", "bn", "bn_kill"):
+    st = states(sc)
+    ranks = sorted(st)
+    if len(ranks) < 2:
+        fail("%s: final states of %d ranks" % (sc, len(ranks)))
+        continue
+    for r in ranks[1:]:
+        if not np.array_equal(st[r], st[ranks[0]]):
+            fail("%s: rank %d's model and buffers differ from rank %d's (max %.3g)"
+                 % (sc, r, ranks[0], np.max(np.abs(st[r] - st[ranks[0]]))))
+    if sc.startswith("exact"):
+        err = float(np.max(np.abs(st[ranks[0]] - ref)))
+        print("%s vs 1 rank: max |dw| %.3g" % (sc, err))
+        if not np.allclose(st[ranks[0]], ref, rtol=1e-4, atol=1e-5):
+            fail("%s: the model differs from the 1-rank run's (max |dw| %.3g)" % (sc, err))
+    if not os.path.exists("%s/%s.pt" % (d, sc)):
+        fail("%s: no model saved after the loop" % sc)
+    # each sample trained once per epoch (committed steps of every rank)
+    uses = collections.Counter()
+    for w in lines(sc, "USED"):
+        for i in w[7:]:
+            uses[(int(w[2]), int(i))] += 1
+    bad = [(e, i, uses[(e, i)]) for e in range(epochs) for i in range(n) if uses[(e, i)] != 1]
+    if bad:
+        fail("%s: %d samples not trained exactly once in their epoch, e.g. %s" % (sc, len(bad), bad[:5]))
+    else:
+        print("%s: each of %d samples trained once in each of %d epochs" % (sc, n, epochs))
+# the learning rate at every committed step is the failure-free run's
+lr = {int(w[2]): w[3] for w in lines("exact1", "LR")}
+for sc in ("exact", "exact_kill", "bn_kill"):
+    got = {int(w[2]): w[3] for w in lines(sc, "LR")}
+    diff = [s for s in lr if got.get(s) != lr[s]]
+    if diff or len(got) != len(lr):
+        fail("%s: the learning rate differs at committed steps %s (%d steps against %d)"
+             % (sc, diff[:5], len(got), len(lr)))
+    else:
+        print("%s: the learning rate of all %d committed steps equals the failure-free run's" % (sc, len(lr)))
+sys.exit(0 if ok else 1)
+PY
+
+for what in untracked step_outside late_track; do
+	run "refuse_$what" 2
+	n=$(grep -c '^REFUSED rank' "$T_DIR/refuse_$what.out" || true)
+	[ "$n" = 2 ] || { cat "$T_DIR/refuse_$what.out"; t_fail "refuse_$what: refused on $n of 2 ranks"; }
+	t_log "refused ($what): $(grep -m1 '^REFUSED rank' "$T_DIR/refuse_$what.out" | cut -d: -f2- | cut -c1-160)"
+done
+t_grep 'StepLR .an LR scheduler.' "$T_DIR/refuse_untracked.out" "the untracked scheduler is named"
+t_log "PASS: DDP scripts: 1 and 3 ranks agree; a rank killed and healed around changes neither the model, the LR schedule nor the samples trained; BatchNorm buffers equal everywhere; misuse refused"
+exit 0

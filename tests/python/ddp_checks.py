@@ -1,0 +1,174 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/python/ddp_checks.py: user-style DDP scripts over slurm_elastic.torch, run under
+# mpirun by tests/python/ddp.sh: one scenario per invocation (argv[1], output dir argv[2]).
+# Every rank prints "OK <scenario> rank R" when its checks passed, and the lines the shell
+# side adds up across ranks and runs: USED (the samples of a committed step), LR (the
+# learning rate a committed step used), and a file of its final model and buffers.
+import os
+import signal
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+import slurm_elastic.torch as dist
+from slurm_elastic.torch import DistributedDataParallel as DDP, DistributedSampler
+
+torch.set_num_threads(1)
+scenario, out = sys.argv[1], sys.argv[2]
+failed = []
+
+
+def check(cond, what):
+    if not cond:
+        failed.append(what)
+        print("CHECK FAILED rank %d: %s" % (dist.get_rank(), what), flush=True)
+
+
+class Points(Dataset):
+    """512 points in 10 dimensions, 3 classes; items carry their index so
+    that the test can count what was trained."""
+
+    def __init__(self, n=512):
+        g = torch.Generator().manual_seed(7)
+        self.X = torch.randn(n, 10, generator=g)
+        self.y = (self.X[:, :3].sum(1) > 0).long() + (self.X[:, 3] > 1).long()
+
+    def __len__(self):
+        return len(self.X)
+
+    def __getitem__(self, i):
+        return self.X[i], self.y[i], i
+
+
+class BNNet(nn.Module):
+    """An MLP with BatchNorm and Dropout: buffers, and RNG in the forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.bn = nn.Linear(10, 32), nn.BatchNorm1d(32)
+        self.drop, self.fc2 = nn.Dropout(0.1), nn.Linear(32, 3)
+
+    def forward(self, x):
+        return self.fc2(self.drop(F.relu(self.bn(self.fc1(x)))))
+
+
+def final_state(model, path):
+    sd = model.module.state_dict()
+    flat = np.concatenate([t.detach().double().reshape(-1).numpy() for t in sd.values()])
+    np.save(path, flat)
+
+
+def train(kind, epochs=3, kill=None, workers=2, untracked=False):
+    """The loop as a DDP script writes it. kind "exact": an MLP without
+    randomness in its forward (runs at any world size must agree); "bn":
+    BatchNorm and Dropout. Only rank 0 seeds: the others' initial weights
+    differ until rank 0's reach them. kill=(rank, step): that rank SIGKILLs
+    itself in the middle of that step (after backward)."""
+    dist.init_process_group("gloo")
+    if dist.get_rank() == 0:
+        torch.manual_seed(5)
+    if kind == "exact":
+        net = nn.Sequential(nn.Linear(10, 32), nn.Tanh(), nn.Linear(32, 3))
+    else:
+        net = BNNet()
+    model = DDP(net)
+    ds = Points()
+    sampler = DistributedSampler(ds, batch_size=40, seed=3)
+    loader = DataLoader(ds, batch_sampler=sampler, num_workers=workers,
+                        persistent_workers=workers > 0)
+    decay = [p for p in model.parameters() if p.dim() > 1]
+    other = [p for p in model.parameters() if p.dim() <= 1]
+    opt = torch.optim.SGD([{"params": decay, "weight_decay": 1e-3},
+                           {"params": other, "weight_decay": 0}], lr=0.2, momentum=0.9)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=5, gamma=0.8)  # stepped per step
+    counters = {"iterations": 0}
+    if not untracked:
+        dist.track(opt, sched, counters=counters)
+    for epoch in range(dist.start_epoch(), epochs):
+        sampler.set_epoch(epoch)
+        for x, y, idx in loader:
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)  # reduction="mean", PyTorch's default
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            with torch.no_grad():  # an edit of the weights inside the step
+                model.module.state_dict()[next(iter(model.module.state_dict()))].mul_(0.999)
+            committed = dist.current().ctx.step
+            lr = opt.param_groups[0]["lr"]
+            if kill and int(os.environ.get("OMPI_COMM_WORLD_RANK", -1)) == kill[0] \
+                    and committed == kill[1]:
+                print("KILL rank %d at step %d" % kill, flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+            opt.step()
+            if dist.current().ctx.step > committed:  # the step was committed
+                print("USED epoch %d step %d rank %d %s" % (
+                    epoch, committed, dist.get_rank(), " ".join(map(str, idx.tolist()))),
+                    flush=True)
+                if dist.get_rank() == 0:
+                    print("LR step %d %.10g size %d" % (committed, lr, dist.get_world_size()),
+                          flush=True)
+            sched.step()
+            counters["iterations"] += 1
+    steps = dist.current().ctx.step
+    dist.destroy_process_group()
+    # code after the training runs: the model is saved and reloads
+    final_state(model, os.path.join(out, "%s.%d.npy" % (scenario, dist.get_rank())))
+    if dist.get_rank() == 0:
+        torch.save(model.module.state_dict(), os.path.join(out, scenario + ".pt"))
+        back = type(net)() if kind == "bn" else nn.Sequential(
+            nn.Linear(10, 32), nn.Tanh(), nn.Linear(32, 3))
+        back.load_state_dict(torch.load(os.path.join(out, scenario + ".pt")))
+    check(counters["iterations"] == steps,
+          "the tracked counter %d counts each committed training step once (%d)"
+          % (counters["iterations"], steps))
+    if kind == "bn":
+        nbt = model.module.bn.num_batches_tracked.item()
+        check(nbt == steps, "BatchNorm's num_batches_tracked %d == committed training "
+                                "steps %d" % (nbt, steps))
+    print("STEPS %d size %d" % (steps, dist.get_world_size()), flush=True)
+    print("OK %s rank %d" % (scenario, dist.get_rank()) if not failed else
+          "FAILED %s: %s" % (scenario, "; ".join(failed)), flush=True)
+
+
+def refusal(what):
+    """A habit that would lose state or train wrong is refused on every rank,
+    with a message naming it."""
+    dist.init_process_group()
+    model = DDP(nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 3)
+    try:
+        if what == "untracked":
+            dist.track(opt)  # the scheduler is forgotten
+            model(torch.randn(3, 4)).sum().backward()
+        elif what == "step_outside":
+            dist.track(opt, sched)
+            dist.start_epoch()
+            model(torch.randn(3, 4)).sum().backward()
+            opt.step()
+            opt.step()  # a second step without forward/backward
+        elif what == "late_track":
+            dist.track(opt, sched)
+            model(torch.randn(3, 4)).sum().backward()
+            opt.step()
+            dist.track(counters={})
+    except RuntimeError as e:
+        print("REFUSED rank %d: %s" % (dist.get_rank(), e), flush=True)
+        os._exit(0)
+    print("NOT REFUSED rank %d" % dist.get_rank(), flush=True)
+    os._exit(1)
+
+
+if scenario.startswith("refuse_"):
+    refusal(scenario[len("refuse_"):])
+else:
+    kind = "bn" if scenario.startswith("bn") else "exact"
+    kill = None
+    if "kill" in scenario:
+        kill = (int(os.environ.get("KILL_RANK", "2")), int(os.environ.get("KILL_STEP", "20")))
+    train(kind, epochs=int(os.environ.get("EPOCHS", "3")), kill=kill,
+          workers=int(os.environ.get("WORKERS", "2")))
