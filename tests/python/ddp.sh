@@ -43,6 +43,14 @@ ok bn 2
 run bn_kill 3 KILL_RANK=1 KILL_STEP=17
 ok bn_kill 2
 t_grep '^KILL rank 1 at step 17' "$T_DIR/bn_kill.out" "the victim was killed in step 17"
+# the whole launch ends in step 15 (SIGTERM on every rank); a relaunch on 3 ranks
+# resumes from the node snapshot: model, optimizer, scheduler, counter, sampler, RNG
+mkdir -p "$T_DIR/shm"
+run exact_stop 2 ELASTIC_JOB_ID=ddp$$ ELASTIC_SHM_DIR=$T_DIR/shm ELASTIC_SNAPSHOT_EVERY=1 STOP_STEP=15
+t_grep '^TERM rank 1 at step 15' "$T_DIR/exact_stop.out" "the first launch ended in step 15"
+run exact_resume 3 ELASTIC_JOB_ID=ddp$$ ELASTIC_SHM_DIR=$T_DIR/shm ELASTIC_SNAPSHOT_EVERY=1
+ok exact_resume 3
+t_grep '^RESUMED at step 15 epoch 1 size 3' "$T_DIR/exact_resume.out" "the relaunch resumed at step 15"
 t_log "trained: $(grep -h '^STEPS' "$T_DIR"/exact1.out "$T_DIR"/exact.out "$T_DIR"/exact_kill.out | sort -u | tr '\n' ';')"
 
 python3 - "$T_DIR" "$EPOCHS" <<'PY' || t_fail "the runs disagree (see above)"
@@ -59,11 +67,18 @@ def fail(msg):
 def states(sc):
     return {int(p.split(".")[-2]): np.load(p) for p in glob.glob("%s/%s.*.npy" % (d, sc))}
 
-def lines(sc, tag):
-    return [l.split() for l in open("%s/%s.out" % (d, sc)) if l.startswith(tag + " ")]
-
 ref = states("exact1")[0]
-for sc in ("exact", "exact_kill", "bn", "bn_kill"):
+def lines(sc, tag):
+    if sc != "exact_resume":
+        return [l.split() for l in open("%s/%s.out" % (d, sc)) if l.startswith(tag + " ")]
+    # the relaunch: the first launch's committed steps before the resume point,
+    # then the relaunch's
+    at = int([l.split()[3] for l in open("%s/exact_resume.out" % d) if l.startswith("RESUMED")][0])
+    first = [l.split() for l in open("%s/exact_stop.out" % d) if l.startswith(tag + " ")]
+    return [w for w in first if int(w[4 if tag == "USED" else 2]) < at] + [
+        l.split() for l in open("%s/exact_resume.out" % d) if l.startswith(tag + " ")]
+
+for sc in ("exact", "exact_kill", "exact_resume", "bn", "bn_kill"):
     st = states(sc)
     ranks = sorted(st)
     if len(ranks) < 2:
@@ -92,7 +107,7 @@ for sc in ("exact", "exact_kill", "bn", "bn_kill"):
         print("%s: each of %d samples trained once in each of %d epochs" % (sc, n, epochs))
 # the learning rate at every committed step is the failure-free run's
 lr = {int(w[2]): w[3] for w in lines("exact1", "LR")}
-for sc in ("exact", "exact_kill", "bn_kill"):
+for sc in ("exact", "exact_kill", "exact_resume", "bn_kill"):
     got = {int(w[2]): w[3] for w in lines(sc, "LR")}
     diff = [s for s in lr if got.get(s) != lr[s]]
     if diff or len(got) != len(lr):

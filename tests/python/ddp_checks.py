@@ -88,7 +88,12 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     counters = {"iterations": 0}
     if not untracked:
         dist.track(opt, sched, counters=counters)
-    for epoch in range(dist.start_epoch(), epochs):
+    stop = int(os.environ.get("STOP_STEP", "-1"))
+    start = dist.start_epoch()
+    if dist.current().resumed and dist.get_rank() == 0:
+        print("RESUMED at step %d epoch %d size %d" % (dist.current().ctx.step, start,
+                                                       dist.get_world_size()), flush=True)
+    for epoch in range(start, epochs):
         sampler.set_epoch(epoch)
         for x, y, idx in loader:
             opt.zero_grad()
@@ -103,6 +108,9 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
                     and committed == kill[1]:
                 print("KILL rank %d at step %d" % kill, flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
+            if stop == committed:  # the whole launch ends, as when a job is requeued
+                print("TERM rank %d at step %d" % (dist.get_rank(), committed), flush=True)
+                os.kill(os.getpid(), signal.SIGTERM)
             opt.step()
             if dist.current().ctx.step > committed:  # the step was committed
                 print("USED epoch %d step %d rank %d %s" % (
