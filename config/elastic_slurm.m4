@@ -17,10 +17,13 @@ AC_DEFUN([ELASTIC_CHECK_SLURM], [
   AC_MSG_CHECKING([Slurm version])
   AC_COMPUTE_INT([elastic_slurm_ver], [SLURM_VERSION_NUMBER], [#include <slurm/slurm_version.h>],
     [elastic_slurm_ver=0])
-  SLURM_VERSION_STRING="$((elastic_slurm_ver >> 16)).$(((elastic_slurm_ver >> 8) & 255)).$((elastic_slurm_ver & 255))"
+  SLURM_VERSION_STRING=$(printf '%d.%02d.%d' $((elastic_slurm_ver >> 16)) $(((elastic_slurm_ver >> 8) & 255)) $((elastic_slurm_ver & 255)))
   AC_MSG_RESULT([$SLURM_VERSION_STRING])
-  AS_IF([test "$elastic_slurm_ver" -lt $(( (23 << 16) + (2 << 8) ))],
-    [AC_MSG_ERROR([Slurm $SLURM_VERSION_STRING is too old: slurm-elastic needs 23.02 or newer])])
+  # Built and tested: 24.11 (Debian 13) and 26.05 (Debian sid).
+  AS_IF([test "$elastic_slurm_ver" -lt $(( (24 << 16) + (11 << 8) ))],
+    [AC_MSG_ERROR([Slurm $SLURM_VERSION_STRING is too old: slurm-elastic needs 24.11 or newer (built and tested: 24.11 and 26.05)])])
+  AS_IF([test "$elastic_slurm_ver" -ge $(( (26 << 16) + (6 << 8) ))],
+    [AC_MSG_WARN([Slurm $SLURM_VERSION_STRING is newer than the newest tested (26.05)])])
   CPPFLAGS="$save_CPPFLAGS"; LDFLAGS="$save_LDFLAGS"
   AC_MSG_CHECKING([Slurm plugin directory])
   AS_IF([test -z "$SLURM_PLUGINDIR"], [

@@ -21,6 +21,49 @@
  * so a user naming a job "elastic:<id>" does not make it a grant. */
 #define GRANT_MARK "elastic-grant:job="
 
+/* libslurm's two API forms (config/elastic_slurm_api.m4): Slurm 26.05 names
+ * a job by a slurm_step_id_t and frees the configuration with
+ * slurm_free_conf; 24.11 takes a uint32_t job id and slurm_free_ctl_conf. */
+static void _free_conf(slurm_conf_t *c)
+{
+#if HAVE_DECL_SLURM_FREE_CONF
+	slurm_free_conf(c);
+#else
+	slurm_free_ctl_conf(c);
+#endif
+}
+
+static void _desc_set_job(job_desc_msg_t *d, uint32_t id)
+{
+#ifdef HAVE_JOB_DESC_MSG_T_STEP_ID_JOB_ID
+	d->step_id.job_id = id;
+#else
+	d->job_id = id;
+#endif
+}
+
+static uint32_t _submitted_job(const submit_response_msg_t *r)
+{
+#ifdef HAVE_SUBMIT_RESPONSE_MSG_T_STEP_ID_JOB_ID
+	return r->step_id.job_id;
+#else
+	return r->job_id;
+#endif
+}
+
+static int _kill_job(uint32_t id, uint16_t sig)
+{
+#ifdef HAVE_SLURM_KILL_JOB_STEP_ID
+	slurm_step_id_t s = {0};
+	s.job_id = id;
+	s.step_het_comp = NO_VAL;
+	s.step_id = NO_VAL;
+	return slurm_kill_job(s, sig, 0);
+#else
+	return slurm_kill_job(id, sig, 0);
+#endif
+}
+
 static uid_t _slurm_user;
 static time_t _jobs_seen; /* last_update of the last job list loaded */
 static uint64_t _jobs_fp; /* fingerprint of that list (see _fingerprint) */
@@ -33,7 +76,7 @@ int ed_slurm_init(elastic_error_t *err)
 		return elastic__errorf(err, "cannot read slurmctld's configuration: %s",
 				       slurm_strerror(errno));
 	_slurm_user = c->slurm_user_id;
-	slurm_free_ctl_conf(c);
+	_free_conf(c);
 	return 0;
 }
 
@@ -414,11 +457,15 @@ int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
 	job_desc_msg_t d;
 	submit_response_msg_t *resp = NULL;
 	char name[ED_NAME_MAX + 16], tres[32], mark[64], nodebuf[ED_NAME_MAX];
-	char *env[] = {"ELASTIC_GRANT=1", "PATH=/usr/bin:/bin", NULL};
+	char conf[4200] = "", script[1024];
+	char *env[] = {"ELASTIC_GRANT=1", "PATH=/usr/bin:/bin:/usr/local/bin", conf, NULL};
 	/* The grant only holds GPUs: the job launches its ranks there with
-	 * srun --jobid=<grant> --overlap. */
-	char script[] = "#!/bin/sh\n# elasticd grant: holds GPUs for an elastic job\n"
-			"exec sleep infinity\n";
+	 * srun --jobid=<grant> --overlap. It ends by itself when the job does
+	 * (the script asks squeue, with this daemon's slurm.conf). */
+	if (getenv("SLURM_CONF"))
+		snprintf(conf, sizeof(conf), "SLURM_CONF=%s", getenv("SLURM_CONF"));
+	if (elastic__grant_script(script, sizeof(script), j->id, ELASTIC_GRANT_POLL_S) < 0)
+		return elastic__errorf(err, "grant script for job %u too long", j->id);
 
 	snprintf(name, sizeof(name), "%s%u", prefix, j->id);
 	snprintf(tres, sizeof(tres), "gres/gpu:%d", gpus);
@@ -438,12 +485,14 @@ int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
 	d.num_tasks = 1;
 	d.requeue = 0;
 	/* A grant lives no longer than the job it serves could. */
-	if (j->time_limit && j->time_limit != INFINITE && j->time_limit != NO_VAL)
-		d.time_limit = j->time_limit;
+	d.time_limit = elastic__grant_minutes((long)j->start, j->time_limit,
+					      (long)time(NULL), INFINITE);
+	if (!d.time_limit)
+		d.time_limit = NO_VAL;
 	d.admin_comment = mark;
 	d.script = script;
 	d.environment = env;
-	d.env_size = 2;
+	d.env_size = conf[0] ? 3 : 2;
 	d.work_dir = "/tmp";
 	d.std_out = "/dev/null";
 	d.std_err = "/dev/null";
@@ -453,7 +502,7 @@ int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
 				       "submit of a %d-GPU grant on %s for job %u: %s",
 				       gpus, node, j->id, slurm_strerror(e));
 	}
-	*grant_id = resp->job_id;
+	*grant_id = _submitted_job(resp);
 	slurm_free_submit_response_response_msg(resp);
 	return 0;
 }
@@ -465,7 +514,7 @@ int ed_slurm_mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
 	char mark[96];
 	snprintf(mark, sizeof(mark), GRANT_MARK "%u,release_by=%" PRIu64, job, by_ms);
 	slurm_init_job_desc_msg(&d);
-	d.job_id = grant;
+	_desc_set_job(&d, grant);
 	d.admin_comment = mark;
 	if (slurm_update_job(&d) != SLURM_SUCCESS)
 		return elastic__errorf(err, "marking grant %u for release: %s", grant,
@@ -475,7 +524,7 @@ int ed_slurm_mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
 
 int ed_slurm_cancel(uint32_t id, elastic_error_t *err)
 {
-	if (slurm_kill_job(id, SIGKILL, 0) != SLURM_SUCCESS) {
+	if (_kill_job(id, SIGKILL) != SLURM_SUCCESS) {
 		int e = errno;
 		if (e == ESLURM_ALREADY_DONE || e == ESLURM_INVALID_JOB_ID)
 			return 0;

@@ -584,8 +584,16 @@ static uint32_t _update_job_id(const job_desc_msg_t *jd)
 	char *end;
 	unsigned long v;
 
-	if (jd->job_id != NO_VAL && jd->job_id != 0)
-		return jd->job_id;
+	/* Slurm 26.05 carries the id in step_id, 24.11 in job_id
+	 * (config/elastic_slurm_api.m4). */
+#ifdef HAVE_JOB_DESC_MSG_T_STEP_ID_JOB_ID
+	uint32_t id = jd->step_id.job_id;
+#else
+	uint32_t id = jd->job_id;
+#endif
+
+	if (id != NO_VAL && id != 0)
+		return id;
 	if (!jd->job_id_str)
 		return NO_VAL;
 	errno = 0;

@@ -61,7 +61,12 @@ int main(int argc, char **argv)
 			printf("message: %s\n", resp->job_submit_user_msg);
 		return 1;
 	}
+	/* Slurm 26.05 carries the id in step_id (config/elastic_slurm_api.m4). */
+#ifdef HAVE_SUBMIT_RESPONSE_MSG_T_STEP_ID_JOB_ID
+	printf("%u\n", resp->step_id.job_id);
+#else
 	printf("%u\n", resp->job_id);
+#endif
 	if (resp->job_submit_user_msg)
 		printf("message: %s\n", resp->job_submit_user_msg);
 	slurm_free_submit_response_response_msg(resp);
