@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* plugin/elasticd/grants.c: pure grant arithmetic: GPU counts in GRES strings, which
- * grants to release. */
+ * grants to release, a grant's time limit and batch script. */
 #include "config.h"
 
 #include <stdio.h>
@@ -167,4 +167,36 @@ int elastic__pick_release(const int *gpus, int n, int excess, int *pick, int max
 	}
 	free(used);
 	return npick;
+}
+
+unsigned elastic__grant_minutes(long lead_start, unsigned lead_limit, long now,
+				unsigned no_limit)
+{
+	long left;
+
+	if (lead_limit == 0 || lead_limit >= no_limit)
+		return 0;
+	left = (lead_start + (long)lead_limit * 60 - now) / 60;
+	if (lead_start <= 0 || left > (long)lead_limit)
+		left = lead_limit; /* not started, or a clock ahead: the whole limit */
+	return left < 1 ? 1 : (unsigned)left;
+}
+
+int elastic__grant_script(char *buf, size_t len, unsigned long lead, int poll_s)
+{
+	int n = snprintf(
+		buf, len,
+		"#!/bin/sh\n"
+		"# elasticd grant: holds GPUs for elastic job %lu, and ends when that job\n"
+		"# no longer runs (asked every %d s), also while elasticd is down.\n"
+		"command -v squeue >/dev/null || exec sleep infinity\n"
+		"while sleep %d; do\n"
+		"\ts=$(squeue -h -j %lu -o %%T 2>&1)\n"
+		"\tcase \"$?:$s\" in\n"
+		"\t0:RUNNING | 0:SUSPENDED | 0:CONFIGURING | 0:RESIZING) ;;\n"
+		"\t0:* | *'Invalid job id'*) exit 0 ;;\n"
+		"\tesac\n"
+		"done\n",
+		lead, poll_s, poll_s, lead);
+	return n < 0 || (size_t)n >= len ? -1 : n;
 }

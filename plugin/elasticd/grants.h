@@ -35,4 +35,21 @@ int elastic__grant_reach(const int *gpus, int n);
  * returns how many, 0 if nothing is to go, -1 (ENOMEM). */
 int elastic__pick_release(const int *gpus, int n, int excess, int *pick, int max_pick);
 
+/* Minutes a grant submitted at now for a lead job that started at
+ * lead_start with a limit of lead_limit minutes may run, so that it never
+ * ends after its lead could: the whole minutes left to the lead, at least
+ * 1; 0 (no limit) when the lead has none (lead_limit 0 or >= no_limit,
+ * Slurm's INFINITE and NO_VAL). */
+unsigned elastic__grant_minutes(long lead_start, unsigned lead_limit, long now,
+				unsigned no_limit);
+
+/* The batch script of a grant for lead job `lead`, into buf (len bytes):
+ * it holds the GPUs and ends by itself once squeue says the lead is no
+ * longer running (polled every poll_s seconds), so that a grant does not
+ * outlive its lead while elasticd is down. An unreachable slurmctld keeps
+ * it (the time limit still ends it). Returns the length, or -1 if buf is
+ * too small. */
+#define ELASTIC_GRANT_POLL_S 10 /* elasticd's poll_s */
+int elastic__grant_script(char *buf, size_t len, unsigned long lead, int poll_s);
+
 #endif

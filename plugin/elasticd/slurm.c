@@ -458,13 +458,15 @@ int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
 	submit_response_msg_t *resp = NULL;
 	char name[ED_NAME_MAX + 16], tres[32], mark[64], nodebuf[ED_NAME_MAX];
 	char conf[4200] = "", script[1024];
-	char *env[] = {"ELASTIC_GRANT=1", "PATH=/usr/bin:/bin:/usr/local/bin", conf, NULL};
+	char *env[] = {"ELASTIC_GRANT=1", "PATH=/usr/bin:/bin:/usr/local/bin", conf,
+		       NULL};
 	/* The grant only holds GPUs: the job launches its ranks there with
 	 * srun --jobid=<grant> --overlap. It ends by itself when the job does
 	 * (the script asks squeue, with this daemon's slurm.conf). */
 	if (getenv("SLURM_CONF"))
 		snprintf(conf, sizeof(conf), "SLURM_CONF=%s", getenv("SLURM_CONF"));
-	if (elastic__grant_script(script, sizeof(script), j->id, ELASTIC_GRANT_POLL_S) < 0)
+	if (elastic__grant_script(script, sizeof(script), j->id, ELASTIC_GRANT_POLL_S) <
+	    0)
 		return elastic__errorf(err, "grant script for job %u too long", j->id);
 
 	snprintf(name, sizeof(name), "%s%u", prefix, j->id);

@@ -175,13 +175,39 @@ static void every_shrink_exact(void **state)
 	}
 }
 
+static void grant_limits(void **state)
+{
+	const unsigned inf = 0xfffffffe;
+
+	(void)state;
+	assert_int_equal(elastic__grant_minutes(1000, 0, 1000, inf), 0);
+	assert_int_equal(elastic__grant_minutes(1000, inf, 1000, inf), 0);
+	assert_int_equal(elastic__grant_minutes(1000, 60, 1000, inf), 60);
+	/* 10 min 30 s into a 60-min lead: 49 whole minutes left, not 60 */
+	assert_int_equal(elastic__grant_minutes(1000, 60, 1000 + 630, inf), 49);
+	assert_int_equal(elastic__grant_minutes(1000, 60, 1000 + 3590, inf), 1);
+	assert_int_equal(elastic__grant_minutes(1000, 60, 1000 + 9999, inf), 1);
+	assert_int_equal(elastic__grant_minutes(0, 30, 500, inf), 30); /* not started */
+}
+
+static void grant_script(void **state)
+{
+	char buf[1024];
+
+	(void)state;
+	assert_true(elastic__grant_script(buf, sizeof(buf), 4242, 10) > 0);
+	assert_non_null(strstr(buf, "squeue -h -j 4242 -o %T"));
+	assert_non_null(strstr(buf, "while sleep 10; do"));
+	assert_null(strstr(buf, "sleep infinity\ndone"));
+	assert_int_equal(elastic__grant_script(buf, 40, 4242, 10), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(gres_counts),
-		cmocka_unit_test(release_choice),
-		cmocka_unit_test(grow_split),
-		cmocka_unit_test(every_shrink_exact),
+		cmocka_unit_test(gres_counts),	cmocka_unit_test(release_choice),
+		cmocka_unit_test(grow_split),	cmocka_unit_test(every_shrink_exact),
+		cmocka_unit_test(grant_limits), cmocka_unit_test(grant_script),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
