@@ -59,6 +59,7 @@ static const struct _key _keys[] = {
 	{"connected", ELASTIC_K_CONNECTED, _U32, _OFF(connected), 0, 0, 1},
 	{"grants", ELASTIC_K_GRANTS, _U32, _OFF(grants), 0, 0, _GPU_MAX},
 	{"count", ELASTIC_K_COUNT, _U32, _OFF(count), 0, 0, UINT32_MAX},
+	{"action", ELASTIC_K_ACTION, _NAME, _OFF(action), _SZ(action)},
 	{NULL},
 };
 
@@ -94,8 +95,9 @@ static const struct _rule _rules[ELASTIC_MSG_TYPE_MAX + 1] = {
 					 ELASTIC_K_RESIZED | ELASTIC_K_CONNECTED |
 					 ELASTIC_K_GRANTS,
 				 ELASTIC_K_NODES | ELASTIC_K_STEP | ELASTIC_K_RATE},
-	[ELASTIC_MSG_END] = {"end", ELASTIC_K_COUNT, 0},
+	[ELASTIC_MSG_END] = {"end", ELASTIC_K_COUNT, ELASTIC_K_REASON},
 	[ELASTIC_MSG_ERROR] = {"error", ELASTIC_K_REASON, ELASTIC_K_JOB},
+	[ELASTIC_MSG_ADMIN] = {"admin", ELASTIC_K_ACTION, ELASTIC_K_NODE},
 };
 
 static const char *_states[] = {"steady", "growing", "shrinking", "pending"};

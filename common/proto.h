@@ -48,7 +48,11 @@
  *   ctl -> error                 why a message was refused; then it closes
  * Anyone (any authenticated uid) may send query on a fresh connection and
  * gets one jobinfo per elastic job and an end; elasticd then closes the
- * connection unless a hello bound it to a job.
+ * connection unless a hello bound it to a job. The end's reason, when
+ * present, says what administrators paused or drained.
+ * root or SlurmUser may send admin (action=pause|drain|resume[, node]; any
+ * uid action=show) on a fresh connection: the answer is an end whose reason
+ * is the resulting state, or an error.
  */
 
 #include <stddef.h>
@@ -80,7 +84,9 @@ enum elastic_msg_type {
 	ELASTIC_MSG_END,     /* ctl -> querier: end of the answer (count) */
 	ELASTIC_MSG_ERROR,   /* ctl -> peer: why its message was refused (reason[, job]),
 				sent just before the controller closes the connection */
-	ELASTIC_MSG_TYPE_MAX = ELASTIC_MSG_ERROR,
+	ELASTIC_MSG_ADMIN,   /* root/SlurmUser -> ctl: pause, drain, resume or show
+				elastic activity (action[, node]); answered by end */
+	ELASTIC_MSG_TYPE_MAX = ELASTIC_MSG_ADMIN,
 };
 
 enum elastic_ack_result {
@@ -118,6 +124,7 @@ enum elastic_msg_key {
 	ELASTIC_K_CONNECTED = 1u << 18,
 	ELASTIC_K_GRANTS = 1u << 19,
 	ELASTIC_K_COUNT = 1u << 20,
+	ELASTIC_K_ACTION = 1u << 21,
 };
 
 /* One decoded message. Fields not used by the type stay zero; present says
@@ -146,6 +153,7 @@ struct elastic_msg {
 	uint32_t connected; /* JOBINFO: 1 if the job's channel is up */
 	uint32_t grants;    /* JOBINFO: grant jobs held */
 	uint32_t count;	    /* END: JOBINFO messages sent */
+	char action[16];    /* ADMIN: pause, drain, resume or show */
 };
 
 struct elastic_proto_header {

@@ -243,6 +243,15 @@ static int _uid_cap(ed_channel_t *ch, struct _conn *c, uid_t uid)
 	return 0;
 }
 
+/* A query or admin message answered: only a job keeps its connection. */
+static void _answered(struct _conn *c)
+{
+	if (!c->job && c->outlen == 0 && !c->dead)
+		_close(c);
+	else if (!c->job)
+		c->closing = 1;
+}
+
 static void _frame(ed_channel_t *ch, struct _conn *c,
 		   const struct elastic_proto_header *h)
 {
@@ -270,12 +279,29 @@ static void _frame(ed_channel_t *ch, struct _conn *c,
 		struct elastic_msg end = {.type = ELASTIC_MSG_END,
 					  .present = ELASTIC_K_COUNT,
 					  .count = (uint32_t)n};
+		if (ch->h.admin &&
+		    ch->h.admin(ch->harg, NULL, uid, end.reason, sizeof(end.reason),
+				&err) == 0 &&
+		    end.reason[0])
+			end.present |= ELASTIC_K_REASON;
 		_queue(ch, c, &end);
-		/* Answered: only a job keeps its connection. */
-		if (!c->job && c->outlen == 0 && !c->dead)
-			_close(c);
-		else if (!c->job)
-			c->closing = 1;
+		_answered(c);
+		return;
+	}
+	if (m.type == ELASTIC_MSG_ADMIN) {
+		struct elastic_msg end = {.type = ELASTIC_MSG_END,
+					  .present = ELASTIC_K_COUNT | ELASTIC_K_REASON};
+		if (c->job || !ch->h.admin ||
+		    ch->h.admin(ch->harg, &m, uid, end.reason, sizeof(end.reason), &err) <
+			    0) {
+			_reject(ch, c, uid, 1, 0,
+				c->job || !ch->h.admin
+					? "admin messages come on a connection of their own"
+					: err.text);
+			return;
+		}
+		_queue(ch, c, &end);
+		_answered(c);
 		return;
 	}
 	uint32_t before = c->job;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin.h"
 #include "elasticd.h"
 #include "reconcile.h"
 
@@ -61,9 +62,12 @@ struct ed_ctl {
 	uint64_t last_tick_ms;
 	time_t snap_fail_since, snap_fail_logged;
 	char last_plan_error[256];
-	int tick_wanted;	 /* a handler asked for a tick after this poll */
-	uint64_t last_action_ms; /* last grant submitted, release ordered or
+	int tick_wanted;		 /* a handler asked for a tick after this poll */
+	uint64_t last_action_ms;	 /* last grant submitted, release ordered or
 				    done, grant announced */
+	struct ed_admin admin;		 /* paused or drained by administrators */
+	char (*node_names)[ED_NAME_MAX]; /* nodes of the last snapshot */
+	int nnode_names;
 };
 
 /* A change whose next step has not come for this long is not waited for
@@ -93,6 +97,7 @@ void ed_ctl_destroy(struct ed_ctl *c)
 		return;
 	free(c->jobs);
 	free(c->rels);
+	free(c->node_names);
 	free(c);
 }
 
@@ -391,6 +396,19 @@ static int _observe_jobs(struct ed_ctl *c, const struct ed_snapshot *s)
 
 /* Observe: slurmctld's snapshot into s, the job table (ended jobs leave it
  * and the channel). Returns -1 when there is nothing to act on. */
+/* The node names administrators may name (elastic-ctl drain NODE). */
+static void _observe_nodes(struct ed_ctl *c, const struct ed_snapshot *s)
+{
+	char(*names)[ED_NAME_MAX] =
+		realloc(c->node_names, ((size_t)s->nnodes + 1) * sizeof(*names));
+	if (!names)
+		return;
+	c->node_names = names;
+	for (int k = 0; k < s->nnodes; k++)
+		snprintf(names[k], sizeof(names[k]), "%s", s->nodes[k].name);
+	c->nnode_names = s->nnodes;
+}
+
 static int _observe(struct ed_ctl *c, struct ed_snapshot *s, time_t now)
 {
 	elastic_error_t err;
@@ -415,6 +433,7 @@ static int _observe(struct ed_ctl *c, struct ed_snapshot *s, time_t now)
 		ed_snapshot_free(s);
 		return -1;
 	}
+	_observe_nodes(c, s);
 	for (int i = 0; i < c->njobs;) {
 		if (!c->jobs[i].seen) {
 			ed_info("job %u: ended or no longer elastic", c->jobs[i].job);
@@ -489,26 +508,45 @@ static void _keep_states(struct ed_ctl *c, const struct ed_snapshot *s,
 	}
 }
 
-/* The policy's targets for what the jobs hold (ed_rc_grants). */
-static int _plan(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_rc *rc,
+/* The policy's targets for what the jobs hold (ed_rc_grants), within what
+ * administrators paused or drained: a paused cluster keeps every job at
+ * what it holds; paused and drained nodes take no new grants, and grants
+ * on drained nodes count as excess (released within their grace). */
+static int _plan(struct ed_ctl *c, struct ed_snapshot *s, const struct ed_rc *rc,
 		 time_t now, struct ed_plan *plan, elastic_error_t *err)
 {
-	const struct ed_place **held = calloc((size_t)s->njobs + 1, sizeof(*held));
-	int *nheld = calloc((size_t)s->njobs + 1, sizeof(*nheld));
-	time_t *last = calloc((size_t)s->njobs + 1, sizeof(*last));
+	size_t nj = (size_t)s->njobs + 1;
+	const struct ed_place **held = calloc(nj, sizeof(*held));
+	struct ed_place **kept = calloc(nj, sizeof(*kept));
+	int *nheld = calloc(nj, sizeof(*nheld)), *nkept = calloc(nj, sizeof(*nkept));
+	time_t *last = calloc(nj, sizeof(*last));
 	int ret = -1;
-	if (!held || !nheld || !last) {
-		elastic__errorf(err, "out of memory");
-		goto out;
-	}
+	if (!held || !kept || !nheld || !nkept || !last)
+		goto nomem;
 	for (int i = 0; i < s->njobs; i++) {
 		held[i] = rc->jobs[i].held;
 		nheld[i] = rc->jobs[i].nheld;
 		last[i] = rc->jobs[i].last_resize;
+		if (!(kept[i] = calloc((size_t)nheld[i] + 1, sizeof(**kept))))
+			goto nomem;
 	}
-	ret = ed_plan_compute(s, (const struct ed_place *const *)held, nheld, last,
+	if (c->admin.cluster == ED_ADMIN_PAUSE) {
+		ret = ed_admin_hold_plan(s, held, nheld, plan);
+		if (ret < 0)
+			elastic__errorf(err, "out of memory");
+		goto out;
+	}
+	ed_admin_bound(&c->admin, s, held, nheld, kept, nkept);
+	ret = ed_plan_compute(s, (const struct ed_place *const *)kept, nkept, last,
 			      &c->conf.plan, now, plan, err);
+	goto out;
+nomem:
+	elastic__errorf(err, "out of memory");
 out:
+	for (int i = 0; kept && i < s->njobs; i++)
+		free(kept[i]);
+	free(kept);
+	free(nkept);
 	free(held);
 	free(nheld);
 	free(last);
@@ -758,8 +796,45 @@ static int _on_query(void *arg, uint32_t job, struct elastic_msg **out)
 	return n;
 }
 
+/* elastic-ctl pause|drain|resume [NODE] (root or SlurmUser), show (anyone):
+ * takes effect at the next tick, which comes right after this poll. */
+static int _on_admin(void *arg, const struct elastic_msg *m, uid_t uid, char *state,
+		     size_t len, elastic_error_t *err)
+{
+	struct ed_ctl *c = arg;
+	const char *node = m && (m->present & ELASTIC_K_NODE) ? m->node : "";
+	struct ed_admin next;
+	int known = !*node;
+
+	if (m && strcmp(m->action, "show") != 0) {
+		if (uid != 0 && uid != ed_slurm_user())
+			return elastic__errorf(
+				err,
+				"only root or SlurmUser (uid %u) may %s elastic activity; uid %u may not",
+				(unsigned)ed_slurm_user(), m->action, (unsigned)uid);
+		for (int k = 0; k < c->nnode_names && !known; k++)
+			known = strcmp(c->node_names[k], node) == 0;
+		if (!known && strcmp(m->action, "resume") != 0)
+			return elastic__errorf(
+				err, "no node '%s' in slurmctld's node list", node);
+		next = c->admin;
+		if (ed_admin_apply(&next, m->action, node, err) < 0)
+			return -1;
+		c->admin = next;
+		c->tick_wanted = 1;
+		ed_admin_describe(&c->admin, state, len);
+		ed_info("uid %u: %s %s: elastic activity now %s", (unsigned)uid,
+			m->action, *node ? node : "(cluster)", *state ? state : "normal");
+	}
+	ed_admin_describe(&c->admin, state, len);
+	if (m && !*state)
+		snprintf(state, len, "normal (nothing paused or drained)");
+	return 0;
+}
+
 const struct ed_channel_handlers ed_ctl_handlers = {
 	.query = _on_query,
 	.message = _on_message,
 	.job_connected = _on_job_connected,
+	.admin = _on_admin,
 };

@@ -38,6 +38,10 @@ static void _usage(FILE *f)
 		"  send [-w SECONDS]          send stdin's bytes as they are; print replies\n"
 		"  snapshots [-r] [JOBID...]  list this node's job snapshot files (-r: remove\n"
 		"                             those of the given jobs)\n"
+		"  pause [NODE]               no grow or shrink (NODE: no new grants there)\n"
+		"  drain [NODE]               no new grants; grants there are released\n"
+		"  resume [NODE]              undo pause and drain (no NODE: all of them)\n"
+		"  show                       what is paused or drained\n"
 		"The controller is -c, else $ELASTIC_CONTROLLER, else ControllerHost:ControllerPort\n"
 		"of elastic.conf. See elastic-ctl(1).\n");
 }
@@ -145,8 +149,11 @@ static int _status(int argc, char **argv)
 			rc = 1;
 			goto out;
 		}
-		if (m.type == ELASTIC_MSG_END)
+		if (m.type == ELASTIC_MSG_END) {
+			if (!parsable && (m.present & ELASTIC_K_REASON))
+				printf("elastic activity: %s\n", m.reason);
 			break;
+		}
 		if (m.type == ELASTIC_MSG_ERROR) {
 			fprintf(stderr, "elastic-ctl: elasticd refused: %s\n", m.reason);
 			rc = 1;
@@ -182,6 +189,54 @@ static int _status(int argc, char **argv)
 	rc = 0;
 out:
 	close(fd);
+	elastic_auth_destroy(a);
+	return rc;
+}
+
+/* pause|drain|resume [NODE], show: one admin message, the state after it. */
+static int _admin(const char *action, int argc, char **argv)
+{
+	struct elastic_msg q = {.type = ELASTIC_MSG_ADMIN, .present = ELASTIC_K_ACTION},
+			   m;
+	elastic_error_t err;
+	elastic_auth_t *a = NULL;
+	int fd = -1, rc = 1;
+
+	if (argc > 2 || (argc == 2 && strcmp(action, "show") == 0)) {
+		_usage(stderr);
+		return 2;
+	}
+	snprintf(q.action, sizeof(q.action), "%s", action);
+	if (argc == 2) {
+		if (strlen(argv[1]) >= sizeof(q.node)) {
+			fprintf(stderr, "elastic-ctl %s: node name too long\n", action);
+			return 2;
+		}
+		q.present |= ELASTIC_K_NODE;
+		snprintf(q.node, sizeof(q.node), "%s", argv[1]);
+	}
+	if ((fd = _connect(&err)) < 0 ||
+	    !(a = elastic_auth_create(_munge_socket, &err)) ||
+	    elastic_proto_send(fd, a, &q, &err) < 0) {
+		fprintf(stderr, "elastic-ctl: %s\n", err.text);
+		goto out;
+	}
+	int r = elastic_proto_recv(fd, a, &m, NULL, NULL, 10000, &err);
+	if (r <= 0)
+		fprintf(stderr, "elastic-ctl: %s\n",
+			r == 0 ? "no answer from elasticd in 10 s" : err.text);
+	else if (m.type == ELASTIC_MSG_ERROR)
+		fprintf(stderr, "elastic-ctl: elasticd refused: %s\n", m.reason);
+	else if (m.type != ELASTIC_MSG_END)
+		fprintf(stderr, "elastic-ctl: unexpected %s message from elasticd\n",
+			elastic_msg_type_name(m.type));
+	else {
+		printf("elastic activity: %s\n", m.reason);
+		rc = 0;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
 	elastic_auth_destroy(a);
 	return rc;
 }
@@ -612,6 +667,9 @@ int main(int argc, char **argv)
 	const char *cmd = argv[optind];
 	argc -= optind;
 	argv += optind;
+	if (strcmp(cmd, "pause") == 0 || strcmp(cmd, "drain") == 0 ||
+	    strcmp(cmd, "resume") == 0 || strcmp(cmd, "show") == 0)
+		return _admin(cmd, argc, argv);
 	if (strcmp(cmd, "status") == 0)
 		return _status(argc, argv);
 	if (strcmp(cmd, "proto-client") == 0)

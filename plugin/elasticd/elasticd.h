@@ -169,6 +169,11 @@ struct ed_channel_handlers {
 		       uint32_t *conn_job, elastic_error_t *err);
 	/* A connection of job just registered (its first hello). */
 	void (*job_connected)(void *arg, uint32_t job);
+	/* ADMIN from uid: 0 and the resulting state in state (len bytes), or
+	 * -1 with err (the channel sends ERROR). With m NULL: only the state
+	 * ("" when nothing is paused or drained), for a QUERY's END. */
+	int (*admin)(void *arg, const struct elastic_msg *m, uid_t uid, char *state,
+		     size_t len, elastic_error_t *err);
 };
 
 /* idle_s: seconds a connection bound to no job may stay quiet (> 0). */

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* plugin/elasticd/test/test_admin.c: unit tests of administrators' pause,
+ * drain and resume (admin.c): the state, its description, and the bounds on a
+ * tick's plan. */
+#include "config.h"
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "admin.h"
+
+static void apply_and_describe(void **state)
+{
+	struct ed_admin a;
+	elastic_error_t err;
+	char buf[128];
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	ed_admin_describe(&a, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+	assert_int_equal(ed_admin_apply(&a, "drain", "node2", &err), 0);
+	assert_int_equal(ed_admin_apply(&a, "pause", "node3", &err), 0);
+	assert_int_equal(ed_admin_apply(&a, "drain", "node4", &err), 0);
+	ed_admin_describe(&a, buf, sizeof(buf));
+	assert_string_equal(buf, "drained: node2,node4; no new grants: node3");
+	assert_int_equal(ed_admin_node(&a, "node2"), ED_ADMIN_DRAIN);
+	assert_int_equal(ed_admin_node(&a, "node1"), ED_ADMIN_NONE);
+	assert_int_equal(ed_admin_apply(&a, "pause", NULL, &err), 0);
+	ed_admin_describe(&a, buf, sizeof(buf));
+	assert_string_equal(
+		buf,
+		"paused (no grow, no shrink); drained: node2,node4; no new grants: node3");
+	/* a failed call changes nothing */
+	assert_int_equal(ed_admin_apply(&a, "halt", "node1", &err), -1);
+	assert_non_null(strstr(err.text, "unknown action 'halt'"));
+	assert_int_equal(ed_admin_node(&a, "node1"), ED_ADMIN_NONE);
+	assert_int_equal(ed_admin_apply(&a, "resume", "node2", &err), 0);
+	assert_int_equal(ed_admin_node(&a, "node2"), ED_ADMIN_NONE);
+	assert_int_equal(ed_admin_apply(&a, "drain", "", &err), 0);
+	assert_int_equal(ed_admin_node(&a, "node1"), ED_ADMIN_DRAIN);
+	assert_int_equal(ed_admin_apply(&a, "resume", NULL, &err), 0);
+	ed_admin_describe(&a, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+}
+
+/* Two nodes of 4 GPUs; job 0 holds 1 (its own) + 3 (grants) on node 0 and a
+ * 2-GPU grant on node 1; node 1 has 1 GPU busy with other work. */
+static void bounds(void **state)
+{
+	struct ed_node nodes[2] = {{"node1", 4, 0, 0}, {"node2", 4, 1, 0}};
+	struct ed_job job = {.id = 7};
+	struct ed_snapshot s = {.nnodes = 2, .njobs = 1, .nodes = nodes, .jobs = &job};
+	struct ed_place h[2] = {{0, 4, 1}, {1, 2, 0}}, k[2];
+	const struct ed_place *held[1] = {h};
+	struct ed_place *kept[1] = {k};
+	int nheld[1] = {2}, nkept[1];
+	struct ed_admin a;
+	elastic_error_t err;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	/* nothing set: all kept, capacities as they are */
+	ed_admin_bound(&a, &s, held, nheld, kept, nkept);
+	assert_int_equal(nkept[0], 2);
+	assert_int_equal(nodes[0].gpus, 4);
+	assert_int_equal(nodes[1].gpus, 4);
+	/* node2 paused: its capacity is what is there (1 busy + 2 held) */
+	assert_int_equal(ed_admin_apply(&a, "pause", "node2", &err), 0);
+	ed_admin_bound(&a, &s, held, nheld, kept, nkept);
+	assert_int_equal(nkept[0], 2);
+	assert_int_equal(nodes[1].gpus, 3);
+	/* node1 drained: only the job's own GPU counts there; grants are excess */
+	nodes[1].gpus = 4;
+	assert_int_equal(ed_admin_apply(&a, "drain", "node1", &err), 0);
+	ed_admin_bound(&a, &s, held, nheld, kept, nkept);
+	assert_int_equal(nkept[0], 2);
+	assert_int_equal(k[0].node, 0);
+	assert_int_equal(k[0].gpus, 1);
+	assert_int_equal(nodes[0].gpus, 1);
+	/* node2 drained too: the grant there is not kept at all */
+	nodes[0].gpus = nodes[1].gpus = 4;
+	assert_int_equal(ed_admin_apply(&a, "drain", "node2", &err), 0);
+	ed_admin_bound(&a, &s, held, nheld, kept, nkept);
+	assert_int_equal(nkept[0], 1);
+	assert_int_equal(nodes[1].gpus, 1);
+}
+
+static void hold_plan(void **state)
+{
+	struct ed_node nodes[2] = {{"node1", 4, 0, 0}, {"node2", 4, 0, 0}};
+	struct ed_job jobs[2] = {{.id = 7}, {.id = 8}};
+	struct ed_snapshot s = {.nnodes = 2, .njobs = 2, .nodes = nodes, .jobs = jobs};
+	struct ed_place h0[2] = {{0, 3, 1}, {1, 2, 0}}, h1[1] = {{1, 1, 1}};
+	const struct ed_place *held[2] = {h0, h1};
+	int nheld[2] = {2, 1};
+	struct ed_plan p;
+
+	(void)state;
+	assert_int_equal(ed_admin_hold_plan(&s, held, nheld, &p), 0);
+	assert_int_equal(p.ntargets, 2);
+	assert_int_equal(p.targets[0].job, 7);
+	assert_int_equal(p.targets[0].gpus, 5);
+	assert_int_equal(p.targets[0].nplace, 2);
+	assert_int_equal(p.targets[0].place[1].gpus, 2);
+	assert_int_equal(p.targets[1].gpus, 1);
+	assert_non_null(strstr(p.targets[1].explain, "paused by an administrator"));
+	ed_plan_free(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(apply_and_describe),
+		cmocka_unit_test(bounds),
+		cmocka_unit_test(hold_plan),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
