@@ -48,17 +48,15 @@ ctl_cleanup() { # [exit status]
 CTL_HOST=${ELASTIC_TESTBED_HEAD_ADDR:-127.0.0.1}
 export CTL_HOST
 
-# elastic.conf of the test's elasticd; extra Key=Value lines as arguments.
+# elastic.conf of the test's elasticd; extra Key=Value lines as arguments,
+# which replace the test defaults of the same keys (a key may appear once).
 ctl_conf() {
+	local l given=" ${*%%=*} "
 	{
-		echo "ControllerHost=$CTL_HOST"
-		echo "ControllerPort=$CTL_PORT"
-		echo "TickSeconds=1"
-		echo "CoolDown=0"
-		echo "Hysteresis=1"
-		echo "GrantQos=elastic"
-		echo "MungeSocket=$ELASTIC_MUNGE_SOCKET"
-		local l
+		for l in "ControllerHost=$CTL_HOST" "ControllerPort=$CTL_PORT" TickSeconds=1 \
+			CoolDown=0 Hysteresis=1 GrantQos=elastic "MungeSocket=$ELASTIC_MUNGE_SOCKET"; do
+			[[ "$given" == *" ${l%%=*} "* ]] || echo "$l"
+		done
 		for l in "$@"; do echo "$l"; done
 	} >"$T_DIR/elastic.conf"
 }
