@@ -456,6 +456,9 @@ class Job:
         would not be kept (its state would silently restart after a re-form)."""
         params = {id(p) for m in self._models for p in m.parameters()}
         kept = {id(o) for _, o in self._tracked}
+        # the schedulers inside a tracked SequentialLR/ChainedScheduler are in
+        # its state_dict
+        kept |= {id(c) for _, o in self._tracked for c in getattr(o, "_schedulers", ())}
         opts = []
         for o in _gc.get_objects():
             try:

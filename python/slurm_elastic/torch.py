@@ -4,6 +4,16 @@
 # all-reduce through libelastic, update after commit, and a torch Sampler.
 """PyTorch on libelastic (CPU tensors, or CUDA tensors through NCCL).
 
+Two APIs:
+
+* The DDP-shaped one (:mod:`slurm_elastic.ddp`, exported here): a torchrun
+  DDP script keeps its loop; ``import slurm_elastic.torch as dist``,
+  ``DistributedDataParallel``, ``DistributedSampler``, ``dist.track(...)``
+  and ``dist.start_epoch()`` are what changes. Start here.
+* The step loop below (:class:`ElasticDataParallel`, ``edp.steps()``): a
+  failed step is replayed exactly, with gradient accumulation over
+  micro-batches of a constant global batch.
+
 :class:`ElasticDataParallel` makes a model and its optimizer elastic:
 
 * the parameters become views of one flat float32 tensor, the optimizer's
@@ -50,16 +60,11 @@ runs the same code):
   copies into the registered storage.
 * optimizer state created later (a new param group): refused.
 
-Fast (re)start: for ``torch.optim.Adam``, ``AdamW`` and ``SGD`` (one param
-group, plain options) the wrapper creates the optimizer's state itself and
-steps it on the flat storage with torch's single-tensor arithmetic, in one
-pass; ``optimizer.step()`` is not called, so torch 2.6 does not import
-torch._dynamo (0.6-0.9 s of every relaunch). Importing this module also
-keeps ``Optimizer.__init__``/``zero_grad``/``state_dict`` from importing it
-while nothing else did (see ``_lazy_dynamo_exemptions``). Other optimizers
-(or step hooks) go through ``optimizer.step()``. Under elastic-run, a
-relaunch of a Python rank starts from a warm interpreter
-(:mod:`slurm_elastic.warm`).
+The optimizer's own ``step()`` applies the update (its state is made at
+wrapping by a step with zero gradients and learning rate 0). Under
+elastic-run, a relaunch of a Python rank starts from a warm interpreter
+(:mod:`slurm_elastic.warm`) that has imported torch and torch._dynamo
+already.
 
 Parameters must be float32, all on the CPU or all on one CUDA device. On
 CUDA the flat tensors live on the GPU; the gradients are summed there with
@@ -72,7 +77,6 @@ after a redo).
 """
 
 import copy as _copy
-import sys as _sys
 
 import torch as _torch
 from torch.utils.data import Sampler as _TorchSampler
@@ -81,45 +85,6 @@ import slurm_elastic as _se
 from slurm_elastic.ddp import (  # noqa: F401  (the DDP-shaped API, see slurm_elastic.ddp)
     DistributedDataParallel, DistributedSampler, Job, current, destroy_process_group, get_rank,
     get_world_size, init, init_process_group, is_initialized, start_epoch, track)
-
-
-def _lazy_dynamo_exemptions():
-    """Keep torch 2.6's Optimizer from importing torch._dynamo (about 900
-    modules, 0.6-0.9 s on a relaunch) merely to exempt its own methods from
-    torch.compile: ``add_param_group`` (hence every optimizer's constructor),
-    ``zero_grad``, ``state_dict`` and ``load_state_dict`` are wrapped by
-    ``torch._disable_dynamo``, which imports torch._dynamo at their first call
-    and caches the exempted function on the original as ``__dynamo_disable``.
-    We put a function there that calls the original directly while
-    torch._dynamo is not imported (nothing can be compiling then) and installs
-    torch's own exemption at the first call after it is. Versions of torch
-    whose wrapper looks different are left alone."""
-    try:
-        from torch.optim.optimizer import Optimizer
-    except ImportError:
-        return
-    for name in ("add_param_group", "zero_grad", "state_dict", "load_state_dict"):
-        inner = getattr(Optimizer, name, None)
-        fn = getattr(inner, "__wrapped__", None)
-        code = getattr(inner, "__code__", None)
-        if (fn is None or code is None or "__dynamo_disable" not in code.co_consts
-                or getattr(fn, "__dynamo_disable", None) is not None
-                or "recursive" not in code.co_freevars):
-            continue
-        recursive = inner.__closure__[code.co_freevars.index("recursive")].cell_contents
-
-        def lazy(*args, _fn=fn, _recursive=recursive, **kwargs):
-            dyn = _sys.modules.get("torch._dynamo")
-            if dyn is not None and hasattr(dyn, "disable"):
-                real = dyn.disable(_fn, _recursive)
-                setattr(_fn, "__dynamo_disable", real)
-                return real(*args, **kwargs)
-            return _fn(*args, **kwargs)
-
-        setattr(fn, "__dynamo_disable", lazy)
-
-
-_lazy_dynamo_exemptions()
 
 
 class RegistrationError(RuntimeError):
@@ -244,11 +209,7 @@ class ElasticDataParallel:
             self._gviews.append(v)
             off += p.numel()
         # optimizer state: made now, then moved into flat storage
-        self._flat_kind = self._flat_step_kind()
-        if self._flat_kind:
-            self._init_state()
-        else:
-            self._materialize_state()
+        self._materialize_state()
         self._flatten_state()
         if self._cuda:  # the registered copies: pinned host shadows
             self._host = [_torch.empty(t.numel(), dtype=_torch.float32, pin_memory=True)
@@ -266,100 +227,6 @@ class ElasticDataParallel:
                                           shuffle)
 
     # -- optimizer state --
-    def _flat_step_kind(self):
-        """"adam", "adamw" or "sgd" when this wrapper can step the optimizer
-        itself on the flat storage (the same arithmetic as torch's
-        single-tensor implementation, in one pass instead of one per
-        parameter, and without optimizer.step(), which imports
-        torch._dynamo): exactly torch.optim.Adam, AdamW or SGD, one param
-        group, float hyper-parameters, not fused/capturable/differentiable,
-        no step hooks. Otherwise None: optimizer.step() runs."""
-        opt = self.optimizer
-        kinds = {_torch.optim.Adam: "adam", _torch.optim.AdamW: "adamw",
-                 _torch.optim.SGD: "sgd"}
-        kind = kinds.get(type(opt))
-        if kind is None or len(opt.param_groups) != 1:
-            return None
-        g = opt.param_groups[0]
-        if g.get("fused") or g.get("capturable") or g.get("differentiable"):
-            return None
-        scalars = [g["lr"], g["weight_decay"]] + list(g.get("betas", ()))
-        scalars += [g[k] for k in ("eps", "momentum", "dampening") if k in g]
-        if any(isinstance(x, _torch.Tensor) for x in scalars):
-            return None
-        from torch.optim import optimizer as _o
-        if (getattr(opt, "_optimizer_step_pre_hooks", None) or
-                getattr(opt, "_optimizer_step_post_hooks", None) or
-                getattr(_o, "_global_optimizer_pre_hooks", None) or
-                getattr(_o, "_global_optimizer_post_hooks", None)):
-            return None
-        return kind
-
-    def _init_state(self):
-        """The state torch's first step would create, made directly (no
-        optimizer.step()): Adam/AdamW step 0, exp_avg, exp_avg_sq (and
-        max_exp_avg_sq with amsgrad) zero; SGD with momentum a zero
-        momentum_buffer (as _materialize_state leaves it)."""
-        opt = self.optimizer
-        if any(len(s) for s in opt.state.values()):
-            raise RegistrationError("the optimizer already has state: wrap it before its "
-                                    "first step (use load_state_dict to restore one)")
-        g = opt.param_groups[0]
-        for p in self.params:
-            st = opt.state[p]
-            if self._flat_kind == "sgd":
-                if g["momentum"] != 0:
-                    st["momentum_buffer"] = _torch.zeros_like(p)
-                continue
-            st["step"] = _torch.tensor(0.0, dtype=_torch.float32, device=self.device)
-            st["exp_avg"] = _torch.zeros_like(p)
-            st["exp_avg_sq"] = _torch.zeros_like(p)
-            if g["amsgrad"]:
-                st["max_exp_avg_sq"] = _torch.zeros_like(p)
-
-    def _flat_step(self):
-        """One optimizer step on the flat storage; False when it cannot
-        (the per-parameter step counts differ: then optimizer.step())."""
-        g = self.optimizer.param_groups[0]
-        n = self.flat_params.numel()
-        param, grad = self.flat_params, self.flat_grad[:n]
-        r = self._regions
-        lr, wd = g["lr"], g["weight_decay"]
-        if g.get("maximize"):
-            grad = -grad
-        if self._flat_kind == "sgd":
-            if wd != 0:
-                grad = grad.add(param, alpha=wd)
-            if g["momentum"] != 0:
-                buf = self.flat_optim[r["momentum_buffer"]]
-                buf.mul_(g["momentum"]).add_(grad, alpha=1 - g["dampening"])
-                grad = grad.add(buf, alpha=g["momentum"]) if g["nesterov"] else buf
-            param.add_(grad, alpha=-lr)
-            return True
-        steps = self.flat_optim[r["step"]]
-        if steps.numel() > 1 and not bool((steps == steps[0]).all()):
-            return False
-        beta1, beta2 = g["betas"]
-        steps.add_(1)
-        if self._flat_kind == "adamw":
-            param.mul_(1 - lr * wd)
-        elif wd != 0:
-            grad = grad.add(param, alpha=wd)
-        exp_avg, exp_avg_sq = self.flat_optim[r["exp_avg"]], self.flat_optim[r["exp_avg_sq"]]
-        exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        step = steps[0].item()
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-        if g["amsgrad"]:
-            mx = self.flat_optim[r["max_exp_avg_sq"]]
-            _torch.maximum(mx, exp_avg_sq, out=mx)
-            denom = (mx.sqrt() / bias_correction2_sqrt).add_(g["eps"])
-        else:
-            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(g["eps"])
-        param.addcdiv_(exp_avg, denom, value=-(lr / bias_correction1))
-        return True
-
     def _materialize_state(self):
         """Create the optimizer's lazily made state now: one step with zero
         gradients, learning rate 0 and no weight decay, then step counters
@@ -391,13 +258,10 @@ class ElasticDataParallel:
 
     def _flatten_state(self):
         """Move the state into one flat tensor, grouped by key (all exp_avg,
-        then all exp_avg_sq, ...), so that a flat step sees each key as one
-        contiguous region (self._regions)."""
-        keys, tensors, self._regions = [], [], {}
+        then all exp_avg_sq, ...)."""
+        keys, tensors = [], []
         allkeys = sorted({k for p in self.params for k in self.optimizer.state.get(p, {})})
-        off = 0
         for k in allkeys:
-            start = off
             for i, p in enumerate(self.params):
                 s = self.optimizer.state.get(p, {})
                 if k not in s:
@@ -414,8 +278,6 @@ class ElasticDataParallel:
                                                              self.device))
                 keys.append((p, k, v.dtype))
                 tensors.append(v.to(device=self.device, dtype=_torch.float32))
-                off += v.numel()
-            self._regions[k] = slice(start, off)
         if not tensors:  # plain SGD: no state; register one word anyway
             tensors = [_torch.zeros(1)]
         self.flat_optim, views = _flat_views(tensors, "optimizer state", self.device)
@@ -568,8 +430,7 @@ class ElasticDataParallel:
             self.flat_optim.copy_(self._host[1])
 
     def _apply(self):
-        if not (self._flat_kind and self._flat_step()):
-            self.optimizer.step()
+        self.optimizer.step()
         self._to_host()
         if self.sampler is not None:
             self.sampler.es.advance()

@@ -43,6 +43,11 @@ ok bn 2
 run bn_kill 3 KILL_RANK=1 KILL_STEP=17
 ok bn_kill 2
 t_grep '^KILL rank 1 at step 17' "$T_DIR/bn_kill.out" "the victim was killed in step 17"
+run lm1 1
+ok lm1 1
+run lm_kill 3 KILL_RANK=0 KILL_STEP=18
+ok lm_kill 2
+t_grep "^KILL rank 0 at step 18" "$T_DIR/lm_kill.out" "rank 0 was killed in step 18"
 # the whole launch ends in step 15 (SIGTERM on every rank); a relaunch on 3 ranks
 # resumes from the node snapshot: model, optimizer, scheduler, counter, sampler, RNG
 mkdir -p "$T_DIR/shm"
@@ -78,7 +83,7 @@ def lines(sc, tag):
     return [w for w in first if int(w[4 if tag == "USED" else 2]) < at] + [
         l.split() for l in open("%s/exact_resume.out" % d) if l.startswith(tag + " ")]
 
-for sc in ("exact", "exact_kill", "exact_resume", "bn", "bn_kill"):
+for sc in ("exact", "exact_kill", "exact_resume", "bn", "bn_kill", "lm_kill"):
     st = states(sc)
     ranks = sorted(st)
     if len(ranks) < 2:
@@ -106,15 +111,25 @@ for sc in ("exact", "exact_kill", "exact_resume", "bn", "bn_kill"):
     else:
         print("%s: each of %d samples trained once in each of %d epochs" % (sc, n, epochs))
 # the learning rate at every committed step is the failure-free run's
+# the transformer (AdamW, warmup + cosine, bf16 autocast, dropout): its
+# evaluation loss within 10 % of the failure-free 1-rank run's
+ev = {sc: float(lines(sc, "EVAL")[0][2]) for sc in ("lm1", "lm_kill") if lines(sc, "EVAL")}
+if len(ev) != 2 or abs(ev["lm_kill"] - ev["lm1"]) > 0.1 * ev["lm1"] + 0.02:
+    fail("transformer: evaluation loss %s (1 rank, failure-free) against %s (3 -> 2 ranks)"
+         % (ev.get("lm1"), ev.get("lm_kill")))
+else:
+    print("transformer: evaluation loss %.4f (1 rank) against %.4f (3 ranks, rank 0 killed)"
+          % (ev["lm1"], ev["lm_kill"]))
 lr = {int(w[2]): w[3] for w in lines("exact1", "LR")}
-for sc in ("exact", "exact_kill", "exact_resume", "bn_kill"):
+for sc in ("exact", "exact_kill", "exact_resume", "bn_kill", "lm_kill"):
     got = {int(w[2]): w[3] for w in lines(sc, "LR")}
-    diff = [s for s in lr if got.get(s) != lr[s]]
-    if diff or len(got) != len(lr):
+    want = lr if not sc.startswith("lm") else {int(w[2]): w[3] for w in lines("lm1", "LR")}
+    diff = [s for s in want if got.get(s) != want[s]]
+    if diff or len(got) != len(want):
         fail("%s: the learning rate differs at committed steps %s (%d steps against %d)"
-             % (sc, diff[:5], len(got), len(lr)))
+             % (sc, diff[:5], len(got), len(want)))
     else:
-        print("%s: the learning rate of all %d committed steps equals the failure-free run's" % (sc, len(lr)))
+        print("%s: the learning rate of all %d committed steps equals the failure-free run's" % (sc, len(want)))
 sys.exit(0 if ok else 1)
 PY
 
@@ -125,5 +140,17 @@ for what in untracked step_outside late_track; do
 	t_log "refused ($what): $(grep -m1 '^REFUSED rank' "$T_DIR/refuse_$what.out" | cut -d: -f2- | cut -c1-160)"
 done
 t_grep 'StepLR .an LR scheduler.' "$T_DIR/refuse_untracked.out" "the untracked scheduler is named"
+
+# the example: a torchrun DDP script and its elastic port, at most 10 lines apart
+ex=$top_srcdir/examples/pytorch
+n=$(diff "$ex/resnet_ddp.py" "$ex/resnet_elastic.py" | grep '^>' | grep -Evc '^> (#|""")' || true)
+[ "$n" -le 10 ] || t_fail "resnet_elastic.py changes $n lines of resnet_ddp.py (10 at most)"
+python3 -c 'import sklearn' 2>/dev/null && {
+	timeout -s KILL 180 $MPIRUN -np 2 python3 "$ex/resnet_elastic.py" --epochs 3 --out "$T_DIR/resnet.pt" \
+		>"$T_DIR/resnet.out" 2>&1 || { cat "$T_DIR/resnet.out"; t_fail "examples/pytorch/resnet_elastic.py"; }
+	t_grep '^epoch 2 loss [0-9.]+ lr 0.01500 accuracy' "$T_DIR/resnet.out" "the example's third epoch (StepLR decayed once)"
+	[ -s "$T_DIR/resnet.pt" ] || t_fail "the example saved no model"
+	t_log "example: $n lines changed from the torchrun script; $(tail -n1 "$T_DIR/resnet.out")"
+}
 t_log "PASS: DDP scripts: 1 and 3 ranks agree; a rank killed and healed around changes neither the model, the LR schedule nor the samples trained; BatchNorm buffers equal everywhere; misuse refused"
 exit 0

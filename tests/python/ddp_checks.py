@@ -7,6 +7,7 @@
 import os
 import signal
 import sys
+import time
 
 import numpy as np
 import torch
@@ -56,6 +57,42 @@ class BNNet(nn.Module):
         return self.fc2(self.drop(F.relu(self.bn(self.fc1(x)))))
 
 
+class Tokens(Dataset):
+    """512 sequences of 13 tokens that follow a rule from a random start: a
+    next-token task a tiny transformer learns in a few epochs."""
+
+    def __init__(self, n=512, length=13, vocab=16):
+        g = torch.Generator().manual_seed(11)
+        seq = torch.zeros(n, length, dtype=torch.long)
+        seq[:, 0] = torch.randint(0, vocab, (n,), generator=g)
+        for t in range(1, length):
+            seq[:, t] = (3 * seq[:, t - 1] + 1 + t % 2) % vocab
+        self.seq = seq
+
+    def __len__(self):
+        return len(self.seq)
+
+    def __getitem__(self, i):
+        return self.seq[i, :-1], self.seq[i, 1:], i
+
+
+class TinyLM(nn.Module):
+    """A one-layer pre-norm transformer language model (LayerNorm, causal
+    mask as a buffer, dropout 0.1 as torch's default)."""
+
+    def __init__(self, vocab=16, d=32, length=12):
+        super().__init__()
+        self.emb, self.pos = nn.Embedding(vocab, d), nn.Parameter(torch.zeros(length, d))
+        layer = nn.TransformerEncoderLayer(d, 2, 64, batch_first=True, norm_first=True)
+        self.enc = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+        self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(length))
+
+    def forward(self, x):
+        h = self.emb(x) + self.pos[:x.shape[1]]
+        return self.head(self.norm(self.enc(h, mask=self.mask, is_causal=True)))
+
+
 def final_state(model, path):
     sd = model.module.state_dict()
     flat = np.concatenate([t.detach().double().reshape(-1).numpy() for t in sd.values()])
@@ -73,22 +110,31 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
         torch.manual_seed(5)
     if kind == "exact":
         net = nn.Sequential(nn.Linear(10, 32), nn.Tanh(), nn.Linear(32, 3))
+    elif kind == "lm":
+        net = TinyLM()
     else:
         net = BNNet()
     model = DDP(net)
-    ds = Points()
+    ds = Tokens() if kind == "lm" else Points()
     sampler = DistributedSampler(ds, batch_size=40, seed=3)
     loader = DataLoader(ds, batch_sampler=sampler, num_workers=workers,
                         persistent_workers=workers > 0)
     decay = [p for p in model.parameters() if p.dim() > 1]
     other = [p for p in model.parameters() if p.dim() <= 1]
-    opt = torch.optim.SGD([{"params": decay, "weight_decay": 1e-3},
-                           {"params": other, "weight_decay": 0}], lr=0.2, momentum=0.9)
-    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=5, gamma=0.8)  # stepped per step
+    if kind == "lm":  # AdamW, linear warmup then cosine, per step
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+        sched = torch.optim.lr_scheduler.SequentialLR(opt, [
+            torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=5),
+            torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=13 * epochs)], milestones=[5])
+    else:
+        opt = torch.optim.SGD([{"params": decay, "weight_decay": 1e-3},
+                               {"params": other, "weight_decay": 0}], lr=0.2, momentum=0.9)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=5, gamma=0.8)  # per step
     counters = {"iterations": 0}
     if not untracked:
         dist.track(opt, sched, counters=counters)
     stop = int(os.environ.get("STOP_STEP", "-1"))
+    step_sleep = float(os.environ.get("STEP_SLEEP", "0"))
     start = dist.start_epoch()
     if dist.current().resumed and dist.get_rank() == 0:
         print("RESUMED at step %d epoch %d size %d" % (dist.current().ctx.step, start,
@@ -97,7 +143,12 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
         sampler.set_epoch(epoch)
         for x, y, idx in loader:
             opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)  # reduction="mean", PyTorch's default
+            if kind == "lm":  # bf16 autocast on the CPU
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    logits = model(x)
+                loss = F.cross_entropy(logits.float().reshape(-1, 16), y.reshape(-1))
+            else:
+                loss = F.cross_entropy(model(x), y)  # reduction="mean", PyTorch's default
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             with torch.no_grad():  # an edit of the weights inside the step
@@ -121,13 +172,26 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
                           flush=True)
             sched.step()
             counters["iterations"] += 1
+            if step_sleep:
+                time.sleep(step_sleep)
     steps = dist.current().ctx.step
+    check(os.environ.get("RANK") == str(dist.get_rank()) and
+          os.environ.get("WORLD_SIZE") == str(dist.get_world_size()),
+          "RANK/WORLD_SIZE %s/%s follow the world (%d/%d)" % (
+              os.environ.get("RANK"), os.environ.get("WORLD_SIZE"), dist.get_rank(),
+              dist.get_world_size()))
+    if kind == "lm" and dist.get_rank() == 0:
+        model.eval()
+        with torch.no_grad():
+            x, y = ds.seq[:64, :-1], ds.seq[:64, 1:]
+            ev = F.cross_entropy(model(x).reshape(-1, 16), y.reshape(-1)).item()
+        print("EVAL loss %.4f" % ev, flush=True)
     dist.destroy_process_group()
     # code after the training runs: the model is saved and reloads
     final_state(model, os.path.join(out, "%s.%d.npy" % (scenario, dist.get_rank())))
     if dist.get_rank() == 0:
         torch.save(model.module.state_dict(), os.path.join(out, scenario + ".pt"))
-        back = type(net)() if kind == "bn" else nn.Sequential(
+        back = type(net)() if kind != "exact" else nn.Sequential(
             nn.Linear(10, 32), nn.Tanh(), nn.Linear(32, 3))
         back.load_state_dict(torch.load(os.path.join(out, scenario + ".pt")))
     check(counters["iterations"] == steps,
@@ -174,7 +238,7 @@ def refusal(what):
 if scenario.startswith("refuse_"):
     refusal(scenario[len("refuse_"):])
 else:
-    kind = "bn" if scenario.startswith("bn") else "exact"
+    kind = "bn" if scenario.startswith("bn") else "lm" if scenario.startswith("lm") else "exact"
     kill = None
     if "kill" in scenario:
         kill = (int(os.environ.get("KILL_RANK", "2")), int(os.environ.get("KILL_STEP", "20")))
