@@ -23,16 +23,16 @@ CLUSTER=el$INST
 MUNGE_SOCK=$I/run/munge.sock
 export SLURM_CONF=$I/etc/slurm.conf
 # The runtime of this root (testbed/mkroot; ELASTIC_TESTBED_RUNTIME) picks the
-# network. ompi5: the fake nodes share the host's loopback. ompi6: PRRTE 5
+# network. ompi5: the fake nodes share the host's loopback. ompi6 and sid: PRRTE 5
 # never advertises a loopback address and Open MPI's TCP transport refuses
 # two nodes with one address, so each fake node is its own network + UTS
 # namespace with its own address on a private bridge, as on a real cluster.
 # The bridge lives in the cluster's own "head" namespace (the daemons,
 # elasticd and `cluster exec` run there): nothing reaches the host's network.
 RUNTIME=$(cat /etc/elastic-testbed-runtime 2>/dev/null || echo ompi5)
-if [ "$RUNTIME" = ompi6 ]; then
+if [ "$RUNTIME" != ompi5 ]; then
 	# its own build tree (testbed/check builds it there)
-	[ -n "${ELASTIC_BUILD_DIR:-}" ] || BUILD=/src/build-testbed-ompi6
+	[ -n "${ELASTIC_BUILD_DIR:-}" ] || BUILD=/src/build-testbed-$RUNTIME
 	NET=netns
 	SUBNET=10.77.0.0/24 HEAD_ADDR=10.77.0.1 HEAD_NAME=head
 else
@@ -306,6 +306,15 @@ _start_munge() {
 
 _sql() { mariadb --no-defaults --socket="$I/run/mysql.sock" -u root "$@"; }
 
+# MariaDB 11.6+ turns innodb_snapshot_isolation on, which slurmdbd 26.05
+# refuses at start ("not supported by Slurm and will cause slurmdbd to fatal
+# when a write conflicts"); older servers lack the option.
+_mariadb_snapshot_isolation_off() {
+	mariadbd --verbose --help 2>/dev/null | grep -q '^ *--innodb-snapshot-isolation' &&
+		echo --innodb-snapshot-isolation=OFF
+	return 0
+}
+
 _start_db() {
 	if [ ! -d "$I/db/mysql" ]; then
 		say "MariaDB: creating the database in $I/db"
@@ -319,7 +328,8 @@ _start_db() {
 		--port="$P_DB" --socket="$I/run/mysql.sock" --pid-file="$I/run/mariadbd.pid" \
 		--log-error="$I/log/mariadbd.log" --skip-name-resolve \
 		--innodb-buffer-pool-size=128M --innodb-log-file-size=64M --innodb-lock-wait-timeout=900 \
-		--innodb-flush-log-at-trx-commit=0 --skip-log-bin </dev/null >/dev/null 2>&1 &
+		--innodb-flush-log-at-trx-commit=0 --skip-log-bin \
+		$(_mariadb_snapshot_isolation_off) </dev/null >/dev/null 2>&1 &
 	_wait_for 60 "MariaDB to accept connections" _sql -e 'select 1'
 	# The accounting database is created here, before slurmdbd starts, not by
 	# slurmdbd. Measured 2026-11-23 on Debian 13's point release (libmariadb3

@@ -1,15 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # testbed/lib.sh: shared paths and helpers of the testbed scripts (sourced).
 
-# Where the cached Debian 13 roots live: outside the clone, so that a fresh
+# Where the cached Debian roots live: outside the clone, so that a fresh
 # clone on the same machine reuses them.
 TB_CACHE=${ELASTIC_TESTBED_CACHE:-/var/cache/slurm-elastic}
 TB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TB_SRC=$(cd "$TB_DIR/.." && pwd)
 # Inside the root the source tree is always seen here.
 TB_SRC_IN_ROOT=/src
-# The Debian suite the root is made from.
-TB_SUITE=trixie
 # The MPI runtime of the root, one switch (ELASTIC_TESTBED_RUNTIME):
 #   ompi5  Debian 13's Open MPI 5.0.7 / PRRTE 3 / PMIx 5 (the default); the
 #          fake nodes share the host's loopback;
@@ -17,18 +15,24 @@ TB_SUITE=trixie
 #          what they need: glibc, gcc runtime, hwloc) pinned from Debian sid;
 #          each fake node is its own network + UTS namespace on a private
 #          bridge (PRRTE 5 refuses loopback addresses). Slurm, Python and
-#          torch stay Debian 13's, so the switch changes only the runtime.
+#          torch stay Debian 13's, so the switch changes only the runtime;
+#   sid    a root made entirely from Debian sid: Slurm 26.05, Open MPI 6 /
+#          PRRTE 5 / PMIx 7, sid's MariaDB, Python and torch; the cluster
+#          layout of ompi6 (a network namespace per node).
 TB_RUNTIME=${ELASTIC_TESTBED_RUNTIME:-ompi5}
 case "$TB_RUNTIME" in
-ompi5 | ompi6) ;;
+ompi5 | ompi6 | sid) ;;
 *)
-	printf '[testbed] error: ELASTIC_TESTBED_RUNTIME=%s: not a runtime (ompi5 or ompi6)\n' "$TB_RUNTIME" >&2
+	printf '[testbed] error: ELASTIC_TESTBED_RUNTIME=%s: not a runtime (ompi5, ompi6 or sid)\n' "$TB_RUNTIME" >&2
 	exit 1
 	;;
 esac
 export ELASTIC_TESTBED_RUNTIME=$TB_RUNTIME
 # The suite the ompi6 runtime's packages are pinned from.
 TB_SID=sid
+# The Debian suite the root is made from.
+TB_SUITE=trixie
+[ "$TB_RUNTIME" = sid ] && TB_SUITE=$TB_SID
 
 tb_log() { printf '[testbed %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 tb_die() {
@@ -65,7 +69,7 @@ tb_recipe_hash() {
 # the mirror does not answer, the last state seen is used, with a warning.
 tb_dist() { # [suite: default $TB_SUITE; the ompi6 root adds $TB_SID's state]
 	local suite=${1:-$TB_SUITE}
-	if [ "$suite" = "$TB_SUITE" ] && [ -n "${ELASTIC_TESTBED_DIST:-}" ]; then
+	if [ "$suite" != "$TB_SID" ] && [ -n "${ELASTIC_TESTBED_DIST:-}" ]; then
 		echo "$ELASTIC_TESTBED_DIST"
 		return 0
 	fi
@@ -104,17 +108,21 @@ tb_root_key() {
 # The key's parts, as a root's .elastic-testbed-key file holds them.
 tb_key_lines() {
 	printf 'recipe %s\ndist %s\n' "$(tb_recipe_hash)" "$(tb_dist)"
-	[ "$TB_RUNTIME" = ompi5 ] || printf 'dist-%s %s\n' "$TB_SID" "$(tb_dist "$TB_SID")"
+	[ "$TB_RUNTIME" = ompi6 ] && printf 'dist-%s %s\n' "$TB_SID" "$(tb_dist "$TB_SID")"
+	return 0
 }
 
 tb_root() { echo "$TB_CACHE/root-$(tb_root_key)"; }
 
 tb_root_ready() { [ -f "$(tb_root)/.elastic-testbed-ready" ]; }
 
-# Look Debian's state up once for this run and everything it starts.
+# Look Debian's state up once for this run and everything it starts
+# (ELASTIC_TESTBED_DIST: trixie's, ELASTIC_TESTBED_DIST_SID: sid's).
 tb_pin_dist() {
-	ELASTIC_TESTBED_DIST=$(tb_dist)
-	export ELASTIC_TESTBED_DIST
+	if [ "$TB_RUNTIME" != sid ]; then
+		ELASTIC_TESTBED_DIST=$(tb_dist)
+		export ELASTIC_TESTBED_DIST
+	fi
 	if [ "$TB_RUNTIME" != ompi5 ]; then
 		ELASTIC_TESTBED_DIST_SID=$(tb_dist "$TB_SID")
 		export ELASTIC_TESTBED_DIST_SID

@@ -7,12 +7,17 @@
 # version. Run after mkroot (testbed/check does): nothing is rebuilt here.
 . "$(dirname "$0")/lib.sh"
 . "$TT_TB/lib.sh"
-unset ELASTIC_TESTBED_DIST
+# The variable that pins the suite's state (sid's has its own: the ompi6
+# root needs both).
+distvar=ELASTIC_TESTBED_DIST
+[ "$TB_SUITE" = "$TB_SID" ] && distvar=ELASTIC_TESTBED_DIST_SID
+unset "$distvar"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 real=$(tb_dist)
-[[ "$real" =~ ^[0-9.]+\ of\ .+ ]] || tt_fail "the suite's Release was not read from $(tb_mirror): '$real'"
+# (sid's Release has no Version: "? of DATE")
+[[ "$real" =~ ^([0-9.]+|\?)\ of\ .+ ]] || tt_fail "the suite's Release was not read from $(tb_mirror): '$real'"
 tt_ok "Debian $TB_SUITE as served now: $real"
 
 tt_run "$TT_TB/mkroot" --status
@@ -35,11 +40,11 @@ tt_ok "the lock file lists $n packages with their exact versions (slurmdbd, libm
 # A Release published after the root was made: another key, a rebuild due.
 drift="99.1 of Mon, 01 Jan 2035 00:00:00 UTC"
 k0=$(tb_root_key)
-k1=$(ELASTIC_TESTBED_DIST=$drift tb_root_key)
+k1=$(export "$distvar=$drift" && tb_root_key)
 [ "$k0" != "$k1" ] || tt_fail "the key did not change with the Release ($k0)"
-tt_run env ELASTIC_TESTBED_DIST="$drift" "$TT_TB/mkroot" --status
+tt_run env "$distvar=$drift" "$TT_TB/mkroot" --status
 [ "$TT_RC" = 1 ] || tt_fail "mkroot --status saw no rebuild due after a new Release: $TT_OUT"
-tt_expect_out "drift" "rebuild due: Debian $TB_SUITE changed since the cached root: '$real' -> '$drift'"
+tt_expect_out "drift" "rebuild due: Debian $TB_SUITE changed since the cached root: '${real//\?/\\?}' -> '$drift'"
 tt_ok "a new Release changes the key ($k0 -> $k1) and mkroot --status says a rebuild is due, and why"
 
 # The same through the remembered Release: what a later look at the mirror
