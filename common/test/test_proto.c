@@ -151,6 +151,17 @@ static void roundtrip_every_type(void **state)
 	m = (struct elastic_msg){
 		.type = ELASTIC_MSG_END, .present = ELASTIC_K_COUNT, .count = 2};
 	_roundtrip(&m);
+	m.present |= ELASTIC_K_REASON;
+	strcpy(m.reason, "paused (no grow, no shrink); drained: node2");
+	_roundtrip(&m);
+
+	m = (struct elastic_msg){.type = ELASTIC_MSG_ADMIN, .present = ELASTIC_K_ACTION};
+	strcpy(m.action, "pause");
+	_roundtrip(&m);
+	m.present |= ELASTIC_K_NODE;
+	strcpy(m.action, "drain");
+	strcpy(m.node, "node2");
+	_roundtrip(&m);
 }
 
 static void encode_writes_expected_text(void **state)
@@ -179,6 +190,15 @@ static void _rejects(const char *text, int e, const char *what)
 		fail_msg("error for '%s' is '%s', wanted '%s'", text, err.text, what);
 	/* A failed decode changes nothing. */
 	assert_memory_equal(&m, &before, sizeof(m));
+}
+
+/* admin: an action is required, a node optional, nothing else. */
+static void admin_rules(void **state)
+{
+	(void)state;
+	_rejects("type=admin\nnode=node2\n", EINVAL, "action");
+	_rejects("type=admin\naction=drain\njob=3\n", EINVAL, "job");
+	_rejects("type=admin\naction=pause now\n", EINVAL, "action");
 }
 
 static void decode_rejects_bad_structure(void **state)
@@ -420,6 +440,7 @@ int main(void)
 		cmocka_unit_test(body_check),
 		cmocka_unit_test(names),
 		cmocka_unit_test(truncations_and_bitflips),
+		cmocka_unit_test(admin_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
