@@ -184,6 +184,19 @@ class _Ref:
         return (_Ref, (self.i,))
 
 
+class _Opaque:
+    """A value the serializer pickles whole, without looking inside for
+    tensors (the RNG states: hundreds of ints)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __reduce__(self):
+        return (_Opaque, (self.value,))
+
+
 def _strip(obj, out):
     """obj with every tensor replaced by a _Ref into out (a list)."""
     if isinstance(obj, _torch.Tensor):
@@ -347,7 +360,6 @@ class Job:
         self._tags = []  # the sampler's batches of the open step
         self._dropped = 0  # the last step was dropped (at this epoch mark)
         self._epoch_marks = 1  # set_epoch() calls that changed the epoch, + 1
-        self._weight = None
         self._fsizes = 0  # samples given to the model's forward in this step
         self._hooked = set()
         self._done = False
@@ -428,7 +440,7 @@ class Job:
     def _state(self):
         st = {"models": [m.module.state_dict() for m in self._models],
               "samplers": [s.state_dict() for s in self._samplers],
-              "rng": _rng_state(), "world": self.size, "objs": {}}
+              "rng": _Opaque(_rng_state()), "world": self.size, "objs": {}}
         for name, o in self._tracked:
             st["objs"][name] = dict(o) if isinstance(o, dict) else o.state_dict()
         return st
@@ -449,7 +461,7 @@ class Job:
                     o.update(sd)
                 else:
                     o.load_state_dict(sd)
-            _set_rng_state(st["rng"])
+            _set_rng_state(st["rng"].value)
 
     def _check_untracked(self):
         """Refuse an optimizer, LR scheduler or GradScaler over the model that
@@ -582,25 +594,40 @@ class Job:
             raise RuntimeError("slurm_elastic: backward outside a training step (the model's "
                                "forward ran in eval() mode or without gradients?)")
         self._reduced = True
-        if self._weight is None:
-            self._weight = self._share()
         if self._failed:
             return self._done_future(buf)
-        buf.mul_(self._weight)
-        if buf.device.type == "cuda":
-            ok = self.ctx.gpu_allreduce(buf.data_ptr(), buf.numel(),
-                                        {_torch.float32: "float32",
-                                         _torch.float64: "float64"}[buf.dtype],
-                                        _torch.cuda.current_stream(buf.device).cuda_stream)
-        elif buf.dtype in (_torch.float32, _torch.float64):
-            ok = self.ctx.allreduce(buf.numpy())
+        if self._tags and self._fresh():
+            # the sampler's batches say this rank's share of the step
+            total = sum(t.total for t in self._tags)
+            buf.mul_(sum(t.local for t in self._tags) / total if total else 0.0)
+            ok = self._allreduce(buf)
         else:
-            wide = buf.to(_torch.float32)
-            ok = self.ctx.allreduce(wide.numpy())
-            buf.copy_(wide)
+            # the samples the forwards were given, summed with the gradients:
+            # sum(n_r * g_r) / sum(n_r)
+            wide = _torch.empty(buf.numel() + 1, dtype=_torch.float64 if buf.dtype ==
+                                _torch.float64 else _torch.float32, device=buf.device)
+            _torch.mul(buf, float(self._fsizes), out=wide[:-1])
+            wide[-1] = float(self._fsizes)
+            ok = self._allreduce(wide)
+            if ok:
+                n = float(wide[-1])
+                buf.copy_(wide[:-1] / n if n > 0 else wide[:-1] * 0)
         if not ok:
             self._failed = True
         return self._done_future(buf)
+
+    def _allreduce(self, buf):
+        if buf.device.type == "cuda":
+            return self.ctx.gpu_allreduce(buf.data_ptr(), buf.numel(),
+                                          {_torch.float32: "float32",
+                                           _torch.float64: "float64"}[buf.dtype],
+                                          _torch.cuda.current_stream(buf.device).cuda_stream)
+        if buf.dtype in (_torch.float32, _torch.float64):
+            return self.ctx.allreduce(buf.numpy())
+        wide = buf.to(_torch.float32)
+        ok = self.ctx.allreduce(wide.numpy())
+        buf.copy_(wide)
+        return ok
 
     @staticmethod
     def _done_future(buf):
@@ -610,19 +637,6 @@ class Job:
 
     def _fresh(self):
         return all(t.gen == t.sampler.gen for t in self._tags)
-
-    def _share(self):
-        """This rank's weight in the step's gradient: its samples over the
-        step's (the sampler's batches, or what the forwards were given,
-        summed over the ranks)."""
-        if self._tags and self._fresh():
-            total = sum(t.total for t in self._tags)
-            return sum(t.local for t in self._tags) / total if total else 0.0
-        n = _np.array([float(self._fsizes)], dtype=_np.float64)
-        if not self.ctx.allreduce(n):
-            self._failed = True
-            return 0.0
-        return self._fsizes / n[0] if n[0] > 0 else 0.0
 
     def _pre_step(self, optimizer, args, kwargs):
         if not self._open:
@@ -657,7 +671,7 @@ class Job:
         if not ok or not fresh:
             ctx._c.step_fail()
         r = ctx._c.step_commit()
-        self._open, self._tags, self._weight, self._reduced = False, [], None, False
+        self._open, self._tags, self._reduced = False, [], False
         if r == _se.COMMITTED:
             for t in tags:
                 t.sampler._advance(t)
@@ -669,40 +683,44 @@ class Job:
         self._dropped = self._epoch_marks
         return False
 
-    def _sync_buffers(self, ints):
-        """One collective per kind: rank 0's buffers to every rank, with the
-        step's flags (ranks holding batches of the current hand-out, ranks
-        not)."""
+    def _sync_buffers(self, flags):
+        """One collective: rank 0's buffers to every rank (the others add
+        zeros), with the step's flags (how many ranks hold batches of the
+        current hand-out, how many do not). Integer buffers travel as two
+        float64 halves each, exact for any int64."""
         bufs = [b for m in self._models for b in m.module.buffers()]
         fl = [b for b in bufs if b.is_floating_point()]
         it = [b for b in bufs if not b.is_floating_point()]
-        root = self.rank == 0
-        flags = len(ints)
-        if it:
-            vals = (_np.concatenate([b.detach().cpu().reshape(-1).to(_torch.int64).numpy()
-                                     for b in it]) if root else
-                    _np.zeros(sum(b.numel() for b in it), dtype=_np.int64))
-            ints = _np.concatenate([ints, vals])
-        if not self.ctx.allreduce(ints):
-            return False
-        flat = None
-        if fl:
-            flat = (_torch.cat([b.detach().cpu().reshape(-1).to(_torch.float64) for b in fl])
-                    if root else _torch.zeros(sum(b.numel() for b in fl), dtype=_torch.float64))
-            if not self.ctx.allreduce(flat.numpy()):
-                return False
-        with _torch.no_grad():
-            off = 0
+        nf, ni = sum(b.numel() for b in fl), sum(b.numel() for b in it)
+        vec = _torch.zeros(len(flags) + nf + 2 * ni, dtype=_torch.float64)
+        vec[:len(flags)] = _torch.from_numpy(flags.astype(_np.float64))
+        if self.rank == 0:
+            off = len(flags)
             for b in fl:
                 n = b.numel()
-                b.copy_(flat[off:off + n].view(b.shape))
+                vec[off:off + n] = b.detach().reshape(-1).cpu().to(_torch.float64)
                 off += n
-            off = flags
-            for b in it:
+            if it:
+                v = _torch.cat([b.detach().reshape(-1).cpu().to(_torch.int64) for b in it])
+                vec[off:off + ni] = (v >> 32).to(_torch.float64)
+                vec[off + ni:off + 2 * ni] = (v & 0xFFFFFFFF).to(_torch.float64)
+        if not self.ctx.allreduce(vec.numpy()):
+            return False
+        with _torch.no_grad():
+            off = len(flags)
+            for b in fl:
                 n = b.numel()
-                b.copy_(_torch.from_numpy(ints[off:off + n]).view(b.shape))
+                b.copy_(vec[off:off + n].view(b.shape))
                 off += n
-        self._flags = ints[:flags].copy()
+            if it:
+                v = (vec[off:off + ni].to(_torch.int64) << 32) | \
+                    vec[off + ni:off + 2 * ni].to(_torch.int64)
+                o = 0
+                for b in it:
+                    n = b.numel()
+                    b.copy_(v[o:o + n].view(b.shape))
+                    o += n
+        self._flags = vec[:len(flags)].numpy().astype(_np.int64)
         return True
 
     # -- the end --

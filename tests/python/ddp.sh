@@ -133,6 +133,10 @@ for sc in ("exact", "exact_kill", "exact_resume", "bn_kill", "lm_kill"):
 sys.exit(0 if ok else 1)
 PY
 
+run own_data 2
+ok own_data 2
+t_log "without the sampler: uneven batches (10 and 30 samples) give the 40-sample mean gradient"
+
 for what in untracked step_outside late_track; do
 	run "refuse_$what" 2
 	n=$(grep -c '^REFUSED rank' "$T_DIR/refuse_$what.out" || true)

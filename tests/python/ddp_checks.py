@@ -206,6 +206,33 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
           "FAILED %s: %s" % (scenario, "; ".join(failed)), flush=True)
 
 
+def own_data():
+    """Without the elastic sampler: each rank brings its own batch (10 and 30
+    samples); the reduced gradient of a mean loss is the mean over all 40,
+    as one process would compute it (DDP's plain average would weigh the
+    10 samples three times as much)."""
+    dist.init_process_group()
+    torch.manual_seed(1)
+    net = nn.Linear(10, 3)
+    ref = nn.Linear(10, 3)
+    ref.load_state_dict(net.state_dict())
+    model = DDP(net)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    dist.track(opt)
+    X, y = Points().X[:40], Points().y[:40]
+    mine = slice(0, 10) if dist.get_rank() == 0 else slice(10, 40)
+    F.cross_entropy(model(X[mine]), y[mine]).backward()
+    F.cross_entropy(ref(X), y).backward()
+    err = max(float((p.grad - q.grad).abs().max()) for p, q in zip(net.parameters(),
+                                                                   ref.parameters()))
+    check(err < 1e-6, "the gradient of uneven batches is the mean over all samples "
+                      "(max difference %.3g)" % err)
+    opt.step()
+    dist.destroy_process_group()
+    print("OK %s rank %d" % (scenario, dist.get_rank()) if not failed else
+          "FAILED %s: %s" % (scenario, "; ".join(failed)), flush=True)
+
+
 def refusal(what):
     """A habit that would lose state or train wrong is refused on every rank,
     with a message naming it."""
@@ -237,6 +264,8 @@ def refusal(what):
 
 if scenario.startswith("refuse_"):
     refusal(scenario[len("refuse_"):])
+elif scenario == "own_data":
+    own_data()
 else:
     kind = "bn" if scenario.startswith("bn") else "lm" if scenario.startswith("lm") else "exact"
     kill = None
