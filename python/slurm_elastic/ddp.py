@@ -347,6 +347,14 @@ class Job:
 
     def __init__(self, state_capacity=None):
         self.ctx = _se.Context(commit_mode=_se.UPDATE_AFTER_COMMIT)
+        if _os.environ.get("ELASTIC_RUN_JOIN_BASE") is not None:
+            # Started by a growth in place (elastic-run on Open MPI 5): the
+            # running ranks' DataLoaders hold batches for the old world that
+            # a joiner's does not, so the DDP layer has them re-form at the
+            # new size instead (libelastic does it when a joiner leaves).
+            print("slurm_elastic.torch: a growth in place: the job re-forms at its new size "
+                  "instead", file=_sys.stderr, flush=True)
+            _os._exit(_se.EXIT_REFORM)
         self._capacity = state_capacity
         self._tracked = []  # (name, obj)
         self._models = []
@@ -568,7 +576,8 @@ class Job:
         self.ctx._c.step_begin()
         self._open, self._reduced, self._failed = True, False, False
         self._fsizes, self._tags = 0, []
-        if self.size != world:  # a growth in place
+        if self.size != world:  # a growth in place: the joiners' first collective too
+            self._where()
             self._bump()
 
     def _bump(self):
@@ -775,7 +784,15 @@ class DistributedDataParallel(_torch.nn.parallel.DistributedDataParallel):
         if "process_group" in kwargs:
             raise ValueError("slurm_elastic: DistributedDataParallel runs over the elastic "
                              "job's world: do not pass process_group")
-        kwargs.setdefault("broadcast_buffers", False)
+        # DDP's own buffer broadcast has nothing to do on a group of one (the
+        # job sends rank 0's buffers at each commit); torch >= 2.14 names it
+        # forward_sync_buffers and warns on the old name
+        import inspect
+        params = inspect.signature(_torch.nn.parallel.DistributedDataParallel).parameters
+        if "forward_sync_buffers" in params:
+            kwargs.setdefault("forward_sync_buffers", False)
+        elif "broadcast_buffers" in params:
+            kwargs.setdefault("broadcast_buffers", False)
         super().__init__(module, process_group=_SelfGroup(), **kwargs)
         super().register_comm_hook(job, job._hook)
         self._elastic_job = job

@@ -19,7 +19,7 @@ import slurm_elastic.torch as dist
 from slurm_elastic.torch import DistributedDataParallel as DDP, DistributedSampler
 
 torch.set_num_threads(1)
-scenario, out = sys.argv[1], sys.argv[2]
+scenario, out = (sys.argv[1], sys.argv[2]) if len(sys.argv) > 2 else ("", "")
 failed = []
 
 
@@ -262,14 +262,21 @@ def refusal(what):
     os._exit(1)
 
 
-if scenario.startswith("refuse_"):
-    refusal(scenario[len("refuse_"):])
-elif scenario == "own_data":
-    own_data()
-else:
-    kind = "bn" if scenario.startswith("bn") else "lm" if scenario.startswith("lm") else "exact"
-    kill = None
-    if "kill" in scenario:
-        kill = (int(os.environ.get("KILL_RANK", "2")), int(os.environ.get("KILL_STEP", "20")))
-    train(kind, epochs=int(os.environ.get("EPOCHS", "3")), kill=kill,
-          workers=int(os.environ.get("WORKERS", "2")))
+def main():
+    if scenario.startswith("refuse_"):
+        refusal(scenario[len("refuse_"):])
+    elif scenario == "own_data":
+        own_data()
+    else:
+        kind = "bn" if scenario.startswith("bn") else "lm" if scenario.startswith("lm") else "exact"
+        kill = None
+        if "kill" in scenario:
+            kill = (int(os.environ.get("KILL_RANK", "2")), int(os.environ.get("KILL_STEP", "20")))
+        train(kind, epochs=int(os.environ.get("EPOCHS", "3")), kill=kill,
+              workers=int(os.environ.get("WORKERS", "2")))
+
+
+# the DataLoader's workers may start by forkserver or spawn (Python >= 3.14's
+# default) and import this file again
+if __name__ == "__main__":
+    main()
