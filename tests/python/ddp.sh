@@ -10,6 +10,9 @@
 #    step, each sample trained once per epoch, the model saved after the loop;
 #  - BatchNorm + Dropout, with and without a kill: buffers identical on every rank,
 #    num_batches_tracked equal to the committed steps;
+#  - without the elastic sampler, uneven batches give the mean gradient over all samples;
+#  - torch.amp.GradScaler: a step whose optimizer.step() it skips (overflow) ends at the
+#    next forward, committed without an update, alike on every rank;
 #  - an untracked LR scheduler, optimizer.step() outside a step and track() after the
 #    first step are refused on every rank with a message naming them.
 set -u
@@ -135,6 +138,10 @@ PY
 
 run own_data 2
 ok own_data 2
+run scaler 2
+ok scaler 2
+cmp -s "$T_DIR/scaler.0.npy" "$T_DIR/scaler.1.npy" || t_fail "scaler: the ranks' models differ"
+t_log "GradScaler: an overflow skipped one optimizer step on every rank, the scale halved once"
 t_log "without the sampler: uneven batches (10 and 30 samples) give the 40-sample mean gradient"
 
 for what in untracked step_outside late_track; do

@@ -233,6 +233,40 @@ def own_data():
           "FAILED %s: %s" % (scenario, "; ".join(failed)), flush=True)
 
 
+def scaler():
+    """torch.amp.GradScaler: an overflow in step 5 makes scaler.step() skip
+    optimizer.step(); the step ends at the next forward, committed without
+    an update, on every rank alike; the scaler's state is kept."""
+    dist.init_process_group()
+    if dist.get_rank() == 0:
+        torch.manual_seed(2)
+    model = DDP(nn.Linear(10, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sc = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    dist.track(opt, sc)
+    X, y = Points().X, Points().y
+    start = dist.start_epoch()
+    del start
+    stepped = 0
+    for i in range(12):
+        before = [p.detach().clone() for p in model.parameters()]
+        loss = F.cross_entropy(model(X[i * 8:(i + 1) * 8]), y[i * 8:(i + 1) * 8])
+        if i == 5:
+            loss = loss * float("inf")
+        sc.scale(loss).backward()
+        sc.step(opt)
+        sc.update()
+        opt.zero_grad()
+        moved = any(not torch.equal(a, p) for a, p in zip(before, model.parameters()))
+        stepped += moved
+        check(moved == (i != 5), "step %d %s the model" % (i, "moved" if moved else "kept"))
+    check(sc.get_scale() == 512.0, "the scale halved once (%s)" % sc.get_scale())
+    dist.destroy_process_group()
+    final_state(model, os.path.join(out, "scaler.%d.npy" % dist.get_rank()))
+    print("OK %s rank %d" % (scenario, dist.get_rank()) if not failed else
+          "FAILED %s: %s" % (scenario, "; ".join(failed)), flush=True)
+
+
 def refusal(what):
     """A habit that would lose state or train wrong is refused on every rank,
     with a message naming it."""
@@ -267,6 +301,8 @@ def main():
         refusal(scenario[len("refuse_"):])
     elif scenario == "own_data":
         own_data()
+    elif scenario == "scaler":
+        scaler()
     else:
         kind = "bn" if scenario.startswith("bn") else "lm" if scenario.startswith("lm") else "exact"
         kill = None
