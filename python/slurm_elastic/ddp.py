@@ -197,28 +197,30 @@ class _Opaque:
         return (_Opaque, (self.value,))
 
 
+def _map(obj, fn):
+    """obj rebuilt with fn(x) in place of each leaf x (dicts, plain lists and
+    tuples are walked)."""
+    if isinstance(obj, dict):
+        d = {k: _map(v, fn) for k, v in obj.items()}
+        return type(obj)(d) if type(obj) is not dict else d
+    if type(obj) in (list, tuple):
+        return type(obj)(_map(v, fn) for v in obj)
+    return fn(obj)
+
+
 def _strip(obj, out):
     """obj with every tensor replaced by a _Ref into out (a list)."""
-    if isinstance(obj, _torch.Tensor):
-        out.append(obj)
-        return _Ref(len(out) - 1)
-    if isinstance(obj, dict):
-        d = {k: _strip(v, out) for k, v in obj.items()}
-        return type(obj)(d) if type(obj) is not dict else d
-    if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
-        return type(obj)(_strip(v, out) for v in obj)
-    return obj
+    def leaf(x):
+        if isinstance(x, _torch.Tensor):
+            out.append(x)
+            return _Ref(len(out) - 1)
+        return x
+    return _map(obj, leaf)
 
 
 def _fill(obj, tensors):
-    if isinstance(obj, _Ref):
-        return tensors[obj.i]
-    if isinstance(obj, dict):
-        d = {k: _fill(v, tensors) for k, v in obj.items()}
-        return type(obj)(d) if type(obj) is not dict else d
-    if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
-        return type(obj)(_fill(v, tensors) for v in obj)
-    return obj
+    """_strip undone: each _Ref replaced by its tensor."""
+    return _map(obj, lambda x: tensors[x.i] if isinstance(x, _Ref) else x)
 
 
 class _Arena:
