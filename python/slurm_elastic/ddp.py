@@ -297,10 +297,19 @@ def _set_rng_state(st):
     _np.random.set_state(st["numpy"])
 
 
-def _is_scheduler(o):
+def _stateful_kinds():
+    """The classes whose objects the first step looks for: optimizers, LR
+    schedulers, GradScalers (torch.amp's and torch.cuda.amp's)."""
     from torch.optim import lr_scheduler as ls
-    base = getattr(ls, "LRScheduler", None) or getattr(ls, "_LRScheduler")
-    return issubclass(type(o), (base, ls.ReduceLROnPlateau))
+    sched = (getattr(ls, "LRScheduler", None) or getattr(ls, "_LRScheduler"),
+             ls.ReduceLROnPlateau)
+    scalers = []
+    for mod, name in (("torch.amp", "GradScaler"), ("torch.cuda.amp", "GradScaler")):
+        try:
+            scalers.append(getattr(__import__(mod, fromlist=[name]), name))
+        except (ImportError, AttributeError):
+            pass
+    return _torch.optim.Optimizer, sched, tuple(scalers)
 
 
 def _make_work(result):
@@ -481,26 +490,26 @@ class Job:
         # the schedulers inside a tracked SequentialLR/ChainedScheduler are in
         # its state_dict
         kept |= {id(c) for _, o in self._tracked for c in getattr(o, "_schedulers", ())}
-        opts = []
+        optk, schedk, scalerk = _stateful_kinds()
+        opts, scheds, scalers = [], [], []
+        # one pass over the collector's objects; issubclass(type(o)) reads no
+        # attribute of o (some objects warn on any)
         for o in _gc.get_objects():
-            try:
-                if issubclass(type(o), _torch.optim.Optimizer):
-                    if any(id(p) in params for g in o.param_groups for p in g["params"]):
-                        opts.append(o)
-            except ReferenceError:
-                continue
+            t = type(o)
+            if issubclass(t, optk):
+                opts.append(o)
+            elif issubclass(t, schedk):
+                scheds.append(o)
+            elif scalerk and issubclass(t, scalerk):
+                scalers.append(o)
+        opts = [o for o in opts
+                if any(id(p) in params for g in o.param_groups for p in g["params"])]
         missing = [type(o).__name__ for o in opts if id(o) not in kept]
         optids = {id(o) for o in opts}
-        for o in _gc.get_objects():
-            try:
-                if _is_scheduler(o) and id(getattr(o, "optimizer", None)) in optids \
-                        and id(o) not in kept:
-                    missing.append("%s (an LR scheduler)" % type(o).__name__)
-                elif type(o).__name__ == "GradScaler" and hasattr(o, "get_scale") \
-                        and getattr(o, "_enabled", True) and id(o) not in kept:
-                    missing.append("GradScaler")
-            except ReferenceError:
-                continue
+        missing += ["%s (an LR scheduler)" % type(o).__name__ for o in scheds
+                    if id(getattr(o, "optimizer", None)) in optids and id(o) not in kept]
+        missing += ["GradScaler" for o in scalers
+                    if getattr(o, "_enabled", True) and id(o) not in kept]
         if missing:
             raise RuntimeError(
                 "slurm_elastic: %s of the model %s not kept: pass %s to "

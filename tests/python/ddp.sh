@@ -13,8 +13,8 @@
 #  - without the elastic sampler, uneven batches give the mean gradient over all samples;
 #  - torch.amp.GradScaler: a step whose optimizer.step() it skips (overflow) ends at the
 #    next forward, committed without an update, alike on every rank;
-#  - an untracked LR scheduler, optimizer.step() outside a step and track() after the
-#    first step are refused on every rank with a message naming them.
+#  - an untracked LR scheduler or GradScaler, optimizer.step() outside a step and track()
+#    after the first step are refused on every rank with a message naming them.
 set -u
 . "$(dirname "$0")/common.sh"
 python3 -c 'import torch' 2>/dev/null || t_skip "no torch in this Python (Debian: python3-torch)"
@@ -144,13 +144,14 @@ cmp -s "$T_DIR/scaler.0.npy" "$T_DIR/scaler.1.npy" || t_fail "scaler: the ranks'
 t_log "GradScaler: an overflow skipped one optimizer step on every rank, the scale halved once"
 t_log "without the sampler: uneven batches (10 and 30 samples) give the 40-sample mean gradient"
 
-for what in untracked step_outside late_track; do
+for what in untracked untracked_scaler step_outside late_track; do
 	run "refuse_$what" 2
 	n=$(grep -c '^REFUSED rank' "$T_DIR/refuse_$what.out" || true)
 	[ "$n" = 2 ] || { cat "$T_DIR/refuse_$what.out"; t_fail "refuse_$what: refused on $n of 2 ranks"; }
 	t_log "refused ($what): $(grep -m1 '^REFUSED rank' "$T_DIR/refuse_$what.out" | cut -d: -f2- | cut -c1-160)"
 done
 t_grep 'StepLR .an LR scheduler.' "$T_DIR/refuse_untracked.out" "the untracked scheduler is named"
+t_grep 'GradScaler of the model is not kept' "$T_DIR/refuse_untracked_scaler.out" "the untracked GradScaler is named"
 
 # the example: a torchrun DDP script and its elastic port, at most 10 lines apart
 ex=$top_srcdir/examples/pytorch

@@ -278,6 +278,10 @@ def refusal(what):
         if what == "untracked":
             dist.track(opt)  # the scheduler is forgotten
             model(torch.randn(3, 4)).sum().backward()
+        elif what == "untracked_scaler":
+            scaler = torch.amp.GradScaler("cpu")  # noqa: F841 (kept alive, not tracked)
+            dist.track(opt, sched)
+            model(torch.randn(3, 4)).sum().backward()
         elif what == "step_outside":
             dist.track(opt, sched)
             dist.start_epoch()
