@@ -383,17 +383,11 @@ class Job:
         self._hooked = set()
         self._done = False
         self._hosts_stale = False
-        self.local_rank, self.local_size = 0, 1
-        self._set_env(initial=True)
-        self._status = 0
-        prev = _sys.excepthook
-
-        def excepthook(et, ev, tb):
-            self._status = 1
-            prev(et, ev, tb)
-
-        _sys.excepthook = excepthook
-        self.ctx.on_change(self._set_env)
+        e = _os.environ
+        self.local_rank = int(e.get("OMPI_COMM_WORLD_LOCAL_RANK", e.get("LOCAL_RANK", 0)))
+        self.local_size = int(e.get("OMPI_COMM_WORLD_LOCAL_SIZE", e.get("LOCAL_WORLD_SIZE", 1)))
+        self._export_env()
+        self.ctx.on_change(self._world_changed)
 
     # -- the world --
     rank = property(lambda self: self.ctx.rank, doc="rank in the current world")
@@ -402,15 +396,13 @@ class Job:
                        doc="True if this process took the state of an earlier launch "
                            "(a re-form) or of the running ranks (a growth in place)")
 
-    def _set_env(self, initial=False):
-        if initial:
-            e = _os.environ
-            self.local_rank = int(e.get("OMPI_COMM_WORLD_LOCAL_RANK",
-                                        e.get("LOCAL_RANK", 0)))
-            self.local_size = int(e.get("OMPI_COMM_WORLD_LOCAL_SIZE",
-                                        e.get("LOCAL_WORLD_SIZE", 1)))
-        else:
-            self._hosts_stale = True
+    def _world_changed(self):
+        """libelastic's change callback: RANK/WORLD_SIZE at once, the local
+        ones at the next step (_where: a collective)."""
+        self._hosts_stale = True
+        self._export_env()
+
+    def _export_env(self):
         _os.environ.update(RANK=str(self.rank), WORLD_SIZE=str(self.size),
                            LOCAL_RANK=str(self.local_rank),
                            LOCAL_WORLD_SIZE=str(self.local_size))
@@ -425,8 +417,7 @@ class Job:
             return
         mine = [r for r, x in enumerate(hosts) if x == h]
         self.local_rank, self.local_size = mine.index(self.rank), len(mine)
-        self._set_env(initial=False)
-        self._hosts_stale = False
+        self._export_env()
 
     # -- what is kept --
     def track(self, *objs, **named):
@@ -547,9 +538,11 @@ class Job:
         self._started = True
         self.ctx._c.step_begin()
         self._open = True
+        world = self.size
         if self.ctx.resumed:
             st = self._arena.load()
             self._load(st)
+            world = st["world"]
         else:
             # rank 0's state to every rank (DDP's construction broadcast)
             words = self._arena.buf.view(_np.int64)
@@ -563,9 +556,8 @@ class Job:
         self._where()
         # a world of another size than the state's: the sampler's hand-out
         # starts again from the kept positions
-        if self.ctx.resumed and self._arena.load()["world"] != self.size:
-            for s in self._samplers:
-                s._bump()
+        if world != self.size:
+            self._bump()
 
     def _begin(self):
         if not self._started:
@@ -686,8 +678,9 @@ class Job:
         if ok and self._hosts_stale:
             self._where()
         if ok:
-            ok = self._sync_buffers(ints)
-            ints = self._flags if ok else ints
+            synced = self._sync_buffers(ints)
+            ok = synced is not None
+            ints = synced if ok else ints
         if not ok or not fresh:
             ctx._c.step_fail()
         r = ctx._c.step_commit()
@@ -707,7 +700,8 @@ class Job:
         """One collective: rank 0's buffers to every rank (the others add
         zeros), with the step's flags (how many ranks hold batches of the
         current hand-out, how many do not). Integer buffers travel as two
-        float64 halves each, exact for any int64."""
+        float64 halves each, exact for any int64. Returns the flags summed
+        over the ranks, or None when the world failed."""
         bufs = [b for m in self._models for b in m.module.buffers()]
         fl = [b for b in bufs if b.is_floating_point()]
         it = [b for b in bufs if not b.is_floating_point()]
@@ -725,7 +719,7 @@ class Job:
                 vec[off:off + ni] = (v >> 32).to(_torch.float64)
                 vec[off + ni:off + 2 * ni] = (v & 0xFFFFFFFF).to(_torch.float64)
         if not self.ctx.allreduce(vec.numpy()):
-            return False
+            return None
         with _torch.no_grad():
             off = len(flags)
             for b in fl:
@@ -740,8 +734,7 @@ class Job:
                     n = b.numel()
                     b.copy_(v[o:o + n].view(b.shape))
                     o += n
-        self._flags = vec[:len(flags)].numpy().astype(_np.int64)
-        return True
+        return vec[:len(flags)].numpy().astype(_np.int64)
 
     # -- the end --
     @property
