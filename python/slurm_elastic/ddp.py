@@ -228,10 +228,16 @@ class _Arena:
     a header, the tensors' bytes, then the pickled rest (structure, Python
     values, each tensor's dtype/shape/device)."""
 
-    def __init__(self, capacity):
+    def __init__(self, capacity, pinned=False):
         capacity = (capacity + 7) // 8 * 8
-        self.buf = _np.zeros(capacity, dtype=_np.uint8)
-        self.t = _torch.from_numpy(self.buf)
+        if pinned:
+            # page-locked: the GPU copies into it asynchronously, at its
+            # full bandwidth, and one synchronization ends the save
+            self.t = _torch.zeros(capacity, dtype=_torch.uint8, pin_memory=True)
+            self.buf = self.t.numpy()
+        else:
+            self.buf = _np.zeros(capacity, dtype=_np.uint8)
+            self.t = _torch.from_numpy(self.buf)
         self.used = 0
 
     def save(self, state):
@@ -250,15 +256,19 @@ class _Arena:
                 "registered for it: pass a larger state_capacity to slurm_elastic.torch."
                 "init() (or set ELASTIC_TORCH_STATE_MB) on every rank"
                 % (end / 2**20, self.buf.size / 2**20))
+        on_gpu = False
         for t, (_, _, _, o, n) in zip(tensors, specs):
             if n:
-                src = t.detach()
-                if src.device.type != "cpu":
-                    src = src.cpu()
-                src = src.contiguous().reshape(-1)
+                src = t.detach().contiguous().reshape(-1)
                 if src.dtype == _torch.bool:
                     src = src.to(_torch.uint8)
-                self.t[o:o + n].copy_(src.view(_torch.uint8))
+                if src.device.type == "cpu":
+                    self.t[o:o + n].copy_(src.view(_torch.uint8))
+                else:
+                    self.t[o:o + n].copy_(src.view(_torch.uint8), non_blocking=True)
+                    on_gpu = True
+        if on_gpu:
+            _torch.cuda.synchronize()  # the bytes are in host memory before libelastic reads them
         self.buf[off:end] = _np.frombuffer(meta, dtype=_np.uint8)
         _HEAD.pack_into(self.buf, 0, _MAGIC, off - _HEAD.size, len(meta),
                         _zlib.crc32(meta))
@@ -287,14 +297,19 @@ class _Arena:
 
 
 def _rng_state():
-    return {"torch": _torch.get_rng_state(), "random": _random.getstate(),
-            "numpy": _np.random.get_state()}
+    st = {"torch": _torch.get_rng_state(), "random": _random.getstate(),
+          "numpy": _np.random.get_state()}
+    if _torch.cuda.is_initialized():
+        st["cuda"] = _torch.cuda.get_rng_state()  # the current device's (Dropout on the GPU)
+    return st
 
 
 def _set_rng_state(st):
     _torch.set_rng_state(st["torch"])
     _random.setstate(st["random"])
     _np.random.set_state(st["numpy"])
+    if "cuda" in st and _torch.cuda.is_available():
+        _torch.cuda.set_rng_state(st["cuda"])
 
 
 def _stateful_kinds():
@@ -532,7 +547,8 @@ class Job:
             raise RuntimeError("slurm_elastic: no model: wrap it in "
                                "slurm_elastic.torch.DistributedDataParallel first")
         self._check_untracked()
-        self._arena = _Arena(self._capacity_bytes())
+        self._arena = _Arena(self._capacity_bytes(), pinned=any(
+            p.is_cuda for m in self._models for p in m.parameters()))
         self._arena.save(self._state())
         self.ctx.register("torch_state", self._arena.buf)
         self._started = True
