@@ -451,6 +451,144 @@ c_step_cost() { # dev widths steps
 	fi
 }
 
+# slurm_elastic.torch (the DDP layer) on device $1, 1 rank: the DDP scripts of
+# tests/python/ddp_checks.py (mean loss, a DataLoader with workers, SGD with
+# momentum, a per-step StepLR, clipping, an in-step weight edit): an MLP, BatchNorm
+# + Dropout, a transformer in bf16 autocast, and a launch SIGTERMed in step 15 and
+# resumed from its node snapshot. On cuda the models are compared with the CPU's.
+ddp_run() { # scenario device [VAR=value...]
+	local sc=$1 dev=$2
+	shift 2
+	mkdir -p "$W/ddp-$dev"
+	env "$@" DEVICE="$dev" EPOCHS=3 PYTHONPATH="$B/python" timeout -s KILL 180 $MPIRUN -np 1 \
+		python3 "$src/tests/python/ddp_checks.py" "$sc" "$W/ddp-$dev" \
+		>"$(log_of "ddp_$dev")".$sc 2>&1
+	cat "$(log_of "ddp_$dev")".$sc >>"$(log_of "ddp_$dev")"
+}
+c_ddp() { # device
+	local dev=$1 name l why sc
+	name=ddp_$dev
+	due "$name" || return
+	if [ "$dev" = cuda ]; then
+		why=$(gpu_blocker py)
+		[ -z "$why" ] || { skip "$name" "$why"; return; }
+	fi
+	l=$(log_of "$name")
+	: >"$l"
+	rm -rf "$W/shm"/*
+	for sc in exact1 bn lm1; do ddp_run $sc "$dev"; done
+	ddp_run exact_stop "$dev" ELASTIC_JOB_ID="ddp-$dev" ELASTIC_SHM_DIR="$W/shm" \
+		ELASTIC_SNAPSHOT_EVERY=1 STOP_STEP=15
+	ddp_run exact_resume "$dev" ELASTIC_JOB_ID="ddp-$dev" ELASTIC_SHM_DIR="$W/shm" \
+		ELASTIC_SNAPSHOT_EVERY=1
+	python3 - "$W" "$dev" >>"$l" 2>&1 <<'PY'
+import os, re, sys
+import numpy as np
+w, dev = sys.argv[1], sys.argv[2]
+d = os.path.join(w, "ddp-" + dev)
+bad, said = [], []
+
+def text(sc):
+    p = os.path.join(w, "logs", "ddp_%s.log.%s" % (dev, sc))
+    return open(p).read() if os.path.exists(p) else ""
+
+def lrs(sc):
+    return dict(re.findall(r"^LR step (\d+) (\S+)", text(sc), re.M))
+
+for sc in ("exact1", "bn", "lm1", "exact_resume"):
+    if "OK %s rank 0" % sc not in text(sc):
+        t = [l for l in text(sc).splitlines() if "FAIL" in l or "Error" in l or "rror:" in l]
+        bad.append("%s: no OK line (%s)" % (sc, (t or ["see details.log"])[-1][:160]))
+if "TERM rank 0 at step 15" not in text("exact_stop"):
+    bad.append("exact_stop: the launch did not end in step 15")
+if "RESUMED at step 15 epoch 1 size 1" not in text("exact_resume"):
+    bad.append("exact_resume: no 'RESUMED at step 15 epoch 1 size 1'")
+ref_lr, lr = lrs("exact1"), {**lrs("exact_stop"), **lrs("exact_resume")}
+if not ref_lr or lr != ref_lr:
+    bad.append("stop + resume: the learning rates of the %d committed steps differ from the "
+               "uninterrupted run's %d" % (len(lr), len(ref_lr)))
+try:
+    a, b = np.load(d + "/exact_resume.0.npy"), np.load(d + "/exact1.0.npy")
+    said.append("stop at step 15 + resume vs uninterrupted: max |dw| %.3g" % np.abs(a - b).max())
+    if np.abs(a - b).max() > 1e-5:
+        bad.append("the resumed model differs from the uninterrupted one by %.3g"
+                   % np.abs(a - b).max())
+except Exception as e:
+    bad.append("no final model to compare (%s)" % e)
+steps = re.findall(r"^STEPS (\d+)", text("bn"), re.M)
+said.append("BatchNorm: %s steps, buffers kept" % (steps[-1] if steps else "?"))
+ev = re.findall(r"^EVAL loss (\S+)", text("lm1"), re.M)
+said.append("transformer bf16 eval loss %s" % (ev[-1] if ev else "?"))
+if dev != "cpu":
+    c = os.path.join(w, "ddp-cpu")
+    try:
+        a, b = np.load(d + "/exact1.0.npy"), np.load(c + "/exact1.0.npy")
+        ok = a.shape == b.shape and np.allclose(a, b, rtol=1e-3, atol=1e-4)
+        said.append("MLP %s vs cpu: max |dw| %.3g, |dw|/|w| %.3g (rtol 1e-3, atol 1e-4)" % (
+            dev, np.abs(a - b).max(), np.linalg.norm(a - b) / np.linalg.norm(b)))
+        if not ok:
+            bad.append("the %s model differs from the CPU's beyond the tolerance" % dev)
+        ec = re.findall(r"^EVAL loss (\S+)", open(os.path.join(w, "logs", "ddp_cpu.log.lm1")).read(), re.M)
+        said.append("transformer eval loss %s vs cpu %s" % (ev[-1] if ev else "?", ec[-1] if ec else "?"))
+        if not ev or not ec or abs(float(ev[-1]) - float(ec[-1])) > 0.05:
+            bad.append("the transformer's eval loss differs from the CPU's by more than 0.05")
+    except Exception as e:
+        bad.append("no CPU run to compare with (%s)" % e)
+print(("BAD " + "; ".join(bad)) if bad else ("OK " + "; ".join(said)))
+PY
+	if grep -q '^OK ' "$l"; then
+		pass "$name (slurm_elastic.torch DDP on $dev, 1 rank: $(last_of "$l" 'OK '))"
+	else
+		fail "$name ($(last_of "$l" 'BAD ' | cut -c1-300))"
+	fi
+}
+
+# Per-step cost of slurm_elastic.torch's DDP against torch's DDP over NCCL on the
+# same GPU (bench/ddp_step.py): ResNet widths 64 and 512 on 32x32 images, global batch 256.
+c_ddp_cost_cuda() {
+	local l why w r mode
+	due ddp_cost_cuda || return
+	why=$(gpu_blocker py)
+	[ -z "$why" ] || { skip ddp_cost_cuda "$why"; return; }
+	l=$(log_of ddp_cost_cuda)
+	: >"$l"
+	for w in 64 512; do
+		for r in 1 2; do
+			for mode in nccl elastic; do
+				MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29400 + RANDOM % 500)) RANK=0 WORLD_SIZE=1 \
+					PYTHONPATH=$B/python timeout -s KILL 120 $MPIRUN -np 1 python3 \
+					"$src/bench/ddp_step.py" $mode 100 $w 256 cuda 32 2>&1 |
+					sed "s/^/width $w round $r /" >>"$l"
+			done
+		done
+	done
+	python3 - "$l" >>"$l.sum" 2>&1 <<'PY'
+import collections, statistics, sys
+v = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    w = line.split()
+    if len(w) > 6 and w[5] in ("step_ms", "keep_ms"):
+        v[(w[1], w[4], w[5])].append(float(w[6]))
+out = []
+for width in ("64", "512"):
+    n, e = v.get((width, "nccl", "step_ms")), v.get((width, "elastic", "step_ms"))
+    k = v.get((width, "elastic", "keep_ms"))
+    if not n or not e:
+        print("BAD width %s: no figure for %s" % (width, "nccl" if not n else "elastic"))
+        sys.exit(1)
+    out.append("width %s: torch DDP nccl %.2f ms, slurm_elastic %.2f ms (%.2fx), state keep %.2f ms"
+               % (width, statistics.median(n), statistics.median(e),
+                  statistics.median(e) / statistics.median(n), statistics.median(k or [0])))
+print("OK " + "; ".join(out))
+PY
+	cat "$l.sum" >>"$l"
+	if grep -q '^OK ' "$l"; then
+		pass "ddp_cost_cuda ($(last_of "$l" 'OK '); medians of 2 rounds of 100 steps)"
+	else
+		fail "ddp_cost_cuda ($(grep -m1 '^BAD \|rror' "$l" | cut -c1-250))"
+	fi
+}
+
 # Two ranks on one GPU: refused, with a message that says so, not a hang.
 c_two_ranks_one_gpu() {
 	local l rc why msg
@@ -511,10 +649,13 @@ c_tree_test nccl_comm tests/libelastic/nccl_comm.sh
 if [ $have_py = yes ]; then
 	c_tree_test python_gpu tests/python/gpu.sh
 	c_digits_cpu
+	c_ddp cpu
 	c_shadows cpu
 	c_step_cost cpu 128 20
 fi
 # GPU side
+c_ddp cuda
+c_ddp_cost_cuda
 c_digits_cuda
 c_shadows cuda
 c_step_cost cuda "128 4096" 50

@@ -21,6 +21,7 @@ from slurm_elastic.torch import DistributedDataParallel as DDP, DistributedSampl
 torch.set_num_threads(1)
 scenario, out = (sys.argv[1], sys.argv[2]) if len(sys.argv) > 2 else ("", "")
 failed = []
+CUDA = os.environ.get("DEVICE", "cpu") == "cuda"  # the GPU check (tests/device) sets it
 
 
 def check(cond, what):
@@ -95,7 +96,7 @@ class TinyLM(nn.Module):
 
 def final_state(model, path):
     sd = model.module.state_dict()
-    flat = np.concatenate([t.detach().double().reshape(-1).numpy() for t in sd.values()])
+    flat = np.concatenate([t.detach().double().reshape(-1).cpu().numpy() for t in sd.values()])
     np.save(path, flat)
 
 
@@ -105,7 +106,11 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     BatchNorm and Dropout. Only rank 0 seeds: the others' initial weights
     differ until rank 0's reach them. kill=(rank, step): that rank SIGKILLs
     itself in the middle of that step (after backward)."""
-    dist.init_process_group("gloo")
+    dist.init_process_group("nccl" if CUDA else "gloo")
+    # as DDP scripts do: the device from LOCAL_RANK, which the job exports
+    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"])) if CUDA else torch.device("cpu")
+    if CUDA:
+        torch.cuda.set_device(dev)
     if dist.get_rank() == 0:
         torch.manual_seed(5)
     if kind == "exact":
@@ -114,7 +119,7 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
         net = TinyLM()
     else:
         net = BNNet()
-    model = DDP(net)
+    model = DDP(net.to(dev))
     ds = Tokens() if kind == "lm" else Points()
     sampler = DistributedSampler(ds, batch_size=40, seed=3)
     loader = DataLoader(ds, batch_sampler=sampler, num_workers=workers,
@@ -142,9 +147,10 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     for epoch in range(start, epochs):
         sampler.set_epoch(epoch)
         for x, y, idx in loader:
+            x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
             opt.zero_grad()
-            if kind == "lm":  # bf16 autocast on the CPU
-                with torch.autocast("cpu", dtype=torch.bfloat16):
+            if kind == "lm":  # bf16 autocast
+                with torch.autocast(dev.type, dtype=torch.bfloat16):
                     logits = model(x)
                 loss = F.cross_entropy(logits.float().reshape(-1, 16), y.reshape(-1))
             else:
@@ -183,7 +189,7 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     if kind == "lm" and dist.get_rank() == 0:
         model.eval()
         with torch.no_grad():
-            x, y = ds.seq[:64, :-1], ds.seq[:64, 1:]
+            x, y = ds.seq[:64, :-1].to(dev), ds.seq[:64, 1:].to(dev)
             ev = F.cross_entropy(model(x).reshape(-1, 16), y.reshape(-1)).item()
         print("EVAL loss %.4f" % ev, flush=True)
     dist.destroy_process_group()
