@@ -28,41 +28,15 @@ t_grep '^OK exact1 rank 0' "$T_DIR/exact1.out" "reference run"
 # The job's ranks agree with the failure-free run: one model, its learning rate at
 # each committed step, each sample once per epoch (a relaunch redoes the steps after
 # its snapshot: their earlier lines go), the model saved.
-check_run() { # scenario (its output: $T_DIR/SCENARIO.out)
-	python3 - "$T_DIR" "$EPOCHS" "$1" <<'PY' || t_fail "$1: the elastic run disagrees with the failure-free one (see above)"
-import collections, glob, sys
-import numpy as np
-d, epochs, sc = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-ok = True
-out = [l.split() for l in open("%s/%s.out" % (d, sc), errors="replace")]
-def kept(tag, col):
-    res = []
-    for w in out:
-        if w[:1] == ["RESUMED"]:
-            at = int(w[3])
-            res = [x for x in res if int(x[col]) < at]
-        elif w[:1] == [tag]:
-            res.append(w)
-    return res
-ref = np.load(d + "/exact1.0.npy")
-a = [np.load(p) for p in glob.glob("%s/%s.*.npy" % (d, sc))]
-if not a or any(not np.array_equal(x, a[0]) for x in a):
-    print("FAIL: the ranks' final models differ (or none)"); ok = False
-else:
-    err = float(np.max(np.abs(a[0] - ref)))
-    print("%s: final model of %d ranks vs the 1-rank run: max |dw| %.3g" % (sc, len(a), err))
-    ok &= bool(np.allclose(a[0], ref, rtol=1e-4, atol=1e-5))
-uses = collections.Counter((int(w[2]), int(i)) for w in kept("USED", 4) for i in w[7:])
-bad = [k for k in ((e, i) for e in range(epochs) for i in range(512)) if uses[k] != 1]
-print("%s: samples not trained exactly once in their epoch: %d" % (sc, len(bad))); ok &= not bad
-lr = {int(w[2]): w[3] for w in (l.split() for l in open(d + "/exact1.out")) if w[:1] == ["LR"]}
-got = {int(w[2]): w[3] for w in kept("LR", 2)}
-diff = sorted(s for s in lr if got.get(s) != lr[s])
-print("%s: committed steps %d (reference %d), learning rate differs at %s" % (sc, len(got), len(lr), diff[:5]))
-ok &= not diff and len(got) == len(lr)
-sys.exit(0 if ok else 1)
+check_run() { # scenario ranks
+	python3 - "$here" "$T_DIR" "$EPOCHS" "$1" "$2" <<'PY' || t_fail "$1: the elastic run disagrees with the failure-free one (see above)"
+import sys
+sys.path.insert(0, sys.argv[1])
+from ddp_verify import Runs
+r = Runs(sys.argv[2], int(sys.argv[3]))
+r.check(sys.argv[4], ranks=int(sys.argv[5]), model_ref="exact1", lr_ref="exact1")
+sys.exit(0 if r.ok else 1)
 PY
-	[ -s "$T_DIR/$1.pt" ] || t_fail "$1: no model saved after the loop"
 }
 
 # wait until the scenario's output shows committed step $2 at size $3
@@ -101,7 +75,7 @@ else
 	t_grep '^RESUMED at step' "$out" "the relaunch resumed from the node snapshot"
 	t_log "node lost: re-formed, $(grep -am1 '^RESUMED at step' "$out")"
 fi
-check_run exact_cluster
+check_run exact_cluster 2
 
 # a growth from 2 to 4 ranks after step 10
 out=$T_DIR/exact_grow.out
@@ -122,6 +96,6 @@ n=$(grep -ac '^OK exact_grow rank' "$out" || true)
 t_grep 're-form 1: 4 ranks' "$out" "elastic-run re-formed the job at 4"
 t_grep '^RESUMED at step' "$out" "the relaunch resumed from the node snapshot"
 t_log "grew by a re-form at 4 ranks: $(grep -am1 '^RESUMED at step' "$out")"
-check_run exact_grow
+check_run exact_grow 4
 t_log "PASS: a node lost at 4 ranks, a growth from 2 to 4: the model, LR schedule and samples of the failure-free run"
 exit 0

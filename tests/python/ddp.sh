@@ -61,79 +61,20 @@ ok exact_resume 3
 t_grep '^RESUMED at step 15 epoch 1 size 3' "$T_DIR/exact_resume.out" "the relaunch resumed at step 15"
 t_log "trained: $(grep -h '^STEPS' "$T_DIR"/exact1.out "$T_DIR"/exact.out "$T_DIR"/exact_kill.out | sort -u | tr '\n' ';')"
 
-python3 - "$T_DIR" "$EPOCHS" <<'PY' || t_fail "the runs disagree (see above)"
-import collections, glob, os, sys
-import numpy as np
-d, epochs = sys.argv[1], int(sys.argv[2])
-n, ok = 512, True
-
-def fail(msg):
-    global ok
-    print("FAIL:", msg)
-    ok = False
-
-def states(sc):
-    return {int(p.split(".")[-2]): np.load(p) for p in glob.glob("%s/%s.*.npy" % (d, sc))}
-
-ref = states("exact1")[0]
-def lines(sc, tag):
-    if sc != "exact_resume":
-        return [l.split() for l in open("%s/%s.out" % (d, sc)) if l.startswith(tag + " ")]
-    # the relaunch: the first launch's committed steps before the resume point,
-    # then the relaunch's
-    at = int([l.split()[3] for l in open("%s/exact_resume.out" % d) if l.startswith("RESUMED")][0])
-    first = [l.split() for l in open("%s/exact_stop.out" % d) if l.startswith(tag + " ")]
-    return [w for w in first if int(w[4 if tag == "USED" else 2]) < at] + [
-        l.split() for l in open("%s/exact_resume.out" % d) if l.startswith(tag + " ")]
-
-for sc in ("exact", "exact_kill", "exact_resume", "bn", "bn_kill", "lm_kill"):
-    st = states(sc)
-    ranks = sorted(st)
-    if len(ranks) < 2:
-        fail("%s: final states of %d ranks" % (sc, len(ranks)))
-        continue
-    for r in ranks[1:]:
-        if not np.array_equal(st[r], st[ranks[0]]):
-            fail("%s: rank %d's model and buffers differ from rank %d's (max %.3g)"
-                 % (sc, r, ranks[0], np.max(np.abs(st[r] - st[ranks[0]]))))
-    if sc.startswith("exact"):
-        err = float(np.max(np.abs(st[ranks[0]] - ref)))
-        print("%s vs 1 rank: max |dw| %.3g" % (sc, err))
-        if not np.allclose(st[ranks[0]], ref, rtol=1e-4, atol=1e-5):
-            fail("%s: the model differs from the 1-rank run's (max |dw| %.3g)" % (sc, err))
-    if not os.path.exists("%s/%s.pt" % (d, sc)):
-        fail("%s: no model saved after the loop" % sc)
-    # each sample trained once per epoch (committed steps of every rank)
-    uses = collections.Counter()
-    for w in lines(sc, "USED"):
-        for i in w[7:]:
-            uses[(int(w[2]), int(i))] += 1
-    bad = [(e, i, uses[(e, i)]) for e in range(epochs) for i in range(n) if uses[(e, i)] != 1]
-    if bad:
-        fail("%s: %d samples not trained exactly once in their epoch, e.g. %s" % (sc, len(bad), bad[:5]))
-    else:
-        print("%s: each of %d samples trained once in each of %d epochs" % (sc, n, epochs))
-# the learning rate at every committed step is the failure-free run's
-# the transformer (AdamW, warmup + cosine, bf16 autocast, dropout): its
-# evaluation loss within 10 % of the failure-free 1-rank run's
-ev = {sc: float(lines(sc, "EVAL")[0][2]) for sc in ("lm1", "lm_kill") if lines(sc, "EVAL")}
-if len(ev) != 2 or abs(ev["lm_kill"] - ev["lm1"]) > 0.1 * ev["lm1"] + 0.02:
-    fail("transformer: evaluation loss %s (1 rank, failure-free) against %s (3 -> 2 ranks)"
-         % (ev.get("lm1"), ev.get("lm_kill")))
-else:
-    print("transformer: evaluation loss %.4f (1 rank) against %.4f (3 ranks, rank 0 killed)"
-          % (ev["lm1"], ev["lm_kill"]))
-lr = {int(w[2]): w[3] for w in lines("exact1", "LR")}
-for sc in ("exact", "exact_kill", "exact_resume", "bn_kill", "lm_kill"):
-    got = {int(w[2]): w[3] for w in lines(sc, "LR")}
-    want = lr if not sc.startswith("lm") else {int(w[2]): w[3] for w in lines("lm1", "LR")}
-    diff = [s for s in want if got.get(s) != want[s]]
-    if diff or len(got) != len(want):
-        fail("%s: the learning rate differs at committed steps %s (%d steps against %d)"
-             % (sc, diff[:5], len(got), len(want)))
-    else:
-        print("%s: the learning rate of all %d committed steps equals the failure-free run's" % (sc, len(want)))
-sys.exit(0 if ok else 1)
+python3 - "$here" "$T_DIR" "$EPOCHS" <<'PY' || t_fail "the runs disagree (see above)"
+import sys
+sys.path.insert(0, sys.argv[1])
+from ddp_verify import Runs
+r = Runs(sys.argv[2], int(sys.argv[3]))
+for sc in ("exact", "exact_kill"):
+    r.check(sc, model_ref="exact1", lr_ref="exact1")
+# the relaunch: the first launch's committed steps before the resume point, then the relaunch's
+r.check("exact_resume", outs=["exact_stop", "exact_resume"], model_ref="exact1", lr_ref="exact1")
+r.check("bn")
+r.check("bn_kill", lr_ref="exact1")
+# the transformer (AdamW, warmup + cosine, bf16 autocast, dropout)
+r.check("lm_kill", lr_ref="lm1", eval_ref="lm1")
+sys.exit(0 if r.ok else 1)
 PY
 
 run own_data 2

@@ -94,6 +94,22 @@ class TinyLM(nn.Module):
         return self.head(self.norm(self.enc(h, mask=self.mask, is_causal=True)))
 
 
+class Images(Points):
+    """The same points as 8x8 one-channel images (the 10 values tiled), for
+    examples/pytorch's ResNet."""
+
+    def __getitem__(self, i):
+        img = self.X[i].repeat(7)[:64].view(1, 8, 8)
+        return img, self.y[i], i
+
+
+def resnet():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "examples", "pytorch"))
+    from resnet_ddp import ResNet
+    return ResNet(8)
+
+
 def final_state(model, path):
     sd = model.module.state_dict()
     flat = np.concatenate([t.detach().double().reshape(-1).cpu().numpy() for t in sd.values()])
@@ -103,7 +119,8 @@ def final_state(model, path):
 def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     """The loop as a DDP script writes it. kind "exact": an MLP without
     randomness in its forward (runs at any world size must agree); "bn":
-    BatchNorm and Dropout. Only rank 0 seeds: the others' initial weights
+    BatchNorm and Dropout; "cnn": examples/pytorch's ResNet (BatchNorm2d,
+    Dropout); "lm": a transformer. Only rank 0 seeds: the others' initial weights
     differ until rank 0's reach them. kill=(rank, step): that rank SIGKILLs
     itself in the middle of that step (after backward)."""
     dist.init_process_group("nccl" if CUDA else "gloo")
@@ -117,10 +134,12 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
         net = nn.Sequential(nn.Linear(10, 32), nn.Tanh(), nn.Linear(32, 3))
     elif kind == "lm":
         net = TinyLM()
+    elif kind == "cnn":
+        net = resnet()
     else:
         net = BNNet()
     model = DDP(net.to(dev))
-    ds = Tokens() if kind == "lm" else Points()
+    ds = Tokens() if kind == "lm" else Images() if kind == "cnn" else Points()
     sampler = DistributedSampler(ds, batch_size=40, seed=3)
     loader = DataLoader(ds, batch_sampler=sampler, num_workers=workers,
                         persistent_workers=workers > 0)
@@ -197,14 +216,15 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     final_state(model, os.path.join(out, "%s.%d.npy" % (scenario, dist.get_rank())))
     if dist.get_rank() == 0:
         torch.save(model.module.state_dict(), os.path.join(out, scenario + ".pt"))
-        back = type(net)() if kind != "exact" else nn.Sequential(
+        back = resnet() if kind == "cnn" else type(net)() if kind != "exact" else nn.Sequential(
             nn.Linear(10, 32), nn.Tanh(), nn.Linear(32, 3))
         back.load_state_dict(torch.load(os.path.join(out, scenario + ".pt")))
     check(counters["iterations"] == steps,
           "the tracked counter %d counts each committed training step once (%d)"
           % (counters["iterations"], steps))
-    if kind == "bn":
-        nbt = model.module.bn.num_batches_tracked.item()
+    if kind in ("bn", "cnn"):
+        bn = model.module.bn if kind == "bn" else model.module.layer1.bn1
+        nbt = bn.num_batches_tracked.item()
         check(nbt == steps, "BatchNorm's num_batches_tracked %d == committed training "
                                 "steps %d" % (nbt, steps))
     print("STEPS %d size %d" % (steps, dist.get_world_size()), flush=True)
@@ -314,7 +334,7 @@ def main():
     elif scenario == "scaler":
         scaler()
     else:
-        kind = "bn" if scenario.startswith("bn") else "lm" if scenario.startswith("lm") else "exact"
+        kind = next((k for k in ("bn", "lm", "cnn") if scenario.startswith(k)), "exact")
         kill = None
         if "kill" in scenario:
             kill = (int(os.environ.get("KILL_RANK", "2")), int(os.environ.get("KILL_STEP", "20")))

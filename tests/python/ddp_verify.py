@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/python/ddp_verify.py: what the DDP tests (ddp.sh, cluster_ddp*.sh) check of a run of
+# ddp_checks.py, from what its ranks printed (USED, LR, EVAL, RESUMED lines) and saved (each
+# rank's final model and buffers, rank 0's .pt):
+#  - every rank ends with the same model and buffers, and the model was saved after the loop;
+#  - each sample is trained once in each epoch, over the committed steps of every launch;
+#  - the learning rate of every committed step is the reference run's;
+#  - optionally, the model equals a reference run's (float32 summation order aside), or the
+#    evaluation loss is near the reference's.
+# A run's lines may come from several outputs (a launch and its relaunch): a RESUMED line
+# drops what the earlier launches printed for the steps the relaunch redoes.
+import collections
+import glob
+import os
+
+import numpy as np
+
+
+class Runs:
+    """The runs of one test directory. check() prints one line per finding;
+    ok says whether every check passed."""
+
+    def __init__(self, d, epochs, samples=512):
+        self.d, self.epochs, self.samples = d, epochs, samples
+        self.ok = True
+
+    def fail(self, msg):
+        print("FAIL:", msg, flush=True)
+        self.ok = False
+
+    def lines(self, outs, tag):
+        """The words of the tag's lines over outputs outs (in launch order),
+        without those of steps a later launch redid."""
+        col = 4 if tag == "USED" else 2
+        res = []
+        for name in outs:
+            p = os.path.join(self.d, name + ".out")
+            if not os.path.exists(p):
+                continue
+            for w in (l.split() for l in open(p, errors="replace")):
+                if w[:1] == ["RESUMED"]:
+                    at = int(w[3])
+                    res = [x for x in res if tag == "EVAL" or int(x[col]) < at]
+                elif w[:1] == [tag]:
+                    res.append(w)
+        return res
+
+    def states(self, sc):
+        return {int(p.split(".")[-2]): np.load(p)
+                for p in glob.glob(os.path.join(self.d, "%s.*.npy" % sc))}
+
+    def check(self, sc, outs=None, ranks=2, model_ref=None, lr_ref=None, eval_ref=None,
+              rtol=1e-4, atol=1e-5):
+        """Run sc (its outputs outs, default [sc]): at least `ranks` final
+        states, all equal; the .pt saved; samples once per epoch; the LR of
+        lr_ref's committed steps; the model of model_ref; the evaluation
+        loss within 10 % (+0.02) of eval_ref's."""
+        outs = outs or [sc]
+        st = self.states(sc)
+        if len(st) < ranks:
+            self.fail("%s: final states of %d ranks (%d expected)" % (sc, len(st), ranks))
+            return
+        first = st[min(st)]
+        for r in sorted(st):
+            if not np.array_equal(st[r], first):
+                self.fail("%s: rank %d's model and buffers differ from rank %d's (max %.3g)"
+                          % (sc, r, min(st), np.max(np.abs(st[r] - first))))
+        if model_ref:
+            ref = self.states(model_ref)[0]
+            err = float(np.max(np.abs(first - ref)))
+            print("%s: final model of %d ranks vs %s: max |dw| %.3g" % (sc, len(st), model_ref, err))
+            if not np.allclose(first, ref, rtol=rtol, atol=atol):
+                self.fail("%s: the model differs from %s's (max |dw| %.3g)" % (sc, model_ref, err))
+        if not os.path.exists(os.path.join(self.d, sc + ".pt")):
+            self.fail("%s: no model saved after the loop" % sc)
+        uses = collections.Counter()
+        for w in self.lines(outs, "USED"):
+            for i in w[7:]:
+                uses[(int(w[2]), int(i))] += 1
+        bad = [(e, i, uses[(e, i)]) for e in range(self.epochs) for i in range(self.samples)
+               if uses[(e, i)] != 1]
+        if bad:
+            self.fail("%s: %d samples not trained exactly once in their epoch, e.g. %s"
+                      % (sc, len(bad), bad[:5]))
+        else:
+            print("%s: each of %d samples trained once in each of %d epochs"
+                  % (sc, self.samples, self.epochs))
+        if lr_ref:
+            want = {int(w[2]): w[3] for w in self.lines([lr_ref], "LR")}
+            got = {int(w[2]): w[3] for w in self.lines(outs, "LR")}
+            diff = [s for s in sorted(want) if got.get(s) != want[s]]
+            if diff or len(got) != len(want) or not want:
+                self.fail("%s: the learning rate differs from %s's at committed steps %s "
+                          "(%d steps against %d)" % (sc, lr_ref, diff[:5], len(got), len(want)))
+            else:
+                print("%s: the learning rate of all %d committed steps equals %s's"
+                      % (sc, len(want), lr_ref))
+        if eval_ref:
+            ev = [float(w[2]) for w in self.lines(outs, "EVAL")]
+            ref = [float(w[2]) for w in self.lines([eval_ref], "EVAL")]
+            if not ev or not ref or abs(ev[-1] - ref[-1]) > 0.1 * ref[-1] + 0.02:
+                self.fail("%s: evaluation loss %s against %s's %s" % (sc, ev[-1:], eval_ref, ref[-1:]))
+            else:
+                print("%s: evaluation loss %.4f against %s's %.4f" % (sc, ev[-1], eval_ref, ref[-1]))
