@@ -270,6 +270,14 @@ static void _stop_for_reform(elastic_ctx_t *ctx)
 	_exit(ELASTIC_EXIT_REFORM);
 }
 
+void elastic_reform_now(elastic_ctx_t *ctx)
+{
+	elastic__log(ctx, ELASTIC_LOG_INFO,
+		     "re-form asked by the program after committed step %llu",
+		     (unsigned long long)ctx->committed);
+	_stop_for_reform(ctx);
+}
+
 static int _lost_ranks(MPI_Comm old, MPI_Comm cur, int **out);
 
 /* The world becomes nc (the survivors of a recovery, or those that stayed

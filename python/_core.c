@@ -358,6 +358,14 @@ static PyObject *Ctx_step_fail(CtxObject *self, PyObject *noargs)
 	Py_RETURN_NONE;
 }
 
+static PyObject *Ctx_reform_now(CtxObject *self, PyObject *noargs)
+{
+	if (_check_open(self))
+		return NULL;
+	elastic_reform_now(self->ctx); /* exits 75 */
+	Py_RETURN_NONE;
+}
+
 /* MPI datatype of a buffer's items (struct-module format). */
 static MPI_Datatype _mpi_type(const Py_buffer *v)
 {
@@ -668,6 +676,8 @@ static PyMethodDef Ctx_methods[] = {
 	 "elastic_step_updated (GIL released): the committed step's update is applied"},
 	{"step_fail", (PyCFunction)Ctx_step_fail, METH_NOARGS,
 	 "elastic_step_fail: the step is redone"},
+	{"reform_now", (PyCFunction)Ctx_reform_now, METH_NOARGS,
+	 "elastic_reform_now: the job re-forms from the last committed step (exit 75)"},
 	{"allreduce", (PyCFunction)Ctx_allreduce, METH_VARARGS,
 	 "allreduce(buffer, op='sum'): in place (MPI_IN_PLACE), GIL released; False when the world failed in this step"},
 	{"allgather", (PyCFunction)Ctx_allgather, METH_VARARGS,

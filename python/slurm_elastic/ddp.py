@@ -386,6 +386,7 @@ class Job:
         self._models = []
         self._samplers = []
         self._fifo = []  # tags of batches handed out and not yet stepped
+        self._tail_warned = -1  # the epoch mark of the last warning of a drop in a tail
         self._arena = None
         self._started = False  # the first step began (state registered)
         self._open = False  # a step is open
@@ -710,7 +711,32 @@ class Job:
         if self.size != size0 or (ok and ints[0] > 0):
             self._bump()
         self._dropped = self._epoch_marks
+        if any(s._spent for s in self._samplers):
+            self._dropped_in_tail()
         return False
+
+    def _dropped_in_tail(self):
+        """A step was dropped after the DataLoader had taken the epoch's last
+        batch from the sampler (its workers prefetch): the loop would end the
+        epoch without the dropped samples, and with the dropped iteration's
+        after-step work (a per-step scheduler) kept. Under elastic-run every
+        rank (they all see the same drop and the same sampler) ends for a
+        re-form from the last committed step, whose DataLoader hands out the
+        epoch's tail again; elsewhere each rank says what goes wrong."""
+        if _os.environ.get("ELASTIC_RUN_GEN") is not None:
+            if self.rank == 0:
+                print("slurm_elastic.torch: a step among the epoch's last batches was "
+                      "dropped after the DataLoader had taken them all: re-forming from "
+                      "committed step %d" % self.ctx.step, file=_sys.stderr, flush=True)
+            self.ctx._c.reform_now()
+        if self._tail_warned == self._epoch_marks:
+            return  # the batches in flight after it are dropped too: said once
+        self._tail_warned = self._epoch_marks
+        print("slurm_elastic.torch: warning: rank %d: a step among the epoch's last batches "
+              "was dropped after the DataLoader had taken them all (not under elastic-run, "
+              "which would re-form): its samples are trained at the start of the next "
+              "epoch, and what the iteration did after optimizer.step() (a per-step LR "
+              "scheduler, counters) is kept" % self.rank, file=_sys.stderr, flush=True)
 
     def _sync_buffers(self, flags):
         """One collective: rank 0's buffers to every rank (the others add
@@ -777,10 +803,11 @@ class Job:
             self._end()
         for s in self._samplers:
             left = s._untrained()
-            if left and self.rank == 0:
-                print("slurm_elastic: warning: %d samples of epoch %d were not trained: a "
-                      "step among the epoch's last batches failed after the DataLoader had "
-                      "taken them all" % (left, s.epoch), file=_sys.stderr, flush=True)
+            if left:
+                print("slurm_elastic: warning: rank %d: %d samples of epoch %d were not "
+                      "trained: a step among the epoch's last batches failed after the "
+                      "DataLoader had taken them all" % (self.rank, left, s.epoch),
+                      file=_sys.stderr, flush=True)
         self.ctx.complete()
         self._done = True
 
@@ -858,6 +885,8 @@ class DistributedSampler(_TorchSampler):
         self.epoch, self.pos, self.gen = 0, 0, 0
         self.tails = []  # [epoch, pos] of earlier epochs not finished
         self._perms = {}
+        # the DataLoader took this epoch's last batch: it asks no more
+        self._spent = False
         self.job._samplers.append(self)
 
     def _end(self):
@@ -893,6 +922,7 @@ class DistributedSampler(_TorchSampler):
         return rank * base + min(rank, extra), count
 
     def __iter__(self):
+        self._spent = False
         gen = self.gen
         # the tails of earlier epochs first, then this epoch
         queue = [list(t) for t in self.tails] + [[self.epoch, self.pos]]
@@ -915,6 +945,7 @@ class DistributedSampler(_TorchSampler):
             self.job._fifo.append(tag)
             queue[0][1] = pos + total
             yield idx
+        self._spent = True
 
     def __len__(self):
         return -(-(self._end() - self.pos) // self.batch_size) + sum(

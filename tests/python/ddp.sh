@@ -25,7 +25,7 @@ export EPOCHS=3
 run() { # scenario np [VAR=value...]
 	local sc=$1 np=$2
 	shift 2
-	timeout -s KILL 180 env "$@" $MPIRUN -x KILL_STEP -x KILL_RANK -x EPOCHS -np "$np" \
+	timeout -s KILL 180 env "$@" $MPIRUN -x KILL_STEP -x KILL_RANK -x EPOCHS -x RAISE_STEP -np "$np" \
 		python3 "$here/ddp_checks.py" "$sc" "$T_DIR" >"$T_DIR/$sc.out" 2>&1 || true
 }
 ok() { # scenario ranks-that-must-pass
@@ -59,6 +59,20 @@ t_grep '^TERM rank 1 at step 15' "$T_DIR/exact_stop.out" "the first launch ended
 run exact_resume 3 ELASTIC_JOB_ID=ddp$$ ELASTIC_SHM_DIR=$T_DIR/shm ELASTIC_SNAPSHOT_EVERY=1
 ok exact_resume 3
 t_grep '^RESUMED at step 15 epoch 1 size 3' "$T_DIR/exact_resume.out" "the relaunch resumed at step 15"
+# an exception between two steps (as a DataLoader worker's death raises in the loop): the
+# relaunch resumes from the last snapshot written (every 5 steps here, as on a runtime
+# that heals in place), never from a state that lacks the last step's update
+run exact_raise 2 ELASTIC_JOB_ID=ddpr$$ ELASTIC_SHM_DIR=$T_DIR/shm ELASTIC_SNAPSHOT_EVERY=5 RAISE_STEP=12
+t_grep 'RuntimeError: RAISED after step 12' "$T_DIR/exact_raise.out" "the first launch raised after step 12"
+run exact_reraise 2 ELASTIC_JOB_ID=ddpr$$ ELASTIC_SHM_DIR=$T_DIR/shm ELASTIC_SNAPSHOT_EVERY=5
+ok exact_reraise 2
+t_grep '^RESUMED at step 10 epoch 0 size 2' "$T_DIR/exact_reraise.out" "the relaunch resumed at the snapshot of step 10"
+# a step dropped among the epoch's last batches, which the DataLoader's workers had
+# already taken (a rank killed in step 11 of 13): without elastic-run to re-form, every
+# survivor says what goes wrong (tests/python/cluster_ddp_models.sh: the re-form)
+run exact_tail_kill 3 KILL_RANK=2 KILL_STEP=11
+n=$(grep -c "^slurm_elastic.torch: warning: rank [01]: a step among the epoch's last batches" "$T_DIR/exact_tail_kill.out" || true)
+[ "$n" = 2 ] || { cat "$T_DIR/exact_tail_kill.out"; t_fail "exact_tail_kill: the tail warning on $n of 2 survivors"; }
 t_log "trained: $(grep -h '^STEPS' "$T_DIR"/exact1.out "$T_DIR"/exact.out "$T_DIR"/exact_kill.out | sort -u | tr '\n' ';')"
 
 python3 - "$here" "$T_DIR" "$EPOCHS" <<'PY' || t_fail "the runs disagree (see above)"
@@ -70,6 +84,7 @@ for sc in ("exact", "exact_kill"):
     r.check(sc, model_ref="exact1", lr_ref="exact1")
 # the relaunch: the first launch's committed steps before the resume point, then the relaunch's
 r.check("exact_resume", outs=["exact_stop", "exact_resume"], model_ref="exact1", lr_ref="exact1")
+r.check("exact_reraise", outs=["exact_raise", "exact_reraise"], model_ref="exact1", lr_ref="exact1")
 r.check("bn")
 r.check("bn_kill", lr_ref="exact1")
 # the transformer (AdamW, warmup + cosine, bf16 autocast, dropout)

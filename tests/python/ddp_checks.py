@@ -157,7 +157,13 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     counters = {"iterations": 0}
     if not untracked:
         dist.track(opt, sched, counters=counters)
+    # a rank that leaves in a planned shrink in place (exit 76) does so inside the
+    # commit of its last step: it reports that step's samples on its way out
+    pending = []
+    dist.current().ctx.on_exit(lambda status, why: status == 76 and pending and
+                               print(pending[0], flush=True))
     stop = int(os.environ.get("STOP_STEP", "-1"))
+    fault = int(os.environ.get("RAISE_STEP", "-1"))
     step_sleep = float(os.environ.get("STEP_SLEEP", "0"))
     start = dist.start_epoch()
     if dist.current().resumed and dist.get_rank() == 0:
@@ -187,7 +193,10 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
             if stop == committed:  # the whole launch ends, as when a job is requeued
                 print("TERM rank %d at step %d" % (dist.get_rank(), committed), flush=True)
                 os.kill(os.getpid(), signal.SIGTERM)
+            pending[:] = ["USED epoch %d step %d rank %d %s" % (
+                epoch, committed, dist.get_rank(), " ".join(map(str, idx.tolist())))]
             opt.step()
+            pending.clear()
             if dist.current().ctx.step > committed:  # the step was committed
                 print("USED epoch %d step %d rank %d %s" % (
                     epoch, committed, dist.get_rank(), " ".join(map(str, idx.tolist()))),
@@ -197,6 +206,8 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
                           flush=True)
             sched.step()
             counters["iterations"] += 1
+            if fault == committed:  # between two steps, as when a DataLoader worker dies
+                raise RuntimeError("RAISED after step %d" % committed)
             if step_sleep:
                 time.sleep(step_sleep)
     steps = dist.current().ctx.step

@@ -250,6 +250,16 @@ int elastic_check(elastic_ctx_t *ctx, int mpi_rc);
 /* Mark the step failed for a reason of the caller's own (it is redone). */
 void elastic_step_fail(elastic_ctx_t *ctx);
 
+/*
+ * End this process so that elastic-run re-forms the job from the last
+ * committed step, for a program that cannot redo a failed step in place:
+ * the committed state goes to the node snapshot (whatever the snapshot
+ * interval), MPI is left and the process exits ELASTIC_EXIT_REFORM. Call it
+ * between steps, on every rank; a rank that does not is ended by its peers'
+ * exits (see Watchdog in elastic(3)). Does not return.
+ */
+void elastic_reform_now(elastic_ctx_t *ctx);
+
 /* MPI_Allreduce on the current communicator, with elastic_check() applied.
  * Refused (-1, ECANCELED) once this rank saw the world fail in this step
  * (the communicator is revoked); EPROTO outside a step. */
