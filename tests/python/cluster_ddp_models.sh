@@ -11,8 +11,9 @@
 #    evaluation loss near the failure-free run's.
 #  - examples/pytorch's ResNet (BatchNorm2d, Dropout; SGD, a per-step StepLR) under
 #    elasticd: alice's sbatch --elastic-gpus=2-4 starts at 2 ranks, grows to 4 when
-#    node1's other 2 GPUs are freed, and shrinks back to 2 when bob's elastic job
-#    arrives (fair share). Its ranks end with one model, BatchNorm's
+#    node1's other 2 GPUs are freed, rank 3 SIGKILLs itself at its first step (the
+#    others heal around it), and the job shrinks to 2 when bob's elastic job arrives
+#    (fair share). Its ranks end with one model, BatchNorm's
 #    num_batches_tracked equal to the committed steps, the reference's learning rate at
 #    every committed step and each sample once per epoch.
 set -u
@@ -84,15 +85,27 @@ CTL_BLOCKERS="$CTL_BLOCKERS $half"
 ctl_start
 out=$T_DIR/cnn/cnn_resize.out
 id=$(t_sbatch alice -A acct_a --elastic-gpus=2-4 -N1 -n1 -w node1 -o "$out" \
-	--export="ALL,PYTHONPATH=$PYTHONPATH,EPOCHS=6,STEP_SLEEP=0.1" "$T_DIR/ddp.sbatch" cnn_resize "$T_DIR/cnn")
+	--export="ALL,PYTHONPATH=$PYTHONPATH,EPOCHS=6,STEP_SLEEP=0.1,KILL_RANK=3,KILL_STEP=0,KILL_FROM=1" \
+	"$T_DIR/ddp.sbatch" cnn_resize "$T_DIR/cnn")
 echo "$id" >>"$T_DIR/jobs"
 t_log "job $id submitted (sbatch --elastic-gpus=2-4, the ResNet)"
 wait_lr "$out" 5 2
 scancel "$half"
 t_log "node1's other 2 GPUs freed after step 5"
-wait_lr "$out" '[0-9]+' 4
+# rank 3 dies at its first step; the others heal around it (or, in an epoch's tail,
+# re-form): training goes on for two committed steps before bob's job arrives
+end=$((SECONDS + 240))
+until grep -aq '^KILL rank 3 at step' "$out"; do
+	[ $SECONDS -lt $end ] || t_fail "rank 3 did not kill itself"
+	sleep 0.05
+done
+n=$(grep -ac '^LR step' "$out")
+until [ "$(grep -ac '^LR step' "$out")" -ge $((n + 2)) ]; do
+	[ $SECONDS -lt $end ] || t_fail "no training after rank 3's death"
+	sleep 0.05
+done
 bob=$(ctl_job bob acct_b 2 2 30)
-t_log "bob's elastic job $bob (2 GPUs) submitted while alice's trains at 4 ranks"
+t_log "$(grep -am1 '^KILL rank 3' "$out"), training went on ($(grep -a '^LR step' "$out" | tail -n1)); bob's elastic job $bob (2 GPUs) submitted"
 t_wait_job "$id" 300
 grep -av '^USED\|^LR' "$out" | tail -n 15
 n=$(grep -ac '^OK cnn_resize rank' "$out" || true)
@@ -100,5 +113,5 @@ n=$(grep -ac '^OK cnn_resize rank' "$out" || true)
 grep -aq ' size 2$' <(grep -a '^LR step' "$out" | tail -n 1) || t_fail "the ResNet did not end at 2 ranks"
 verify "$T_DIR/cnn" 6 'r.check("cnn_resize", ranks=2, lr_ref="exact1")'
 t_log "ResNet: sizes $(grep -a '^LR step' "$out" | awk '{print $NF}' | uniq | paste -sd' ' -) over $(grep -ac '^LR step' "$out") committed steps"
-t_log "PASS: a transformer through a rank's death and a cancelled grant, a ResNet grown and shrunk by elasticd: the reference's LR and samples, one model"
+t_log "PASS: a transformer through a rank's death and a cancelled grant, a ResNet grown, a rank killed, shrunk by elasticd: the reference's LR and samples, one model"
 exit 0

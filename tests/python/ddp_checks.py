@@ -164,6 +164,10 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
                                print(pending[0], flush=True))
     stop = int(os.environ.get("STOP_STEP", "-1"))
     fault = int(os.environ.get("RAISE_STEP", "-1"))
+    # KILL_FROM=1: the victim dies at its first step from KILL_STEP on (a rank
+    # that exists only after a growth), once: not again after a relaunch
+    kill_from = os.environ.get("KILL_FROM") == "1"
+    killed_mark = os.path.join(out, "killed." + scenario)
     step_sleep = float(os.environ.get("STEP_SLEEP", "0"))
     start = dist.start_epoch()
     if dist.current().resumed and dist.get_rank() == 0:
@@ -187,8 +191,10 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
             committed = dist.current().ctx.step
             lr = opt.param_groups[0]["lr"]
             if kill and int(os.environ.get("OMPI_COMM_WORLD_RANK", -1)) == kill[0] \
-                    and committed == kill[1]:
-                print("KILL rank %d at step %d" % kill, flush=True)
+                    and (committed == kill[1] or (kill_from and committed >= kill[1] and
+                                                  not os.path.exists(killed_mark))):
+                open(killed_mark, "w").close()
+                print("KILL rank %d at step %d" % (kill[0], committed), flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
             if stop == committed:  # the whole launch ends, as when a job is requeued
                 print("TERM rank %d at step %d" % (dist.get_rank(), committed), flush=True)
@@ -347,7 +353,7 @@ def main():
     else:
         kind = next((k for k in ("bn", "lm", "cnn") if scenario.startswith(k)), "exact")
         kill = None
-        if "kill" in scenario:
+        if "kill" in scenario or os.environ.get("KILL_FROM") == "1":
             kill = (int(os.environ.get("KILL_RANK", "2")), int(os.environ.get("KILL_STEP", "20")))
         train(kind, epochs=int(os.environ.get("EPOCHS", "3")), kill=kill,
               workers=int(os.environ.get("WORKERS", "2")))
