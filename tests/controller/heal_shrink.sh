@@ -52,10 +52,13 @@ no_relaunch() { # line what
 		t_fail "$2: the job was relaunched: $r"
 	return 0
 }
-# The trainer's processes on the grants' node (pids), by their environment.
+# The trainer's processes on the grants' node (pids), by their environment;
+# not the srun that starts a rank in its grant's step (the second grant on a
+# node: elastic-run(1)), whose command line names the trainer too.
 ranks_on_gnode() {
 	local p
 	for p in $(pgrep -f -- "--step-sleep 20000 --compare $T_DIR/ref.model"); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" != srun ] || continue
 		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=$gnode" &&
 			! tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -qx -- '--rank' && echo "$p"
 	done
