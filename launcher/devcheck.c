@@ -56,25 +56,27 @@ int elastic__devcheck_verdict(const int *reach, const int *held, int n, int own,
 				     path, host);
 	if (!reach[own])
 		return elastic__fail(err, EPERM,
-				     "GPU %d: its device file %s is refused to this rank", own,
-				     path);
+				     "GPU %d: its device file %s is refused to this rank",
+				     own, path);
 	for (int i = 0; i < n; i++) {
 		if (i == own || !reach[i] || held[i])
 			continue;
 		elastic__devcheck_path(pattern, host, i, path, sizeof(path));
-		return elastic__fail(err, EACCES,
-				     "GPU %d: this rank can also open %s (GPU %d), which its job step does not hold: devices are not confined",
-				     own, path, i);
+		return elastic__fail(
+			err, EACCES,
+			"GPU %d: this rank can also open %s (GPU %d), which its job step does not hold: devices are not confined",
+			own, path, i);
 	}
 	if (!held[own])
-		return elastic__fail(err, EPERM,
-				     "GPU %d: the job step this rank runs in does not hold it (%s)",
-				     own, path);
+		return elastic__fail(
+			err, EPERM,
+			"GPU %d: the job step this rank runs in does not hold it (%s)",
+			own, path);
 	return 0;
 }
 
-int elastic__devcheck(const char *pattern, const char *host, int own, const char *step_gpus,
-		      elastic_error_t *err)
+int elastic__devcheck(const char *pattern, const char *host, int own,
+		      const char *step_gpus, elastic_error_t *err)
 {
 	int reach[ELASTIC_DEVCHECK_MAX], held[ELASTIC_DEVCHECK_MAX] = {0}, n = 0;
 	int idx[ELASTIC_DEVCHECK_MAX], k = 0;

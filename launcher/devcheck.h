@@ -27,7 +27,8 @@ int elastic__devcheck_path(const char *pattern, const char *host, int gpu, char 
  * the first file in the wrong state (paths from pattern and host).
  */
 int elastic__devcheck_verdict(const int *reach, const int *held, int n, int own,
-			      const char *pattern, const char *host, elastic_error_t *err);
+			      const char *pattern, const char *host,
+			      elastic_error_t *err);
 
 /*
  * Probe the device files of host (pattern with %g = 0, 1, ... while the file
@@ -38,7 +39,7 @@ int elastic__devcheck_verdict(const int *reach, const int *held, int n, int own,
  * eBPF program) refuses: a fake or driverless GPU answers ENXIO or ENODEV
  * even when allowed.
  */
-int elastic__devcheck(const char *pattern, const char *host, int own, const char *step_gpus,
-		      elastic_error_t *err);
+int elastic__devcheck(const char *pattern, const char *host, int own,
+		      const char *step_gpus, elastic_error_t *err);
 
 #endif

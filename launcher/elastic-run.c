@@ -272,7 +272,8 @@ static int _discover(const struct run *r, struct elastic_gpuset *set,
  * "idx@job": its rank runs in that job's step (_rank_in_step). */
 static char *_map_env(const struct elastic_gpuset *set)
 {
-	size_t cap = 64 + set->nhosts * (64 + 24 + ELASTIC_GPUSET_MAX_GPUS * 32), used = 0;
+	size_t cap = 64 + set->nhosts * (64 + 24 + ELASTIC_GPUSET_MAX_GPUS * 32),
+	       used = 0;
 	char *s = malloc(cap);
 	if (!s)
 		return NULL;
@@ -285,7 +286,8 @@ static char *_map_env(const struct elastic_gpuset *set)
 			used += snprintf(s + used, cap - used, "%s%d", g ? "," : "",
 					 h->gpu[g]);
 			if (h->gpu_job[g] && h->gpu_job[g] != h->job)
-				used += snprintf(s + used, cap - used, "@%lu", h->gpu_job[g]);
+				used += snprintf(s + used, cap - used, "@%lu",
+						 h->gpu_job[g]);
 		}
 	}
 	return s;
@@ -442,12 +444,6 @@ static int _agent(int argc, char **argv)
 static void _on_signal(int sig);
 static void _on_parent_death(int sig);
 
-/* CUDA's number for GPU idx (Slurm's index on the node). With device
- * confinement a step sees only its own GPUs, numbered from 0: Slurm gives
- * a step SLURM_STEP_GPUS=2,3 and CUDA_VISIBLE_DEVICES=0,1, so GPU 3 is
- * CUDA's 1. Without confinement the two lists are equal. Outside any step,
- * or for a GPU the step does not hold (which the device check refuses),
- * idx itself. */
 /* The GPUs of the Slurm step this process runs in on this node: a job
  * step's SLURM_STEP_GPUS, or in the batch step (where mpirun and its local
  * ranks run) the job's SLURM_JOB_GPUS. NULL outside any step. */
@@ -457,12 +453,19 @@ static const char *_step_gpus(void)
 	return s ? s : getenv("SLURM_JOB_GPUS");
 }
 
+/* CUDA's number for GPU idx (Slurm's index on the node). With device
+ * confinement a step sees only its own GPUs, numbered from 0: Slurm gives
+ * a step SLURM_STEP_GPUS=2,3 and CUDA_VISIBLE_DEVICES=0,1, so GPU 3 is
+ * CUDA's 1. Without confinement the two lists are equal. Outside any step,
+ * or for a GPU the step does not hold (which the device check refuses),
+ * idx itself. */
 static int _cuda_ordinal(int idx)
 {
 	const char *sg = _step_gpus(), *cv = getenv("CUDA_VISIBLE_DEVICES");
 	int step[ELASTIC_GPUSET_MAX_GPUS], cuda[ELASTIC_GPUSET_MAX_GPUS], n;
 
-	if (!sg || !cv || (n = elastic__parse_idx(sg, step, ELASTIC_GPUSET_MAX_GPUS)) <= 0 ||
+	if (!sg || !cv ||
+	    (n = elastic__parse_idx(sg, step, ELASTIC_GPUSET_MAX_GPUS)) <= 0 ||
 	    elastic__parse_idx(cv, cuda, ELASTIC_GPUSET_MAX_GPUS) != n)
 		return idx;
 	for (int i = 0; i < n; i++)
@@ -489,7 +492,8 @@ static void _rank_gpu(void)
 	    strcmp(gpus, "-1") != 0) {
 		int idx[ELASTIC_GPUSET_MAX_GPUS], l = atoi(lr);
 		unsigned long owner[ELASTIC_GPUSET_MAX_GPUS];
-		int n = elastic__parse_idx_owner(gpus, job, idx, owner, ELASTIC_GPUSET_MAX_GPUS);
+		int n = elastic__parse_idx_owner(gpus, job, idx, owner,
+						 ELASTIC_GPUSET_MAX_GPUS);
 		if (n > 0) {
 			char v[16], c[16], o[24];
 			snprintf(v, sizeof(v), "%d", idx[l % n]);
@@ -522,7 +526,8 @@ static int _rank_devcheck(void)
 	}
 	if (elastic__devcheck(pattern, host, atoi(gpu), _step_gpus(), &e) == 0)
 		return 0;
-	fprintf(stderr, "elastic-run --rank: %s: device check failed: %s\n", host, e.text);
+	fprintf(stderr, "elastic-run --rank: %s: device check failed: %s\n", host,
+		e.text);
 	return -1;
 }
 
@@ -680,7 +685,8 @@ static int _run_in_step(unsigned long owner, char **argv, int *ws)
 		if (getppid() != parent)
 			_exit(1);
 		execvp("srun", av);
-		fprintf(stderr, "elastic-run --rank: cannot run srun: %s\n", strerror(errno));
+		fprintf(stderr, "elastic-run --rank: cannot run srun: %s\n",
+			strerror(errno));
 		_exit(127);
 	}
 	free(av);
@@ -704,7 +710,8 @@ static int _rank_in_step(int argc, char **argv)
 	char c[16];
 
 	if (argc < 1 || !gpu) {
-		fprintf(stderr, "elastic-run --rank-in-step: needs ELASTIC_GPU and a program (internal mode)\n");
+		fprintf(stderr,
+			"elastic-run --rank-in-step: needs ELASTIC_GPU and a program (internal mode)\n");
 		return EXIT_USAGE;
 	}
 	snprintf(c, sizeof(c), "%d", _cuda_ordinal(atoi(gpu)));

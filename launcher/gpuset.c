@@ -46,8 +46,8 @@ bad:
 	return -1;
 }
 
-int elastic__parse_idx_owner(const char *s, unsigned long job, int *idx, unsigned long *owner,
-			     int max)
+int elastic__parse_idx_owner(const char *s, unsigned long job, int *idx,
+			     unsigned long *owner, int max)
 {
 	int n = 0;
 	while (*s) {

@@ -38,8 +38,8 @@ int elastic__parse_idx(const char *s, int *idx, int max);
  * the host's (a grant on a node where the job already runs) carries it:
  * "0,1@1234" is GPU 0 of job, GPU 1 of job 1234. owner[i] is GPU idx[i]'s
  * job. Returns the count or -1 (EINVAL). */
-int elastic__parse_idx_owner(const char *s, unsigned long job, int *idx, unsigned long *owner,
-			     int max);
+int elastic__parse_idx_owner(const char *s, unsigned long job, int *idx,
+			     unsigned long *owner, int max);
 
 /*
  * Add to set the GPUs of one job from the text of `scontrol show job -d ID`

@@ -20,13 +20,16 @@ static void paths(void **state)
 	char buf[64];
 
 	(void)state;
-	assert_int_equal(elastic__devcheck_path("/dev/nvidia%g", "n1", 3, buf, sizeof(buf)), 0);
+	assert_int_equal(
+		elastic__devcheck_path("/dev/nvidia%g", "n1", 3, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "/dev/nvidia3");
-	assert_int_equal(elastic__devcheck_path("/x/%h/gpu%g%%", "node2", 12, buf, sizeof(buf)),
-			 0);
+	assert_int_equal(
+		elastic__devcheck_path("/x/%h/gpu%g%%", "node2", 12, buf, sizeof(buf)),
+		0);
 	assert_string_equal(buf, "/x/node2/gpu12%");
 	errno = 0;
-	assert_int_equal(elastic__devcheck_path("/dev/%d", "n1", 0, buf, sizeof(buf)), -1);
+	assert_int_equal(elastic__devcheck_path("/dev/%d", "n1", 0, buf, sizeof(buf)),
+			 -1);
 	assert_int_equal(errno, EINVAL);
 	assert_int_equal(elastic__devcheck_path("/dev/nvidia%g", "n1", 0, buf, 8), -1);
 	assert_int_equal(errno, ENAMETOOLONG);
@@ -42,19 +45,56 @@ static void verdicts(void **state)
 	} row[] = {
 		{{1, 0, 0, 0}, {1, 0, 0, 0}, 4, 0, 0, 0, NULL}, /* confined to its own */
 		{{0, 0, 1, 1}, {0, 0, 1, 1}, 4, 2, 0, 0, NULL}, /* its step's two GPUs */
-		{{1, 1, 1, 1}, {0, 1, 0, 0}, 4, 1, -1, EACCES, "/d/h/g0"}, /* no confinement */
+		{{1, 1, 1, 1},
+		 {0, 1, 0, 0},
+		 4,
+		 1,
+		 -1,
+		 EACCES,
+		 "/d/h/g0"}, /* no confinement */
 		{{0, 1, 1, 0}, {0, 1, 0, 0}, 4, 1, -1, EACCES, "/d/h/g2"},
-		{{1, 1, 1, 1}, {0, 0, 0, 0}, 4, 1, -1, EACCES, "/d/h/g0"}, /* outside any step */
-		{{0, 1, 0, 0}, {0, 0, 0, 0}, 4, 1, -1, EPERM, "/d/h/g1"}, /* not its step's */
-		{{1, 0, 0, 0}, {1, 0, 0, 0}, 4, 1, -1, EPERM, "/d/h/g1"}, /* another step */
-		{{0, 0, 0, 0}, {0, 0, 0, 1}, 4, 3, -1, EPERM, "/d/h/g3"}, /* held, refused */
-		{{1, 0, 0, 0}, {1, 0, 0, 0}, 1, 2, -1, ENOENT, "/d/h/g2"}, /* no such file */
+		{{1, 1, 1, 1},
+		 {0, 0, 0, 0},
+		 4,
+		 1,
+		 -1,
+		 EACCES,
+		 "/d/h/g0"}, /* outside any step */
+		{{0, 1, 0, 0},
+		 {0, 0, 0, 0},
+		 4,
+		 1,
+		 -1,
+		 EPERM,
+		 "/d/h/g1"}, /* not its step's */
+		{{1, 0, 0, 0},
+		 {1, 0, 0, 0},
+		 4,
+		 1,
+		 -1,
+		 EPERM,
+		 "/d/h/g1"}, /* another step */
+		{{0, 0, 0, 0},
+		 {0, 0, 0, 1},
+		 4,
+		 3,
+		 -1,
+		 EPERM,
+		 "/d/h/g3"}, /* held, refused */
+		{{1, 0, 0, 0},
+		 {1, 0, 0, 0},
+		 1,
+		 2,
+		 -1,
+		 ENOENT,
+		 "/d/h/g2"}, /* no such file */
 	};
 	for (size_t i = 0; i < sizeof(row) / sizeof(row[0]); i++) {
 		elastic_error_t e = {{0}};
 		errno = 0;
-		assert_int_equal(elastic__devcheck_verdict(row[i].reach, row[i].held, row[i].n,
-							   row[i].own, "/d/%h/g%g", "h", &e),
+		assert_int_equal(elastic__devcheck_verdict(row[i].reach, row[i].held,
+							   row[i].n, row[i].own,
+							   "/d/%h/g%g", "h", &e),
 				 row[i].rc);
 		if (row[i].rc == 0)
 			continue;
