@@ -21,6 +21,7 @@ t_log "outside any job step: refused (it could open every GPU of node1)"
 if rank 1 >"$T_DIR/out" 2>&1; then cat "$T_DIR/out"; t_fail "a rank outside any step started"; fi
 t_grep "device check failed: GPU 1: this rank can also open .*/node1/nvidia0 \(GPU 0\), which its job step does not hold" "$T_DIR/out" "the refusal does not name another GPU's file"
 ! grep -q rank-ran "$T_DIR/out" || t_fail "the program ran although the check failed"
+t_log "$(cat "$T_DIR/out")"
 
 t_log "in a step holding one GPU of node1, mapped to the next one: refused (its own file is denied)"
 if srun -w node1 --gres=gpu:1 -t 1 bash -c "$(declare -f rank); run=$run; rank \$(((CUDA_VISIBLE_DEVICES + 1) % 4))" >"$T_DIR/out" 2>&1; then
@@ -28,6 +29,7 @@ if srun -w node1 --gres=gpu:1 -t 1 bash -c "$(declare -f rank); run=$run; rank \
 	t_fail "a rank outside the step that holds its GPU started"
 fi
 t_grep "device check failed: GPU [0-3]: its device file .*/node1/nvidia[0-3] is refused to this rank" "$T_DIR/out" "the refusal does not name the rank's own file"
+t_log "$(grep 'device check failed' "$T_DIR/out")"
 
 t_log "in the step holding its GPU: starts"
 srun -w node1 --gres=gpu:1 -t 1 bash -c "$(declare -f rank); run=$run; rank \$CUDA_VISIBLE_DEVICES" >"$T_DIR/out" 2>&1 ||
