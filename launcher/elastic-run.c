@@ -693,9 +693,10 @@ static int _run_in_step(unsigned long owner, char **argv, int *ws)
 	while (waitpid(child, ws, 0) < 0 && errno == EINTR)
 		;
 	child = -1;
-	/* srun says 128 + N for a program killed by signal N, and 1 or more
-	 * for a step that was ended (its job cancelled): both are the rank
-	 * lost, as a process killed */
+	/* srun exits with the program's status (a planned re-form's 75
+	 * included), and with 128 + N for a program killed by signal N, as
+	 * when its grant ends (SIGTERM, then SIGKILL): that one becomes
+	 * "killed by signal N" again, a process failure the others heal */
 	if (WIFEXITED(*ws) && WEXITSTATUS(*ws) > 128 && WEXITSTATUS(*ws) < 128 + 65)
 		*ws = WEXITSTATUS(*ws) - 128; /* a wait status "killed by signal N" */
 	return 0;
@@ -805,7 +806,7 @@ static int _rank(int argc, char **argv)
 	 * 128 + the signal (SIGTERM from Slurm ending a cancelled grant's
 	 * step): the others heal in place. */
 	const char *ip = getenv("ELASTIC_RUN_IN_PLACE");
-	if (WEXITSTATUS(ws) == ELASTIC_EXIT_LEFT || (owner && WEXITSTATUS(ws) != 0) ||
+	if (WEXITSTATUS(ws) == ELASTIC_EXIT_LEFT ||
 	    (ip && !strcmp(ip, "1") && elastic__report_killed_status(WEXITSTATUS(ws)))) {
 		fflush(NULL);
 		signal(SIGKILL, SIG_DFL);

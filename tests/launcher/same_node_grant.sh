@@ -7,7 +7,8 @@
 # its GPU to bob's job at once, so the rank on that GPU must end with the
 # grant (it runs in the grant's job step), the run heals without it and
 # finishes with every sample once, and while bob's job runs no process of
-# the elastic run is left on that GPU.
+# the elastic run is left on that GPU. Before that, a planned re-form stops
+# the ranks in the grants' steps like the others and resumes.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 t_need_cluster
@@ -25,12 +26,31 @@ g1=$grant
 gpu1=$(scontrol show job -d "$g1" | sed -n 's/.*GRES=gpu[^(]*(IDX:\([0-9]*\)).*/\1/p' | head -n1)
 [ -n "$gpu1" ] || t_fail "no GPU index for grant $g1"
 t_log "lead $lead (node1), grants $g2 (2 GPUs) and $g1 (GPU $gpu1), all on node1"
-end=$((SECONDS + 90))
-until grep -aq '^step 20 ' "$T_DIR/lead.out" 2>/dev/null; do
-	[ $SECONDS -lt $end ] || { cat "$T_DIR/lead.out"; t_fail "the run did not reach step 20"; }
-	sleep 0.2
-done
+wait_step() { # N
+	local end=$((SECONDS + 90))
+	until grep -aq "^step $1 " "$T_DIR/lead.out" 2>/dev/null; do
+		[ $SECONDS -lt $end ] || { cat "$T_DIR/lead.out"; t_fail "the run did not reach step $1"; }
+		sleep 0.2
+	done
+}
+wait_step 8
 t_grep "job $lead: 4 ranks on node1:4 GPUs" "$T_DIR/lead.out" "the run did not start on the 4 GPUs of node1"
+# A planned re-form first: the ranks in the grants' steps stop with the
+# others (exit 75 through srun) and the relaunch resumes from the snapshot.
+er=$(pgrep -f "^./elastic-run -v -- $train" | head -n1)
+[ -n "$er" ] || t_fail "no elastic-run process found"
+kill -USR1 "$er"
+end=$((SECONDS + 60))
+until grep -aq "re-form 1: " "$T_DIR/lead.out"; do
+	[ $SECONDS -lt $end ] || t_fail "no relaunch after SIGUSR1"
+	sleep 0.1
+done
+t_grep "mpirun ended .* [1-4] asked to re-form, 0 killed, 0 lost" "$T_DIR/lead.out" \
+	"the ranks did not stop cleanly for the planned re-form (exit 75)"
+wait_step 20
+first=$(awk '/re-form 1:/ { f = 1 } f && /^step [0-9]+ / { print $2; exit }' "$T_DIR/lead.out")
+[ -n "$first" ] && [ "$first" -ge 8 ] || t_fail "the relaunch started at step '${first:-none}', not from the snapshot (>= 8)"
+t_log "planned re-form: the 4 ranks stopped, the relaunch resumed at step $first"
 bob=$(t_sbatch bob -N1 -n1 -w node1 --gres=gpu:1 -o "$T_DIR/bob.out" -D "$T_DIR" \
 	--wrap 'echo "bob CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES SLURM_JOB_GPUS=$SLURM_JOB_GPUS"; sleep 20')
 sleep 1
