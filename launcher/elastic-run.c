@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ctlclient.h"
+#include "devcheck.h"
 #include "gpuset.h"
 #include "orders.h"
 #include "prewarm.h"
@@ -266,10 +267,13 @@ static int _discover(const struct run *r, struct elastic_gpuset *set,
 	return 0;
 }
 
-/* ELASTIC_RUN_MAP: "host=job:idx,idx;host=job:idx" for the agent and ranks. */
+/* ELASTIC_RUN_MAP: "host=job:idx,idx;host=job:idx" for the agent and ranks;
+ * a GPU of another job than the host's (whose step hosts the daemon) is
+ * "idx@job": its rank runs in that job's step (_rank_in_step). */
 static char *_map_env(const struct elastic_gpuset *set)
 {
-	size_t cap = 64 + set->nhosts * (64 + 24 + ELASTIC_GPUSET_MAX_GPUS * 8), used = 0;
+	size_t cap = 64 + set->nhosts * (64 + 24 + ELASTIC_GPUSET_MAX_GPUS * 32),
+	       used = 0;
 	char *s = malloc(cap);
 	if (!s)
 		return NULL;
@@ -278,9 +282,13 @@ static char *_map_env(const struct elastic_gpuset *set)
 		const struct elastic_host *h = &set->host[i];
 		used += snprintf(s + used, cap - used, "%s%s=%lu:", i ? ";" : "", h->name,
 				 h->job);
-		for (int g = 0; g < h->ngpus; g++)
+		for (int g = 0; g < h->ngpus; g++) {
 			used += snprintf(s + used, cap - used, "%s%d", g ? "," : "",
 					 h->gpu[g]);
+			if (h->gpu_job[g] && h->gpu_job[g] != h->job)
+				used += snprintf(s + used, cap - used, "@%lu",
+						 h->gpu_job[g]);
+		}
 	}
 	return s;
 }
@@ -436,6 +444,36 @@ static int _agent(int argc, char **argv)
 static void _on_signal(int sig);
 static void _on_parent_death(int sig);
 
+/* The GPUs of the Slurm step this process runs in on this node: a job
+ * step's SLURM_STEP_GPUS, or in the batch step (where mpirun and its local
+ * ranks run) the job's SLURM_JOB_GPUS. NULL outside any step. */
+static const char *_step_gpus(void)
+{
+	const char *s = getenv("SLURM_STEP_GPUS");
+	return s ? s : getenv("SLURM_JOB_GPUS");
+}
+
+/* CUDA's number for GPU idx (Slurm's index on the node). With device
+ * confinement a step sees only its own GPUs, numbered from 0: Slurm gives
+ * a step SLURM_STEP_GPUS=2,3 and CUDA_VISIBLE_DEVICES=0,1, so GPU 3 is
+ * CUDA's 1. Without confinement the two lists are equal. Outside any step,
+ * or for a GPU the step does not hold (which the device check refuses),
+ * idx itself. */
+static int _cuda_ordinal(int idx)
+{
+	const char *sg = _step_gpus(), *cv = getenv("CUDA_VISIBLE_DEVICES");
+	int step[ELASTIC_GPUSET_MAX_GPUS], cuda[ELASTIC_GPUSET_MAX_GPUS], n;
+
+	if (!sg || !cv ||
+	    (n = elastic__parse_idx(sg, step, ELASTIC_GPUSET_MAX_GPUS)) <= 0 ||
+	    elastic__parse_idx(cv, cuda, ELASTIC_GPUSET_MAX_GPUS) != n)
+		return idx;
+	for (int i = 0; i < n; i++)
+		if (step[i] == idx)
+			return cuda[i];
+	return idx;
+}
+
 /* The rank's GPU: by its local rank among the GPUs of its host in
  * ELASTIC_RUN_MAP, as CUDA_VISIBLE_DEVICES and ELASTIC_GPU. */
 static void _rank_gpu(void)
@@ -452,15 +490,45 @@ static void _rank_gpu(void)
 	}
 	if (map && lr && _map_find(map, host, &job, gpus, sizeof(gpus)) == 0 && gpus[0] &&
 	    strcmp(gpus, "-1") != 0) {
-		int idx[ELASTIC_GPUSET_MAX_GPUS], n = elastic__parse_idx(gpus, idx, 64);
-		int l = atoi(lr);
+		int idx[ELASTIC_GPUSET_MAX_GPUS], l = atoi(lr);
+		unsigned long owner[ELASTIC_GPUSET_MAX_GPUS];
+		int n = elastic__parse_idx_owner(gpus, job, idx, owner,
+						 ELASTIC_GPUSET_MAX_GPUS);
 		if (n > 0) {
-			char v[16];
+			char v[16], c[16], o[24];
 			snprintf(v, sizeof(v), "%d", idx[l % n]);
-			setenv("CUDA_VISIBLE_DEVICES", v, 1);
+			snprintf(c, sizeof(c), "%d", _cuda_ordinal(idx[l % n]));
+			snprintf(o, sizeof(o), "%lu", owner[l % n]);
+			setenv("CUDA_VISIBLE_DEVICES", c, 1);
 			setenv("ELASTIC_GPU", v, 1);
+			setenv("ELASTIC_GPU_JOB", o, 1);
 		}
 	}
+}
+
+/* With ELASTIC_RUN_GPU_DEVICES (the pattern of a node's GPU device files,
+ * devcheck.h), the rank must open its own GPU's file and no other: a rank
+ * outside the job step that holds its GPU, or a step without device
+ * confinement, would share a GPU with another job unseen. 0, or -1 after
+ * saying why (the rank does not start). */
+static int _rank_devcheck(void)
+{
+	const char *pattern = getenv("ELASTIC_RUN_GPU_DEVICES");
+	const char *gpu = getenv("ELASTIC_GPU"), *host = getenv("SLURMD_NODENAME");
+	elastic_error_t e;
+	char hn[256] = "";
+
+	if (!pattern || !*pattern || !gpu)
+		return 0;
+	if (!host) {
+		gethostname(hn, sizeof(hn) - 1);
+		host = hn;
+	}
+	if (elastic__devcheck(pattern, host, atoi(gpu), _step_gpus(), &e) == 0)
+		return 0;
+	fprintf(stderr, "elastic-run --rank: %s: device check failed: %s\n", host,
+		e.text);
+	return -1;
 }
 
 /* Signals for the program, and the wrapper's end with its launch. -1 to go
@@ -547,6 +615,121 @@ static void _rank_report(int ws)
 		fprintf(stderr, "elastic-run --rank: cannot report to %s\n", addr);
 }
 
+/* The Slurm job whose step must run this rank: its GPU's job when that is
+ * not the job of the step the wrapper runs in (the daemon's), else 0
+ * (also outside any job, where the device check refuses the rank). */
+static unsigned long _rank_owner_elsewhere(void)
+{
+	const char *o = getenv("ELASTIC_GPU_JOB"), *j = getenv("SLURM_JOB_ID");
+	unsigned long owner = o ? strtoul(o, NULL, 10) : 0;
+
+	return owner && j && strtoul(j, NULL, 10) != owner ? owner : 0;
+}
+
+/* A rank whose GPU another Slurm job holds (a grant on a node where the
+ * job already runs: the node's one daemon runs in the other job's step)
+ * runs as a step of that job: `srun --jobid=OWNER --overlap` on this node,
+ * where `elastic-run --rank-in-step` becomes the program. The rank then
+ * lives and dies with the allocation that holds its GPU: a cancelled,
+ * preempted or timed-out grant ends the step and so the rank, and its
+ * daemon sees a process failure the others heal. srun passes the signals
+ * on (a planned re-form's SIGUSR1 included) and exits with the program's
+ * status. Costs an srun per such rank at each launch. */
+static int _run_in_step(unsigned long owner, char **argv, int *ws)
+{
+	pid_t parent = getpid();
+	char self[PATH_MAX], jobopt[48], host[256] = "";
+	const char *h = getenv("SLURMD_NODENAME");
+	int argc = 0;
+
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (sl <= 0)
+		return -1;
+	self[sl] = '\0';
+	if (h)
+		snprintf(host, sizeof(host), "%s", h);
+	else
+		gethostname(host, sizeof(host) - 1);
+	while (argv[argc])
+		argc++;
+	char **av = calloc((size_t)argc + 16, sizeof(*av));
+	if (!av)
+		return -1;
+	snprintf(jobopt, sizeof(jobopt), "--jobid=%lu", owner);
+	int n = 0;
+	av[n++] = "srun";
+	av[n++] = jobopt;
+	av[n++] = "--overlap";
+	av[n++] = "-N1";
+	av[n++] = "-n1";
+	av[n++] = "-w";
+	av[n++] = host;
+	av[n++] = "--mpi=none"; /* the rank is Open MPI's: no PMI of srun's */
+	av[n++] = "--export=ALL";
+	av[n++] = "--kill-on-bad-exit=0";
+	av[n++] = "--quiet";
+	av[n++] = self;
+	av[n++] = "--rank-in-step";
+	for (int i = 0; i < argc; i++)
+		av[n++] = argv[i];
+	av[n] = NULL;
+	if ((child = fork()) < 0) {
+		fprintf(stderr, "elastic-run --rank: fork: %s\n", strerror(errno));
+		free(av);
+		return -1;
+	}
+	if (child == 0) {
+		/* srun passes SIGTERM on to the step; a SIGKILLed srun would
+		 * leave the program running in it */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(1);
+		execvp("srun", av);
+		fprintf(stderr, "elastic-run --rank: cannot run srun: %s\n",
+			strerror(errno));
+		_exit(127);
+	}
+	free(av);
+	while (waitpid(child, ws, 0) < 0 && errno == EINTR)
+		;
+	child = -1;
+	/* srun exits with the program's status (a planned re-form's 75
+	 * included), and with 128 + N for a program killed by signal N, as
+	 * when its grant ends (SIGTERM, then SIGKILL): that one becomes
+	 * "killed by signal N" again, a process failure the others heal */
+	if (WIFEXITED(*ws) && WEXITSTATUS(*ws) > 128 && WEXITSTATUS(*ws) < 128 + 65)
+		*ws = WEXITSTATUS(*ws) - 128; /* a wait status "killed by signal N" */
+	return 0;
+}
+
+/* "elastic-run --rank-in-step PROGRAM ARGS": the rank, started by
+ * _run_in_step as a step of the job that holds its GPU: CUDA's number for
+ * its GPU in this step, the device check, then the program. */
+static int _rank_in_step(int argc, char **argv)
+{
+	const char *gpu = getenv("ELASTIC_GPU");
+	char c[16];
+
+	if (argc < 1 || !gpu) {
+		fprintf(stderr,
+			"elastic-run --rank-in-step: needs ELASTIC_GPU and a program (internal mode)\n");
+		return EXIT_USAGE;
+	}
+	snprintf(c, sizeof(c), "%d", _cuda_ordinal(atoi(gpu)));
+	setenv("CUDA_VISIBLE_DEVICES", c, 1);
+	if (_rank_devcheck() < 0)
+		return 1;
+	/* as _rank_exec: a re-form asked for before the program is ready
+	 * waits, pending, until libelastic unblocks SIGUSR1 */
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	execvp(argv[0], argv);
+	fprintf(stderr, "elastic-run: cannot run %s: %s\n", argv[0], strerror(errno));
+	return 127;
+}
+
 /* Rank wrapper: "elastic-run --rank PROGRAM ARGS": one GPU per rank; the
  * program runs as a child so that its end can be reported: mpirun's own
  * status says nothing under --with-ft ulfm. The wrapper ends as it did. */
@@ -591,13 +774,21 @@ static int _rank(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	_rank_gpu();
+	unsigned long owner = _rank_owner_elsewhere();
+	if (!owner && _rank_devcheck() < 0)
+		return 1;
 	if ((rc = _rank_signals()) >= 0)
 		return rc;
-	/* A warm interpreter on this node (prewarm.h) forks the rank, or it
-	 * starts here. */
-	if (elastic__prewarm_run(argv, &child, &ws, &got_signal) < 0 &&
-	    _run_cold(argv, &ws) < 0)
+	/* In the step of the job that holds its GPU when that is not this
+	 * step's job; else a warm interpreter on this node (prewarm.h) forks
+	 * the rank, or it starts here. */
+	if (owner) {
+		if (_run_in_step(owner, argv, &ws) < 0)
+			return 1;
+	} else if (elastic__prewarm_run(argv, &child, &ws, &got_signal) < 0 &&
+		   _run_cold(argv, &ws) < 0) {
 		return 1;
+	}
 	_rank_report(ws);
 	if (WIFSIGNALED(ws)) {
 		signal(WTERMSIG(ws), SIG_DFL);
@@ -1808,6 +1999,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "--agent") == 0)
 		return _agent(argc - 2, argv + 2);
+	if (argc > 1 && strcmp(argv[1], "--rank-in-step") == 0)
+		return _rank_in_step(argc - 2, argv + 2);
 	if (argc > 1 && strcmp(argv[1], "--rank") == 0)
 		return _rank(argc - 2, argv + 2);
 	r.status = 1;

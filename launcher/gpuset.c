@@ -46,6 +46,40 @@ bad:
 	return -1;
 }
 
+int elastic__parse_idx_owner(const char *s, unsigned long job, int *idx,
+			     unsigned long *owner, int max)
+{
+	int n = 0;
+	while (*s) {
+		size_t len = strcspn(s, ",");
+		char item[48], *at, *end;
+		unsigned long own = job;
+		if (len == 0 || len >= sizeof(item))
+			goto bad;
+		memcpy(item, s, len);
+		item[len] = '\0';
+		if ((at = strchr(item, '@'))) {
+			*at = '\0';
+			own = strtoul(at + 1, &end, 10);
+			if (end == at + 1 || *end || own == 0)
+				goto bad;
+		}
+		int k = elastic__parse_idx(item, idx + n, max - n);
+		if (k <= 0)
+			goto bad;
+		for (int i = 0; i < k; i++)
+			owner[n + i] = own;
+		n += k;
+		s += len;
+		if (*s == ',' && *++s == '\0')
+			goto bad;
+	}
+	return n;
+bad:
+	errno = EINVAL;
+	return -1;
+}
+
 static struct elastic_host *_host(struct elastic_gpuset *set, const char *name,
 				  unsigned long job)
 {

@@ -34,6 +34,13 @@ struct elastic_gpuset {
  * -1 (EINVAL) for a malformed list or one with more than max entries. */
 int elastic__parse_idx(const char *s, int *idx, int max);
 
+/* The same for a map's list, where a GPU held by another Slurm job than
+ * the host's (a grant on a node where the job already runs) carries it:
+ * "0,1@1234" is GPU 0 of job, GPU 1 of job 1234. owner[i] is GPU idx[i]'s
+ * job. Returns the count or -1 (EINVAL). */
+int elastic__parse_idx_owner(const char *s, unsigned long job, int *idx,
+			     unsigned long *owner, int max);
+
 /*
  * Add to set the GPUs of one job from the text of `scontrol show job -d ID`
  * (one job). expand turns a Slurm host list ("node[1-2]") into names

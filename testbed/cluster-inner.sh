@@ -98,6 +98,41 @@ _conf_extra() { # variable file
 	tr ';' '\n' <<<"$v" >>"$2"
 }
 
+# Confinement (ELASTIC_TESTBED_CGROUP: v1, the default, or off): every job
+# step in its own cgroup, seeing only its own GPUs' device files, as on a
+# production GPU cluster. cgroup/v1 because these machines mount cgroups
+# hybrid: the v1 controllers (devices and freezer included) under
+# /sys/fs/cgroup and an empty cgroup2 at /sys/fs/cgroup/unified that has no
+# controllers to give. Slurm's cgroup/v2 needs a unified hierarchy it can
+# delegate controllers in (and, without systemd, one slurmd per host owning
+# its root). IgnoreSystemd: there is no systemd in the root; several slurmd
+# run on one host and each makes its own tree (slurm_NODE) in every
+# controller.
+CGROUP=${ELASTIC_TESTBED_CGROUP:-v1}
+case $CGROUP in v1 | off) ;; *) die "ELASTIC_TESTBED_CGROUP=$CGROUP: v1 or off" ;; esac
+_cgroup_slurm_conf() {
+	if [ "$CGROUP" = off ]; then
+		printf 'ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n'
+	else
+		printf 'ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup\n'
+	fi
+}
+_cgroup_conf() {
+	if [ "$CGROUP" = off ]; then
+		echo "CgroupPlugin=disabled"
+		return
+	fi
+	cat <<EOC
+CgroupPlugin=cgroup/v1
+CgroupMountpoint=/sys/fs/cgroup
+IgnoreSystemd=yes
+ConstrainDevices=yes
+ConstrainCores=no
+ConstrainRAMSpace=no
+ConstrainSwapSpace=no
+EOC
+}
+
 _write_config() {
 	local pdir spank js n i
 	mkdir -p "$I"/{etc,run,log,state,db,spool,dev,jobs}
@@ -158,8 +193,7 @@ SlurmctldLogFile=$I/log/slurmctld.log
 SlurmdLogFile=$I/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+$(_cgroup_slurm_conf)
 MpiDefault=none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -208,7 +242,7 @@ EOF
 	for n in $NODES; do
 		echo "NodeName=$n Name=gpu File=$I/dev/$n/nvidia[0-$((GPUS_PER_NODE - 1))]" >>"$I/etc/gres.conf"
 	done
-	echo "CgroupPlugin=disabled" >"$I/etc/cgroup.conf"
+	_cgroup_conf >"$I/etc/cgroup.conf"
 
 	cat >"$I/etc/slurmdbd.conf" <<EOF
 # slurmdbd of test cluster '$INST' written by testbed/cluster; do not edit.
@@ -613,6 +647,11 @@ do_env() {
 	# reach it (the head namespace's bridge address in netns mode)
 	echo "export ELASTIC_TESTBED_HEAD_ADDR=$HEAD_ADDR"
 	echo "export ELASTIC_TESTBED_RUNTIME=$RUNTIME"
+	# With device confinement on, every rank elastic-run starts checks that
+	# it opens its own GPU's device file and no other (elastic-run(1)).
+	if grep -qx 'ConstrainDevices=yes' "$I/etc/cgroup.conf" 2>/dev/null; then
+		echo "export ELASTIC_RUN_GPU_DEVICES=$I/dev/%h/nvidia%g"
+	fi
 	_ompi_env
 }
 

@@ -699,6 +699,7 @@ class Demo:
             print(f"  priority update -> split held by Slurm {self.latency['gpus']:.1f} s, in "
                   f"force in both jobs {self.latency['ranks']:.1f} s")
         self.reform_table()
+        self.gpu_seconds_lines()
         for b in bad:
             print(f"  PROBLEM: {b}")
         print(f"\n  chart:      {self.png}")
@@ -710,6 +711,36 @@ class Demo:
         if host:
             print(f"  (paths inside the testbed root; on this machine: {host}{a.out})")
         print(f"  the demo took {secs:.0f} s: {'OK' if not bad else 'FAILED'}", flush=True)
+
+    def gpu_seconds(self):
+        """Per job: GPU-seconds held (GPUs Slurm gave it) and trained (GPUs
+        with a rank of the running world on them), integrated over the
+        allocation timeline; also in gpu-seconds.tsv."""
+        rows = self.alloc
+        out = {}
+        for j in self.jobs:
+            held = trained = 0.0
+            for a, b in zip(rows, rows[1:]):
+                dt = b[0] - a[0]
+                g, r = a[j.num], a[2 + j.num]
+                held += dt * g
+                trained += dt * min(g, r)
+            out[j.num] = (held, trained)
+        with open(os.path.join(self.a.out, "gpu-seconds.tsv"), "w") as f:
+            f.write("# job\theld\ttrained (GPU-seconds)\n")
+            for num, (h, t) in sorted(out.items()):
+                f.write(f"{num}\t{h:.1f}\t{t:.1f}\n")
+        return out
+
+    def gpu_seconds_lines(self):
+        gs = self.gpu_seconds()
+        th = sum(h for h, _ in gs.values())
+        tt = sum(t for _, t in gs.values())
+        for num, (h, t) in sorted(gs.items()):
+            pct = f"{100 * t / h:.0f} %" if h else "-"
+            print(f"  job {num}: GPU-seconds held {h:.0f}, trained {t:.0f} ({pct})")
+        print(f"  both jobs: GPU-seconds held {th:.0f}, trained {tt:.0f} "
+              f"({100 * tt / th:.0f} %; goal 95 %)" if th else "  no GPU held")
 
     def reform_table(self):
         """Re-forms per job and cause (from each job's output) against the

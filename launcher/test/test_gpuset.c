@@ -62,6 +62,32 @@ static void parse_idx_lists(void **state)
 	assert_int_equal(elastic__parse_idx("-1", idx, 8), -1);
 }
 
+/* A map's GPU list names the job of a GPU held by another job than the
+ * host's: its rank runs in that job's step. */
+static void parse_idx_owner_lists(void **state)
+{
+	int idx[8];
+	unsigned long own[8];
+
+	(void)state;
+	assert_int_equal(elastic__parse_idx_owner("0,1@77,2-3@78", 5, idx, own, 8), 4);
+	assert_int_equal(idx[0], 0);
+	assert_int_equal(own[0], 5);
+	assert_int_equal(idx[1], 1);
+	assert_int_equal(own[1], 77);
+	assert_int_equal(idx[3], 3);
+	assert_int_equal(own[3], 78);
+	assert_int_equal(elastic__parse_idx_owner("2", 5, idx, own, 8), 1);
+	assert_int_equal(own[0], 5);
+	const char *bad[] = {"1@", "1@x", "1@0", "@5", "1,", "1,,2", "0-3", "a"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		int n = elastic__parse_idx_owner(bad[i], 5, idx, own, i == 6 ? 2 : 8);
+		assert_int_equal(n, -1);
+		assert_int_equal(errno, EINVAL);
+	}
+}
+
 static void leader_and_grant_share_a_node(void **state)
 {
 	static struct elastic_gpuset set;
@@ -208,6 +234,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parse_idx_lists),
+		cmocka_unit_test(parse_idx_owner_lists),
 		cmocka_unit_test(leader_and_grant_share_a_node),
 		cmocka_unit_test(typed_gres_and_cpu_only_jobs),
 		cmocka_unit_test(bad_text_is_refused),

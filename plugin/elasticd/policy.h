@@ -116,7 +116,10 @@
  * held first), then best fit: the lowest-index node whose free count is the
  * smallest that covers the rest; if none covers it, the lowest-index node
  * with the most free GPUs is taken whole and the search repeats. This packs
- * a job on as few nodes as a greedy can and leaves whole nodes whole.
+ * a job on as few nodes as a greedy can and leaves whole nodes whole. A
+ * grant on a node the job already uses is safe under device confinement:
+ * the launcher runs each rank in the step of the Slurm job that holds its
+ * GPU, so it sees that GPU and ends with that grant (elastic-run(1)).
  *
  * Input rules (else -1, EINVAL, and the text names the job or node): ids
  * unique and > 0; 1 <= MIN <= MAX; times >= 0; what jobs hold on a node plus

@@ -207,5 +207,16 @@ for n in 1 2; do
 	[ $n = 2 ] || echo "$got" | grep -q 'heal 1$' || t_fail "job 1: its lost rank was not healed in place once ($got)"
 done
 [ -s "$out/gpus.png" ] || t_fail "no chart"
+
+# 5. GPUs held idle: trained GPU-seconds over held ones (the demo's
+# gpu-seconds.tsv). The floor is under what the scenario reaches today:
+# 81 % on ompi6 with the 2 cores shared with other test runs (a lost rank's
+# GPU stays with job 1 until it ends; a PyTorch grow holds its new GPUs
+# 15-25 s there before they train). The goal is 95 %.
+GPU_SECONDS_FLOOR=70
+[ -s "$out/gpu-seconds.tsv" ] || t_fail "the demo wrote no gpu-seconds.tsv"
+pct=$(awk '!/^#/ { h += $2; t += $3 } END { if (h > 0) printf "%.0f", 100 * t / h; else print 0 }' "$out/gpu-seconds.tsv")
+t_log "GPU-seconds trained / held: $pct % (floor $GPU_SECONDS_FLOOR %): $(grep -a 'both jobs: GPU-seconds' "$T_DIR/demo.log" | sed 's/^ *//')"
+[ "$pct" -ge $GPU_SECONDS_FLOOR ] || t_fail "the jobs trained on $pct % of the GPU-seconds they held (floor $GPU_SECONDS_FLOOR %)"
 t_log "job 2 trained at sizes: $sizes2"
 t_log "PASS in $((SECONDS - t0)) s: $(grep -a 'priority update ->' "$T_DIR/demo.log" | sed 's/^ *//')"
