@@ -23,6 +23,7 @@ struct elastic_ctlclient {
 	int connect_ms;			   /* connection timeout (2000) */
 	double backoff_min, backoff_max;   /* s between attempts (0.5 doubling to 8) */
 	double auth_retry;		   /* s before a retry after munge failed (5) */
+	uid_t slurm_user; /* SlurmUser (slurm.conf): orders are taken from it and root */
 	/* What the hello and status messages say: set by the caller. */
 	int gpus;
 	uint64_t step;
@@ -77,8 +78,9 @@ static inline int elastic__ctl_connected(const struct elastic_ctlclient *c)
 /* The next event within timeout_ms. Not connected: wait until the next
  * attempt is due (or the timeout passes: EV_NONE), then connect and send
  * the hello (EV_HELLO or EV_DOWN). Connected: one message (EV_MSG; from a
- * uid other than root or ours: EV_IGNORED), or EV_NONE, or EV_DOWN when the
- * connection broke (it is closed and retried after the backoff). */
+ * uid other than root, SlurmUser or ours: EV_IGNORED), or EV_NONE, or
+ * EV_DOWN when the connection broke (it is closed and retried after the
+ * backoff). */
 enum elastic_ctl_ev_type elastic__ctl_next(struct elastic_ctlclient *c, int timeout_ms,
 					   struct elastic_ctl_ev *ev);
 

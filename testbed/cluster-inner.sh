@@ -21,6 +21,10 @@ fi
 P_CTLD=$PB P_DBD=$((PB + 1)) P_DB=$((PB + 2)) P_ELASTIC=$((PB + 3)) P_SLURMD0=$((PB + 10))
 CLUSTER=el$INST
 MUNGE_SOCK=$I/run/munge.sock
+# slurmctld, slurmdbd and elasticd run as SlurmUser, not root, as a site
+# runs them; Debian's slurm-wlm-basic-plugins creates the user. slurmd stays
+# root (SlurmdUser): it starts the jobs of every user.
+SLURM_USER=slurm
 export SLURM_CONF=$I/etc/slurm.conf
 # The runtime of this root (testbed/mkroot; ELASTIC_TESTBED_RUNTIME) picks the
 # network. ompi5: the fake nodes share the host's loopback. ompi6 and sid: PRRTE 5
@@ -143,6 +147,12 @@ _write_config() {
 	[ -s "$I/etc/munge/munge.key" ] || dd if=/dev/urandom of="$I/etc/munge/munge.key" bs=1024 count=1 status=none
 	chmod 700 "$I/etc/munge"
 	chmod 400 "$I/etc/munge/munge.key"
+	# What SlurmUser's daemons write: slurmctld's state and its working
+	# directory (its log's), both daemons' logs (their start commands append
+	# stderr there first, as root).
+	id "$SLURM_USER" >/dev/null 2>&1 || die "no user '$SLURM_USER' in the root (slurm-wlm-basic-plugins creates it)"
+	touch "$I/log/slurmctld.log" "$I/log/slurmdbd.log"
+	chown "$SLURM_USER:" "$I/state" "$I/log" "$I/log/slurmctld.log" "$I/log/slurmdbd.log"
 
 	# Fake GPUs: character devices with NVIDIA's major number, per node.
 	for n in $NODES; do
@@ -176,7 +186,7 @@ ClusterName=$CLUSTER
 FirstJobId=$(((((PB - 17000) / 20 % 600) + 600) % 600 * 100000 + 1))
 SlurmctldHost=$HEAD_NAME($HEAD_ADDR)
 SlurmctldPort=$P_CTLD
-SlurmUser=root
+SlurmUser=$SLURM_USER
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
@@ -250,7 +260,7 @@ AuthType=auth/munge
 AuthInfo=socket=$MUNGE_SOCK
 DbdHost=localhost
 DbdPort=$P_DBD
-SlurmUser=root
+SlurmUser=$SLURM_USER
 PidFile=$I/run/slurmdbd.pid
 LogFile=$I/log/slurmdbd.log
 DebugLevel=info
@@ -263,6 +273,7 @@ StorageLoc=slurm_acct_$INST
 EOF
 	_conf_extra ELASTIC_TESTBED_SLURMDBD_CONF_EXTRA "$I/etc/slurmdbd.conf"
 	chmod 600 "$I/etc/slurmdbd.conf"
+	chown "$SLURM_USER:" "$I/etc/slurmdbd.conf"
 }
 
 # The log of a daemon named as in _daemons.

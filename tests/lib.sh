@@ -22,6 +22,25 @@ t_skip() {
 	exit 77
 }
 
+# A test that would repeat what another root of testbed/check already
+# proves (the same packages under it) is left out there: testbed/check
+# names it in ELASTIC_CHECK_ELSEWHERE (globs of paths under tests/, such as
+# "python/ddp.sh libelastic/*") and says where it runs instead in
+# ELASTIC_CHECK_ELSEWHERE_WHY.
+t_elsewhere() { # path-under-tests
+	local g globs
+	# read (every line), not a bare expansion: the globs must not match
+	# files here
+	read -r -d "" -a globs <<<"${ELASTIC_CHECK_ELSEWHERE:-}" || true
+	for g in "${globs[@]}"; do
+		# shellcheck disable=SC2053 # a glob on purpose
+		[[ $1 == $g ]] && t_skip "${ELASTIC_CHECK_ELSEWHERE_WHY:-runs on another root of testbed/check}"
+	done
+	return 0
+}
+T_PATH=/$0
+t_elsewhere "${T_PATH##*/tests/}"
+
 # Skip unless a testbed cluster answers (SLURM_CONF set by testbed/cluster exec).
 t_need_cluster() {
 	[ -n "${SLURM_CONF:-}" ] && [ -f "$SLURM_CONF" ] ||

@@ -436,7 +436,7 @@ static int _standin_event(struct _standin *s, const struct elastic_ctl_ev *ev)
 		_event("hello job=%u gpus=%d", s->c.job, s->c.gpus);
 		return -1;
 	case ELASTIC_CTL_EV_IGNORED:
-		/* Orders come from root/SlurmUser only; here, root. */
+		/* Orders come from root, SlurmUser or the job's own user only. */
 		_event("ignored message from uid %u", (unsigned)ev->uid);
 		return -1;
 	case ELASTIC_CTL_EV_MSG:

@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -456,8 +458,47 @@ static int _start_controller(struct ed_daemon *d)
 	return 0;
 }
 
+/* Started as root, elasticd becomes SlurmUser once its socket is bound and
+ * its log open, as slurmctld does: it needs slurmctld's administrator
+ * rights, which SlurmUser has, and nothing of root's (elasticd(8),
+ * PRIVILEGES). Started as any other user, it stays that user. */
+static int _become_slurm_user(void)
+{
+	uid_t uid = ed_slurm_user();
+	struct passwd *pw;
+
+	if (getuid() != 0 || uid == 0)
+		return 0;
+	if (!(pw = getpwuid(uid))) {
+		ed_error("SlurmUser (uid %u) has no passwd entry: cannot give up root",
+			 (unsigned)uid);
+		return -1;
+	}
+	/* SIGHUP reopens the log as SlurmUser. */
+	if (_logf && _logf != stderr && fchown(fileno(_logf), uid, pw->pw_gid) < 0)
+		ed_error(
+			"cannot hand the log file %s to SlurmUser %s: %s (SIGHUP may not reopen it)",
+			_log_path, pw->pw_name, strerror(errno));
+	if (initgroups(pw->pw_name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 ||
+	    setuid(uid) < 0) {
+		ed_error("cannot become SlurmUser %s (uid %u): %s", pw->pw_name,
+			 (unsigned)uid, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* "slurm (uid 64030)": the user the daemon runs as, for its first line. */
+static const char *_whoami(char *buf, size_t size)
+{
+	struct passwd *pw = getpwuid(getuid());
+	snprintf(buf, size, "%s (uid %u)", pw ? pw->pw_name : "?", (unsigned)getuid());
+	return buf;
+}
+
 int main(int argc, char **argv)
 {
+	char who[96];
 	static struct ed_daemon d;
 	elastic_error_t err = {""};
 	int rc, loaded;
@@ -485,15 +526,17 @@ int main(int argc, char **argv)
 	d.fast = !(fast_env && strcmp(fast_env, "0") == 0);
 	_apply(&d);
 	rc = 1;
-	if (_start_process(&d) < 0 || _start_controller(&d) < 0)
+	if (_start_process(&d) < 0 || _start_controller(&d) < 0 ||
+	    _become_slurm_user() < 0)
 		goto out;
-	ed_info("started (pid %d): listening on %s:%d, tick %ld s, policy %s, grant QOS '%s', prefix '%s', SlurmUser uid %u%s",
+	ed_info("started (pid %d): listening on %s:%d, tick %ld s, policy %s, grant QOS '%s', prefix '%s', SlurmUser uid %u, running as %s%s",
 		(int)getpid(),
 		d.conf.controller_host && *d.conf.controller_host ? d.conf.controller_host
 								  : "*",
 		ed_channel_port(d.ch), d.conf.tick_seconds,
 		_mode_name(d.conf.policy_mode), d.cc.grant_qos, d.cc.grant_prefix,
-		(unsigned)ed_slurm_user(), d.opt.dry ? ", DRY RUN" : "");
+		(unsigned)ed_slurm_user(), _whoami(who, sizeof(who)),
+		d.opt.dry ? ", DRY RUN" : "");
 	if (loaded == 1)
 		ed_info("%s not found: the built-in defaults (see elasticd -t)",
 			d.conf_path);

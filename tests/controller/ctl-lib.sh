@@ -84,7 +84,12 @@ ctl_start() {
 		[ $SECONDS -lt $end ] || t_fail "elasticd does not answer on port $CTL_PORT"
 		sleep 0.1
 	done
-	t_log "elasticd up (pid $CTL_PID, port $CTL_PORT)"
+	# Started as root, it answers as SlurmUser (elasticd(8), PRIVILEGES).
+	local user slurm_user
+	user=$(ps -o user= -p "$CTL_PID")
+	slurm_user=$(scontrol show config | sed -n 's/^SlurmUser *= *\([^(]*\)(.*/\1/p')
+	[ "$user" = "$slurm_user" ] || t_fail "elasticd runs as '$user', not as SlurmUser '$slurm_user'"
+	t_log "elasticd up (pid $CTL_PID, port $CTL_PORT, user $user)"
 }
 
 ctl_alive() { kill -0 "$CTL_PID" 2>/dev/null; }
