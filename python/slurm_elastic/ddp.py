@@ -335,16 +335,17 @@ def _make_work(result):
     return _torch._C._distributed_c10d._create_work_from_future(fut)
 
 
-def _reap_workers_with_rank():
+def _forkserver_workers():
     """DataLoader workers started through a forkserver (Python 3.14's
-    default) end with this rank: the forkserver preloads slurm_elastic._reap.
-    The user's own preload list is kept (multiprocessing offers no getter)."""
+    default) end with this rank and ignore elastic-run's SIGUSR1: the
+    forkserver preloads slurm_elastic._workers. The user's own preload list
+    is kept (multiprocessing offers no getter)."""
     import multiprocessing
     import multiprocessing.forkserver as fs
     server = getattr(fs, "_forkserver", None)
     mods = list(getattr(server, "_preload_modules", None) or ["__main__"])
-    if "slurm_elastic._reap" not in mods:
-        multiprocessing.set_forkserver_preload(mods + ["slurm_elastic._reap"])
+    if "slurm_elastic._workers" not in mods:
+        multiprocessing.set_forkserver_preload(mods + ["slurm_elastic._workers"])
 
 
 class _SelfGroup(_dist.ProcessGroup):
@@ -393,7 +394,7 @@ class Job:
             print("slurm_elastic.torch: a growth in place: the job re-forms at its new size "
                   "instead", file=_sys.stderr, flush=True)
             _os._exit(_se.EXIT_REFORM)
-        _reap_workers_with_rank()
+        _forkserver_workers()
         self._capacity = state_capacity
         self._tracked = []  # (name, obj)
         self._models = []

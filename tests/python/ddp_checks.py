@@ -110,6 +110,12 @@ def resnet():
     return ResNet(8)
 
 
+def perm(epoch, n=512, seed=3):
+    """The order of an epoch's samples: torch.randperm from seed + epoch, as
+    DistributedSampler documents it."""
+    return torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch)).tolist()
+
+
 def final_state(model, path):
     sd = model.module.state_dict()
     flat = np.concatenate([t.detach().double().reshape(-1).cpu().numpy() for t in sd.values()])
@@ -201,12 +207,17 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
                 os.kill(os.getpid(), signal.SIGTERM)
             pending[:] = ["USED epoch %d step %d rank %d %s" % (
                 epoch, committed, dist.get_rank(), " ".join(map(str, idx.tolist())))]
+            at = sampler.pos  # the step's global batch starts there (the sampler's state)
             opt.step()
             pending.clear()
             if dist.current().ctx.step > committed:  # the step was committed
                 print("USED epoch %d step %d rank %d %s" % (
                     epoch, committed, dist.get_rank(), " ".join(map(str, idx.tolist()))),
                     flush=True)
+                # the whole global batch, as the sampler's documented shuffle gives it:
+                # a rank killed right after a commit cannot report its own share
+                print("STEP epoch %d step %d %s" % (epoch, committed, " ".join(
+                    map(str, perm(sampler.epoch)[at:at + 40]))), flush=True)
                 if dist.get_rank() == 0:
                     print("LR step %d %.10g size %d" % (committed, lr, dist.get_world_size()),
                           flush=True)

@@ -8,7 +8,8 @@
 #  - optionally, the model equals a reference run's (float32 summation order aside), or the
 #    evaluation loss is near the reference's.
 # A run's lines may come from several outputs (a launch and its relaunch): a RESUMED line
-# drops what the earlier launches printed for the steps the relaunch redoes.
+# drops what the earlier launches printed for the steps the relaunch redoes. STEP lines
+# give a committed step's whole global batch.
 import collections
 import glob
 import os
@@ -31,7 +32,7 @@ class Runs:
     def lines(self, outs, tag):
         """The words of the tag's lines over outputs outs (in launch order),
         without those of steps a later launch redid."""
-        col = 4 if tag == "USED" else 2
+        col = 4 if tag in ("USED", "STEP") else 2
         res = []
         for name in outs:
             p = os.path.join(self.d, name + ".out")
@@ -73,10 +74,29 @@ class Runs:
                 self.fail("%s: the model differs from %s's (max |dw| %.3g)" % (sc, model_ref, err))
         if not os.path.exists(os.path.join(self.d, sc + ".pt")):
             self.fail("%s: no model saved after the loop" % sc)
-        uses = collections.Counter()
+        # each committed step's samples: what its ranks reported training, or
+        # its whole global batch (STEP lines) where a rank died before it could
+        # report (a node lost right after a commit); a rank's samples outside
+        # its step's batch fail
+        trained = collections.defaultdict(list)
         for w in self.lines(outs, "USED"):
-            for i in w[7:]:
-                uses[(int(w[2]), int(i))] += 1
+            trained[(int(w[2]), int(w[4]))] += [int(i) for i in w[7:]]
+        whole = {(int(w[2]), int(w[4])): [int(i) for i in w[5:]]
+                 for w in self.lines(outs, "STEP")}
+        uses = collections.Counter()
+        for key in set(trained) | set(whole):
+            got = trained.get(key, [])
+            if key in whole:
+                if not set(got) <= set(whole[key]):
+                    self.fail("%s: epoch %d step %d: a rank trained samples outside the "
+                              "step's batch" % (sc, key[0], key[1]))
+                if sorted(got) != sorted(whole[key]):
+                    print("%s: epoch %d step %d: %d of its %d samples reported by the ranks "
+                          "(the others' ranks died after the commit)"
+                          % (sc, key[0], key[1], len(got), len(whole[key])))
+                got = whole[key]
+            for i in got:
+                uses[(key[0], i)] += 1
         bad = [(e, i, uses[(e, i)]) for e in range(self.epochs) for i in range(self.samples)
                if uses[(e, i)] != 1]
         if bad:
