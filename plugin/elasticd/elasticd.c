@@ -26,7 +26,7 @@ static char _log_path[PATH_MAX]; /* of _logf, "" when it is stderr or syslog */
 static int _log_level = ED_LOG_INFO;
 static volatile sig_atomic_t _stop, _hup;
 
-/* slurmctld's job list is checked for changes every EVENT_POLL_MS between
+/* The elastic jobs and grants are checked for changes every EVENT_POLL_MS between
  * ticks, every EVENT_POLL_BUSY_MS while a change is under way (a grant to
  * see start, a release to finish): the next step of a resize waits for it. */
 #define EVENT_POLL_MS	   250
@@ -350,9 +350,9 @@ static void _run(struct ed_daemon *d)
 		 * retried at most every 200 ms, not in a busy loop. */
 		if (dl && dl < last_tick + 200)
 			dl = last_tick + 200;
-		/* Between ticks, a cheap check every EVENT_POLL_MS: a job list
-		 * that changed (a priority update, a job started or ended) is
-		 * acted on at once. */
+		/* Between ticks, a cheap check every EVENT_POLL_MS: a change of
+		 * an elastic job or grant (a priority update, a job started or
+		 * ended) is acted on at once. */
 		int event = 0;
 		if (now >= next_event) {
 			next_event =
@@ -487,13 +487,13 @@ int main(int argc, char **argv)
 	rc = 1;
 	if (_start_process(&d) < 0 || _start_controller(&d) < 0)
 		goto out;
-	ed_info("started (pid %d): listening on %s:%d, tick %ld s, policy %s, grant QOS '%s', prefix '%s', SlurmUser uid %u%s",
+	ed_info("started (pid %d): listening on %s:%d, tick %ld s, policy %s, grant QOS '%s', prefix '%s', SlurmUser uid %u, job queries %s%s",
 		(int)getpid(),
 		d.conf.controller_host && *d.conf.controller_host ? d.conf.controller_host
 								  : "*",
 		ed_channel_port(d.ch), d.conf.tick_seconds,
 		_mode_name(d.conf.policy_mode), d.cc.grant_qos, d.cc.grant_prefix,
-		(unsigned)ed_slurm_user(), d.opt.dry ? ", DRY RUN" : "");
+		(unsigned)ed_slurm_user(), ed_slurm_query_mode(), d.opt.dry ? ", DRY RUN" : "");
 	if (loaded == 1)
 		ed_info("%s not found: the built-in defaults (see elasticd -t)",
 			d.conf_path);

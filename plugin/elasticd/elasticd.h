@@ -105,9 +105,12 @@ uid_t ed_slurm_user(void);
 int ed_slurm_snapshot(const char *grant_prefix, struct ed_snapshot *s,
 		      elastic_error_t *err);
 void ed_snapshot_free(struct ed_snapshot *s);
-/* 1 if slurmctld's job list changed since the last snapshot, 0 if not or
- * when slurmctld does not answer: a cheap RPC for reacting between ticks. */
+/* 1 if what elasticd acts on changed since the last snapshot, 0 if not or
+ * when slurmctld does not answer: cheap RPCs for reacting between ticks (the
+ * elastic jobs and grants only; all jobs with ELASTICD_QUERY=full). */
 int ed_slurm_jobs_changed(void);
+/* "targeted" or "full" (ELASTICD_QUERY=full, or no job-state RPC). */
+const char *ed_slurm_query_mode(void);
 int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
 			  const char *prefix, const char *qos, uint32_t *grant_id,
 			  elastic_error_t *err);
