@@ -92,6 +92,17 @@ static int _query_full;
 /* Targeted: many jobs never read (a first tick, a restart) are read in one
  * job list rather than one load each. */
 #define TARGETED_MAX_LOADS 64
+/* A job is remembered as of no interest only once this old: a site may tag
+ * a job by hand just after sbatch (as the tests do without the plugins). */
+#define OTHER_AFTER_S 5
+/* And the whole list is read again this often, for a job tagged later by
+ * hand; at 9,000 jobs that is one list (~25 ms of slurmctld) in 2 minutes. */
+#define FULL_EVERY_S 120
+static time_t _full_at; /* when the whole list was read last */
+/* Without SHOW_LOCAL every job load first asks for the federation
+ * (REQUEST_FED_INFO): one more RPC per load. elasticd acts on its own
+ * cluster. Full mode keeps the flags it always had. */
+static uint16_t _local;
 
 /* Active jobs read once and found neither elastic nor a grant, sorted: they
  * are not read again. Tags and grant marks are set at submission. */
@@ -117,6 +128,7 @@ int ed_slurm_init(elastic_error_t *err)
 #if !HAVE_DECL_SLURM_LOAD_JOB_STATE
 	_query_full = 1;
 #endif
+	_local = _query_full ? 0 : SHOW_LOCAL;
 	return 0;
 }
 
@@ -410,10 +422,12 @@ static int _jobset_add(struct jobset *J, job_info_msg_t *m)
 static int _jobset_full(struct jobset *J, elastic_error_t *err)
 {
 	job_info_msg_t *jm = NULL;
-	if (slurm_load_jobs((time_t)0, &jm, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
+	if (slurm_load_jobs((time_t)0, &jm, SHOW_ALL | SHOW_DETAIL | _local) !=
+	    SLURM_SUCCESS)
 		return elastic__errorf(err, "slurm_load_jobs: %s", slurm_strerror(errno));
 	_jobs_seen = jm->last_update;
 	_jobs_fp = _fingerprint(jm);
+	_full_at = time(NULL);
 	J->full = 1;
 	if (_jobset_add(J, jm) < 0)
 		return elastic__errorf(err, "out of memory");
@@ -431,7 +445,8 @@ static int _jobset_targeted(struct jobset *J, const char *prefix)
 	uint32_t *load, *keep;
 	size_t nload = 0, nkeep = 0, nnew = 0;
 
-	if (!_watch_valid || slurm_load_job_state(0, NULL, &st) != SLURM_SUCCESS)
+	if (!_watch_valid || time(NULL) >= _full_at + FULL_EVERY_S ||
+	    slurm_load_job_state(0, NULL, &st) != SLURM_SUCCESS)
 		return -1;
 	load = malloc((st->jobs_count + 1) * sizeof(*load));
 	keep = malloc((st->jobs_count + 1) * sizeof(*keep));
@@ -455,10 +470,11 @@ static int _jobset_targeted(struct jobset *J, const char *prefix)
 	for (size_t i = 0; i < nload; i++) {
 		job_info_msg_t *m = NULL;
 		int interesting = 0;
-		if (_load_one(load[i], &m, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
+		if (_load_one(load[i], &m, SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) != SLURM_SUCCESS)
 			continue; /* ended since: the next tick drops it */
 		for (uint32_t r = 0; r < m->record_count; r++)
-			if (_kind(&m->job_array[r], prefix) != KIND_OTHER)
+			if (_kind(&m->job_array[r], prefix) != KIND_OTHER ||
+			    m->job_array[r].submit_time + OTHER_AFTER_S > time(NULL))
 				interesting = 1;
 		if (!interesting) {
 			keep[nkeep++] = load[i];
@@ -494,8 +510,10 @@ static void _other_from(const struct jobset *J, const int *kind)
 	size_t n = 0;
 	if (!v)
 		return; /* the next tick reads the whole list again */
+	time_t now = time(NULL);
 	for (uint32_t i = 0; i < J->n; i++)
-		if (!kind[i] && _active(J->v[i]->job_state))
+		if (!kind[i] && _active(J->v[i]->job_state) &&
+		    J->v[i]->submit_time + OTHER_AFTER_S <= now)
 			v[n++] = J->v[i]->job_id;
 	qsort(v, n, sizeof(*v), _cmp_u32);
 	free(_other);
@@ -775,7 +793,7 @@ static int _jobs_changed_watched(void)
 		return 1;
 	for (int i = 0; i < _nwatch_jobs; i++) {
 		job_info_msg_t *m = NULL;
-		if (_load_one(_watch_jobs[i], &m, SHOW_ALL) != SLURM_SUCCESS)
+		if (_load_one(_watch_jobs[i], &m, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS)
 			return errno == ESLURM_INVALID_JOB_ID; /* gone; or no answer */
 		for (uint32_t r = 0; r < m->record_count; r++)
 			if (m->job_array[r].job_id == _watch_jobs[i])
