@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -95,6 +96,7 @@ struct ed_daemon {
 	elastic_auth_t *auth;
 	ed_channel_t *ch;
 	struct ed_ctl *ctl;
+	ed_metrics_t *metrics; /* NULL: MetricsAddress not set */
 	int fast;
 };
 
@@ -307,6 +309,7 @@ static void _reload(struct ed_daemon *d)
 	_keep_string(&fresh.grant_qos, d->conf.grant_qos, "GrantQos");
 	_keep_string(&fresh.grant_name_prefix, d->conf.grant_name_prefix,
 		     "GrantNamePrefix");
+	_keep_string(&fresh.metrics_address, d->conf.metrics_address, "MetricsAddress");
 	/* A new LogFile is opened at once where elasticd logs to a file
 	 * already (and -L does not override it); a switch between a file and
 	 * stderr or syslog waits for a restart. */
@@ -420,7 +423,17 @@ static int _start_process(struct ed_daemon *d)
 	return 0;
 }
 
-/* libslurm, munge, the channel and the controller. */
+static int _metrics_fill(void *m, struct pollfd *pf, int max)
+{
+	return ed_metrics_pollfds(m, pf, max);
+}
+
+static void _metrics_ready(void *m, const struct pollfd *pf, int n)
+{
+	ed_metrics_handle(m, pf, n);
+}
+
+/* libslurm, munge, the channel, the controller and the metrics endpoint. */
 static int _start_controller(struct ed_daemon *d)
 {
 	elastic_error_t err = {""};
@@ -453,6 +466,18 @@ static int _start_controller(struct ed_daemon *d)
 		return -1;
 	}
 	ed_channel_set_handlers(d->ch, &ed_ctl_handlers, d->ctl);
+	if (d->conf.metrics_address && *d->conf.metrics_address) {
+		d->metrics = ed_metrics_create(d->conf.metrics_address, ed_ctl_metrics,
+					       d->ctl, &err);
+		if (!d->metrics) {
+			ed_error("%s", err.text);
+			return -1;
+		}
+		struct ed_poll_extra x = {_metrics_fill, _metrics_ready, d->metrics};
+		ed_channel_set_extra(d->ch, &x);
+		ed_info("serving OpenMetrics on %s (port %d), GET /metrics",
+			d->conf.metrics_address, ed_metrics_port(d->metrics));
+	}
 	return 0;
 }
 
@@ -493,7 +518,8 @@ int main(int argc, char **argv)
 								  : "*",
 		ed_channel_port(d.ch), d.conf.tick_seconds,
 		_mode_name(d.conf.policy_mode), d.cc.grant_qos, d.cc.grant_prefix,
-		(unsigned)ed_slurm_user(), ed_slurm_query_mode(), d.opt.dry ? ", DRY RUN" : "");
+		(unsigned)ed_slurm_user(), ed_slurm_query_mode(),
+		d.opt.dry ? ", DRY RUN" : "");
 	if (loaded == 1)
 		ed_info("%s not found: the built-in defaults (see elasticd -t)",
 			d.conf_path);
@@ -503,6 +529,7 @@ int main(int argc, char **argv)
 	_run(&d);
 	rc = 0;
 out:
+	ed_metrics_destroy(d.metrics);
 	ed_ctl_destroy(d.ctl);
 	ed_channel_destroy(d.ch);
 	elastic_auth_destroy(d.auth);

@@ -470,7 +470,8 @@ static int _jobset_targeted(struct jobset *J, const char *prefix)
 	for (size_t i = 0; i < nload; i++) {
 		job_info_msg_t *m = NULL;
 		int interesting = 0;
-		if (_load_one(load[i], &m, SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) != SLURM_SUCCESS)
+		if (_load_one(load[i], &m, SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) !=
+		    SLURM_SUCCESS)
 			continue; /* ended since: the next tick drops it */
 		for (uint32_t r = 0; r < m->record_count; r++)
 			if (_kind(&m->job_array[r], prefix) != KIND_OTHER ||
@@ -690,7 +691,8 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 	memset(s, 0, sizeof(*s));
 	if (_load_nodes(s, &used, err) < 0)
 		return -1;
-	if ((_query_full || _jobset_targeted(&J, prefix) < 0) && _jobset_full(&J, err) < 0)
+	if ((_query_full || _jobset_targeted(&J, prefix) < 0) &&
+	    _jobset_full(&J, err) < 0)
 		goto fail;
 	s->jobs = calloc(J.n + 1, sizeof(*s->jobs));
 	s->grants = calloc(J.n + 1, sizeof(*s->grants));
