@@ -53,6 +53,7 @@ now() { date +%s.%N; }
 bench_cleanup() {
 	local rc=$?
 	[ -n "${churn_pid:-}" ] && kill "$churn_pid" 2>/dev/null
+	[ -n "${fill_pid:-}" ] && { pkill -P "$fill_pid"; kill "$fill_pid"; } 2>/dev/null
 	scancel -u alice -n fill 2>/dev/null
 	scancel -u alice -n churn 2>/dev/null
 	ctl_cleanup "$rc"
@@ -64,15 +65,19 @@ fill() { # n
 	local have
 	have=$(squeue -h -u alice -n fill -t PD | wc -l)
 	[ "$have" -lt "$1" ] || return 0
+	# In the background: a signal's trap runs at once, not after xargs.
 	seq $(($1 - have)) | runuser -u alice -- env SLURM_CONF="$SLURM_CONF" \
-		xargs -P 2 -I{} sbatch -Q -H -J fill -A acct_a -o /dev/null --wrap true
+		xargs -P 2 -I{} sbatch -Q -H -J fill -A acct_a -o /dev/null --wrap true &
+	fill_pid=$!
+	wait "$fill_pid"
+	fill_pid=""
 	t_log "queue: $(squeue -h -t PD | wc -l) pending"
 }
 
 churn_start() {
 	runuser -u alice -- env SLURM_CONF="$SLURM_CONF" bash -c '
 		while :; do
-			id=$(sbatch --parsable -Q -H -J churn -A acct_a -o /dev/null --wrap true) &&
+			id=$(sbatch --parsable -H -J churn -A acct_a -o /dev/null --wrap true) &&
 				scancel "${id%%;*}"
 			sleep 0.5
 		done' &
