@@ -81,13 +81,14 @@ static uid_t _slurm_user;
 static time_t _jobs_seen; /* last_update of the last job list loaded */
 static uint64_t _jobs_fp; /* fingerprint of that list (see _fingerprint) */
 
-/* How elasticd asks for jobs. Targeted (the default): per tick the job-state
- * RPC (ids and states of all jobs, no strings), then one load per job it has
- * not classified yet and per elastic job and grant; between ticks only the
- * elastic jobs and grants. slurmctld's work then grows with elasticd's own
- * jobs, not with the queue. ELASTICD_QUERY=full: the whole job list per tick
- * and the change check against it (the way before, for benches and as the
- * fallback when the job-state RPC fails or is missing). */
+/* How elasticd asks for jobs. Targeted (the default): per tick the nodes,
+ * one job-state RPC for the ids after the last job seen (new jobs: Slurm
+ * numbers them in order), and one load per new job, per elastic job and per
+ * grant; between ticks only the elastic jobs and grants. slurmctld's work
+ * then grows with elasticd's own jobs and the new ones, not with the queue.
+ * ELASTICD_QUERY=full: the whole job list per tick and the change check
+ * against it (the way before, for benches; and the fallback when the
+ * job-state RPC fails or is missing). */
 static int _query_full;
 /* Targeted: many jobs never read (a first tick, a restart) are read in one
  * job list rather than one load each. */
@@ -95,19 +96,25 @@ static int _query_full;
 /* A job is remembered as of no interest only once this old: a site may tag
  * a job by hand just after sbatch (as the tests do without the plugins). */
 #define OTHER_AFTER_S 5
-/* And the whole list is read again this often, for a job tagged later by
- * hand; at 9,000 jobs that is one list (~25 ms of slurmctld) in 2 minutes. */
+/* And the whole list is read again this often: for a job tagged later by
+ * hand, ids that jumped (scontrol's --jobid, MaxJobId wrapping). At 9,000
+ * jobs that is one list (tens of ms of slurmctld) in 2 minutes. */
 #define FULL_EVERY_S 120
+/* Ids asked for at once after the last one seen. */
+#define PROBE_IDS 256
 static time_t _full_at; /* when the whole list was read last */
 /* Without SHOW_LOCAL every job load first asks for the federation
  * (REQUEST_FED_INFO): one more RPC per load. elasticd acts on its own
  * cluster. Full mode keeps the flags it always had. */
 static uint16_t _local;
 
-/* Active jobs read once and found neither elastic nor a grant, sorted: they
- * are not read again. Tags and grant marks are set at submission. */
-static uint32_t *_other;
-static size_t _nother;
+/* The id the next job submitted gets, as far as elasticd knows (0: not
+ * known; the whole list is read). */
+static uint32_t _next_id;
+/* Jobs found neither elastic nor grants but younger than OTHER_AFTER_S:
+ * read again. Older ones are not: tags and grant marks come at submission. */
+static uint32_t *_young;
+static int _nyoung;
 /* What the between-tick check watches: the elastic jobs and the grants of
  * the last snapshot, and the fingerprint they had then (_watch_hash). */
 static uint32_t *_watch_jobs, *_watch_grants;
@@ -134,12 +141,12 @@ int ed_slurm_init(elastic_error_t *err)
 
 void ed_slurm_fini(void)
 {
-	free(_other);
+	free(_young);
 	free(_watch_jobs);
 	free(_watch_grants);
-	_other = _watch_jobs = _watch_grants = NULL;
-	_nother = 0;
-	_nwatch_jobs = _nwatch_grants = _watch_valid = 0;
+	_young = _watch_jobs = _watch_grants = NULL;
+	_nyoung = _nwatch_jobs = _nwatch_grants = _watch_valid = 0;
+	_next_id = 0;
 	slurm_fini();
 }
 
@@ -353,17 +360,6 @@ static uint64_t _watch_hash_grant(uint32_t id, uint32_t state)
 	return _fnv(h, &state, sizeof(state));
 }
 
-static int _cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static int _sorted_has(const uint32_t *v, size_t n, uint32_t id)
-{
-	return n && bsearch(&id, v, n, sizeof(*v), _cmp_u32) != NULL;
-}
-
 static int _has(const uint32_t *v, int n, uint32_t id)
 {
 	for (int i = 0; i < n; i++)
@@ -434,67 +430,104 @@ static int _jobset_full(struct jobset *J, elastic_error_t *err)
 	return 0;
 }
 
-/* Targeted: ids and states of all jobs, then a load of each active job not
- * known to be of no interest. Replaces _other with the active jobs of no
- * interest. -1 (nothing kept) when a whole list is the better question: the
- * RPC failed, nothing was watched yet, or too many jobs are new. */
+#if HAVE_DECL_SLURM_LOAD_JOB_STATE
+/* Adds to ids (room for PROBE_IDS more) the active jobs among the PROBE_IDS
+ * ids from _next_id, and moves _next_id past the last one found. Returns
+ * the count added, or -1 when the RPC failed; *more: the last id found is
+ * in the upper half (more may follow). */
+static int _probe(uint32_t *ids, int *more)
+{
+	slurm_selected_step_t sel[PROBE_IDS];
+	job_state_response_msg_t *st = NULL;
+	uint32_t top = 0;
+	int n = 0;
+
+	for (int k = 0; k < PROBE_IDS; k++) {
+		sel[k] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
+		sel[k].step_id.job_id = _next_id + (uint32_t)k;
+	}
+	if (slurm_load_job_state(PROBE_IDS, sel, &st) != SLURM_SUCCESS)
+		return -1;
+	for (uint32_t i = 0; i < st->jobs_count; i++) {
+		uint32_t id = st->jobs[i].job_id;
+		if (id < _next_id || id >= _next_id + PROBE_IDS)
+			continue; /* another task of an array asked for */
+		if (id > top)
+			top = id;
+		if (_active(st->jobs[i].state) && !_has(ids, n, id))
+			ids[n++] = id;
+	}
+	slurm_free_job_state_response_msg(st);
+	*more = top >= _next_id + PROBE_IDS / 2;
+	if (top)
+		_next_id = top + 1;
+	return n;
+}
+#endif
+
+/* Targeted: the new jobs (probed by id), the watched elastic jobs and
+ * grants and the young jobs, each loaded. Replaces _young. -1 (nothing
+ * kept) when a whole list is the better question: the RPC failed, nothing
+ * was read yet, the next id is not known, it is time for the periodic
+ * whole read, or too many jobs are new. */
 static int _jobset_targeted(struct jobset *J, const char *prefix)
 {
 #if HAVE_DECL_SLURM_LOAD_JOB_STATE
-	job_state_response_msg_t *st = NULL;
-	uint32_t *load, *keep;
-	size_t nload = 0, nkeep = 0, nnew = 0;
+	int cap =
+		_nwatch_jobs + _nwatch_grants + _nyoung + TARGETED_MAX_LOADS + PROBE_IDS;
+	uint32_t *ids = NULL, *young = NULL;
+	int n = 0, nyoung = 0, nnew = 0, more = 1, got;
+	time_t now = time(NULL);
 
-	if (!_watch_valid || time(NULL) >= _full_at + FULL_EVERY_S ||
-	    slurm_load_job_state(0, NULL, &st) != SLURM_SUCCESS)
+	if (!_watch_valid || !_next_id || now >= _full_at + FULL_EVERY_S)
 		return -1;
-	load = malloc((st->jobs_count + 1) * sizeof(*load));
-	keep = malloc((st->jobs_count + 1) * sizeof(*keep));
-	if (!load || !keep)
+	ids = malloc(cap * sizeof(*ids));
+	young = malloc(cap * sizeof(*young));
+	if (!ids || !young)
 		goto fail;
-	for (uint32_t i = 0; i < st->jobs_count; i++) {
-		uint32_t id = st->jobs[i].job_id;
-		if (!_active(st->jobs[i].state))
-			continue;
-		if (_sorted_has(_other, _nother, id)) {
-			keep[nkeep++] = id;
-			continue;
-		}
-		load[nload++] = id;
-		if (!_has(_watch_jobs, _nwatch_jobs, id) &&
-		    !_has(_watch_grants, _nwatch_grants, id))
-			nnew++;
+	for (int i = 0; i < _nwatch_jobs; i++)
+		ids[n++] = _watch_jobs[i];
+	for (int i = 0; i < _nwatch_grants; i++)
+		ids[n++] = _watch_grants[i];
+	for (int i = 0; i < _nyoung; i++)
+		ids[n++] = _young[i];
+	while (more) {
+		if ((got = _probe(ids + n, &more)) < 0)
+			goto fail;
+		n += got;
+		nnew += got;
+		if (nnew > TARGETED_MAX_LOADS)
+			goto fail;
 	}
-	if (nnew > TARGETED_MAX_LOADS)
-		goto fail;
-	for (size_t i = 0; i < nload; i++) {
+	for (int i = 0; i < n; i++) {
 		job_info_msg_t *m = NULL;
-		int interesting = 0;
-		if (_load_one(load[i], &m, SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) !=
+		int interesting = 0, fresh = 0;
+		if (_load_one(ids[i], &m, SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) !=
 		    SLURM_SUCCESS)
-			continue; /* ended since: the next tick drops it */
-		for (uint32_t r = 0; r < m->record_count; r++)
-			if (_kind(&m->job_array[r], prefix) != KIND_OTHER ||
-			    m->job_array[r].submit_time + OTHER_AFTER_S > time(NULL))
+			continue; /* ended and purged since */
+		for (uint32_t r = 0; r < m->record_count; r++) {
+			if (_kind(&m->job_array[r], prefix) != KIND_OTHER)
 				interesting = 1;
+			else if (_active(m->job_array[r].job_state) &&
+				 m->job_array[r].submit_time + OTHER_AFTER_S > now)
+				fresh = 1;
+		}
 		if (!interesting) {
-			keep[nkeep++] = load[i];
+			if (fresh)
+				young[nyoung++] = ids[i];
 			slurm_free_job_info_msg(m);
 		} else if (_jobset_add(J, m) < 0) {
 			goto fail;
 		}
 	}
-	qsort(keep, nkeep, sizeof(*keep), _cmp_u32);
-	free(_other);
-	_other = keep;
-	_nother = nkeep;
-	free(load);
-	slurm_free_job_state_response_msg(st);
+	free(ids);
+	free(_young);
+	_young = young;
+	_nyoung = nyoung;
 	return 0;
 fail:
-	free(load);
-	free(keep);
-	slurm_free_job_state_response_msg(st);
+	free(ids);
+	free(young);
 	_jobset_free(J);
 	return -1;
 #else
@@ -504,22 +537,32 @@ fail:
 #endif
 }
 
-/* After a whole list in targeted mode: its active jobs of no interest. */
-static void _other_from(const struct jobset *J, const int *kind)
+/* After a whole list in targeted mode: the next id (after the job
+ * submitted last: ids wrap at MaxJobId) and the young jobs of no interest. */
+static void _probe_from(const struct jobset *J, const int *kind)
 {
 	uint32_t *v = malloc((J->n + 1) * sizeof(*v));
-	size_t n = 0;
-	if (!v)
-		return; /* the next tick reads the whole list again */
+	const slurm_job_info_t *last = NULL;
+	int n = 0;
 	time_t now = time(NULL);
-	for (uint32_t i = 0; i < J->n; i++)
-		if (!kind[i] && _active(J->v[i]->job_state) &&
-		    J->v[i]->submit_time + OTHER_AFTER_S <= now)
-			v[n++] = J->v[i]->job_id;
-	qsort(v, n, sizeof(*v), _cmp_u32);
-	free(_other);
-	_other = v;
-	_nother = n;
+
+	if (!v) {
+		_next_id = 0; /* the next tick reads the whole list again */
+		return;
+	}
+	for (uint32_t i = 0; i < J->n; i++) {
+		const slurm_job_info_t *ji = J->v[i];
+		if (!last || ji->submit_time > last->submit_time ||
+		    (ji->submit_time == last->submit_time && ji->job_id > last->job_id))
+			last = ji;
+		if (!kind[i] && _active(ji->job_state) &&
+		    ji->submit_time + OTHER_AFTER_S > now)
+			v[n++] = ji->job_id;
+	}
+	_next_id = last ? last->job_id + 1 : 0;
+	free(_young);
+	_young = v;
+	_nyoung = n;
 }
 
 /* The elastic jobs and grants the between-tick check watches, and their
@@ -717,7 +760,7 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 		_busy_from_nodes(s, used);
 	if (!_query_full) {
 		if (J.full)
-			_other_from(&J, kind);
+			_probe_from(&J, kind);
 		_watch_from(&J, kind);
 	}
 	/* A node that takes no new work (down, drained, not responding)
