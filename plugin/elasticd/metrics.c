@@ -27,6 +27,7 @@ struct _mconn {
 	size_t inlen;
 	char *out; /* the whole answer, once the request is read */
 	size_t outlen, outoff;
+	int draining; /* answered: reading what the client still sends until it closes */
 };
 
 struct ed_metrics {
@@ -197,7 +198,7 @@ int ed_metrics_pollfds(ed_metrics_t *m, struct pollfd *pf, int max)
 			continue;
 		}
 		pf[n].fd = c->fd;
-		pf[n].events = c->out ? POLLOUT : POLLIN;
+		pf[n].events = c->out && !c->draining ? POLLOUT : POLLIN;
 		pf[n++].revents = 0;
 	}
 	return n;
@@ -231,8 +232,22 @@ static void _writable(struct _mconn *c)
 		return;
 	}
 	c->outoff += (size_t)w;
-	if (c->outoff == c->outlen)
-		_mclose(c); /* Connection: close, as the answer said */
+	if (c->outoff == c->outlen) {
+		/* Connection: close. Closing with bytes of the client unread
+		 * (a request body, the rest of a head too large) would reset
+		 * the connection and could lose the answer on its way: end our
+		 * side, then read until the client closes (or the timeout). */
+		shutdown(c->fd, SHUT_WR);
+		c->draining = 1;
+	}
+}
+
+static void _drain(struct _mconn *c)
+{
+	char sink[4096];
+	ssize_t r = read(c->fd, sink, sizeof(sink));
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+		_mclose(c);
 }
 
 void ed_metrics_handle(ed_metrics_t *m, const struct pollfd *pf, int n)
@@ -246,7 +261,9 @@ void ed_metrics_handle(ed_metrics_t *m, const struct pollfd *pf, int n)
 				c = &m->conns[i];
 		if (!c || !pf[k].revents)
 			continue;
-		if (c->out && (pf[k].revents & (POLLOUT | POLLERR | POLLHUP)))
+		if (c->draining)
+			_drain(c);
+		else if (c->out && (pf[k].revents & (POLLOUT | POLLERR | POLLHUP)))
 			_writable(c);
 		else if (!c->out && (pf[k].revents & (POLLIN | POLLERR | POLLHUP)))
 			_readable(m, c);
