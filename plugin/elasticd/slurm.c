@@ -119,7 +119,11 @@ static int _nyoung;
  * the last snapshot, and the fingerprint they had then (_watch_hash). */
 static uint32_t *_watch_jobs, *_watch_grants;
 static int _nwatch_jobs, _nwatch_grants, _watch_valid;
-static uint64_t _watch_fp;
+/* Grants are asked about between ticks only while one is pending (its
+ * start is the next step of a grow): a running grant ends by elasticd's own
+ * cancel or its time limit, which the next tick sees. */
+static int _watch_grants_pending;
+static uint64_t _watch_fp, _watch_fp_grants;
 
 int ed_slurm_init(elastic_error_t *err)
 {
@@ -571,8 +575,8 @@ static void _watch_from(const struct jobset *J, const int *kind)
 {
 	uint32_t *wj = malloc((J->n + 1) * sizeof(*wj));
 	uint32_t *wg = malloc((J->n + 1) * sizeof(*wg));
-	int nj = 0, ng = 0;
-	uint64_t fp = 0;
+	int nj = 0, ng = 0, pending = 0;
+	uint64_t fp = 0, fpg = 0;
 
 	_watch_valid = 0;
 	if (!wj || !wg) {
@@ -586,7 +590,8 @@ static void _watch_from(const struct jobset *J, const int *kind)
 			fp += _watch_hash_job(J->v[i]);
 		} else if (kind[i] == KIND_GRANT) {
 			wg[ng++] = J->v[i]->job_id;
-			fp += _watch_hash_grant(J->v[i]->job_id, J->v[i]->job_state);
+			fpg += _watch_hash_grant(J->v[i]->job_id, J->v[i]->job_state);
+			pending += (J->v[i]->job_state & JOB_STATE_BASE) == JOB_PENDING;
 		}
 	}
 	free(_watch_jobs);
@@ -596,6 +601,8 @@ static void _watch_from(const struct jobset *J, const int *kind)
 	_nwatch_jobs = nj;
 	_nwatch_grants = ng;
 	_watch_fp = fp;
+	_watch_fp_grants = fpg;
+	_watch_grants_pending = pending;
 	_watch_valid = 1;
 }
 
@@ -828,11 +835,12 @@ static int _jobs_changed_full(void)
 }
 
 /* Targeted: each watched elastic job's record (its priority, reason, state,
- * nodes) and the grants' states in one job-state RPC. Jobs that are neither
- * are not asked about: one that ends frees GPUs for the next tick. */
+ * nodes) and, while one is pending, the grants' states in one job-state
+ * RPC. Jobs that are neither are not asked about: one that ends frees GPUs
+ * for the next tick. */
 static int _jobs_changed_watched(void)
 {
-	uint64_t fp = 0;
+	uint64_t fp = 0, fpg = 0;
 
 	if (!_watch_valid)
 		return 1;
@@ -846,7 +854,7 @@ static int _jobs_changed_watched(void)
 		slurm_free_job_info_msg(m);
 	}
 #if HAVE_DECL_SLURM_LOAD_JOB_STATE
-	if (_nwatch_grants) {
+	if (_nwatch_grants && _watch_grants_pending) {
 		slurm_selected_step_t *sel = calloc(_nwatch_grants, sizeof(*sel));
 		job_state_response_msg_t *st = NULL;
 		if (!sel)
@@ -861,8 +869,10 @@ static int _jobs_changed_watched(void)
 		}
 		free(sel);
 		for (uint32_t i = 0; i < st->jobs_count; i++)
-			fp += _watch_hash_grant(st->jobs[i].job_id, st->jobs[i].state);
+			fpg += _watch_hash_grant(st->jobs[i].job_id, st->jobs[i].state);
 		slurm_free_job_state_response_msg(st);
+		if (fpg != _watch_fp_grants)
+			return 1;
 	}
 #endif
 	return fp != _watch_fp;
