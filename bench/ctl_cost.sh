@@ -17,8 +17,10 @@
 # updates, each timed from `scontrol update` to the first change of the
 # running grants in squeue (the update in force, Slurm's view), median; and
 # one new elastic job, timed from sbatch to elastic-ctl status listing it.
+# Mode "none" is the baseline: no elasticd in the window (slurmctld's CPU
+# without it; root's RPCs are then the bench's own sdiag).
 #
-# usage: ctl_cost.sh [--window S] [--queues "0 3000 9000"] [--modes "full targeted"]
+# usage: ctl_cost.sh [--window S] [--queues "0 3000 9000"] [--modes "none full targeted"]
 #                    [--flips N] [--no-churn]
 # Run inside the testbed cluster (testbed/cluster exec); top_builddir is the
 # build tree (default /src/build-testbed). The full run (30 s windows) takes
@@ -27,7 +29,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/.." && pwd)
 export top_builddir=${top_builddir:-/src/build-testbed}
-window=30 queues="0 3000 9000" modes="full targeted" flips=3 churns="0 1"
+window=30 queues="0 3000 9000" modes="none full targeted" flips=3 churns="0 1"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--window) window=$2; shift 2 ;;
@@ -135,8 +137,31 @@ sd() { # file key
 }
 
 rows=()
+# The baseline: no elasticd over the same window (slurmctld's CPU without it).
+measure_none() { # queue churn
+	local q=$1 c=$2 c0 c1 t0 t1 f=$T_DIR/sdiag.none.$1.$2
+	[ "$c" = 1 ] && churn_start
+	sleep 3
+	sdiag --reset >/dev/null
+	c0=$(cpu "$ctld_pid") t0=$(now)
+	sleep "$window"
+	sdiag >"$f"
+	c1=$(cpu "$ctld_pid") t1=$(now)
+	[ "$c" = 1 ] && churn_stop
+	read -r rn rt < <(sd "$f" root)
+	rows+=("$(awk -v q="$q" -v c="$c" -v rn="$rn" -v rt="$rt" -v cc="$((c1 - c0))" -v hz="$hz" \
+		-v w="$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" 'BEGIN {
+		printf "| %-9s | %5d | %-5s | %6d | %7.3f s | %5.2f %% | %5s | %5s | %5s | %5s | %5s | %6.2f s | %16s | %7s | %7s |\n",
+			"none", q, c ? "yes" : "no", rn, rt / 1e6, 100 * rt / 1e6 / w, "-", "-", "-", "-", "-",
+			cc / hz, "-", "-", "-" }')")
+	t_log "${rows[-1]}"
+}
 measure() { # mode queue churn
 	local mode=$1 q=$2 c=$3 c0 e0 t0 c1 e1 t1 f=$T_DIR/sdiag.$1.$2.$3 lat=() i
+	if [ "$mode" = none ]; then
+		measure_none "$q" "$c"
+		return
+	fi
 	ELASTICD_QUERY=$mode ctl_start
 	steady
 	[ "$c" = 1 ] && churn_start
