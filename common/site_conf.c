@@ -38,6 +38,7 @@ const struct elastic_conf_key elastic_site_conf_keys[] = {
 	{"MungeSocket", ELASTIC_CONF_STRING, OFF(munge_socket), ""},
 	{"LogFile", ELASTIC_CONF_STRING, OFF(log_file), ""},
 	{"Debug", ELASTIC_CONF_BOOL, OFF(debug), "no"},
+	{"MetricsAddress", ELASTIC_CONF_STRING, OFF(metrics_address), ""},
 	{NULL},
 };
 

@@ -50,6 +50,8 @@ struct elastic_site_conf {
 	char *munge_socket;	   /* MungeSocket ("": libmunge's default) */
 	char *log_file;		   /* LogFile ("": stderr/syslog of the daemon) */
 	int debug;		   /* Debug (no) */
+	char *metrics_address;	   /* MetricsAddress ("": no metrics endpoint):
+				      HOST:PORT elasticd serves OpenMetrics on */
 };
 
 /* The key table of elastic.conf (ends with a NULL name). */

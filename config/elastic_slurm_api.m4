@@ -22,6 +22,18 @@ AC_DEFUN([ELASTIC_CHECK_SLURM_API], [
   AS_IF([test $elastic_cv_kill_job_step_id = yes],
     [AC_DEFINE([HAVE_SLURM_KILL_JOB_STEP_ID], [1],
       [Define to 1 if slurm_kill_job takes a slurm_step_id_t (Slurm 26.05).])])
+  # 26.05: slurm_load_job(resp, slurm_step_id_t, flags) replaces (resp, uint32_t, flags).
+  AC_CACHE_CHECK([whether slurm_load_job takes a slurm_step_id_t],
+    [elastic_cv_load_job_step_id],
+    [AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <slurm/slurm.h>]],
+        [[job_info_msg_t *m; slurm_step_id_t s = {0}; s.job_id = 1; return slurm_load_job(&m, s, 0);]])],
+      [elastic_cv_load_job_step_id=yes], [elastic_cv_load_job_step_id=no])])
+  AS_IF([test $elastic_cv_load_job_step_id = yes],
+    [AC_DEFINE([HAVE_SLURM_LOAD_JOB_STEP_ID], [1],
+      [Define to 1 if slurm_load_job takes a slurm_step_id_t (Slurm 26.05).])])
+  # Slurm >= 23.11: the job-state RPC (ids and states only); without it
+  # elasticd reads the whole job list each tick.
+  AC_CHECK_DECLS([slurm_load_job_state], [], [], [[#include <slurm/slurm.h>]])
   CPPFLAGS="$save_CPPFLAGS"
   AS_IF([test "x$ac_cv_member_job_desc_msg_t_step_id_job_id" = xyes],
     [SLURM_API_NOTE="jobs named by slurm_step_id_t"],

@@ -55,7 +55,10 @@ struct ed_channel {
 	int nconns;
 	struct ed_channel_handlers h; /* registered by elasticd.c; none: refused */
 	void *harg;
+	struct ed_poll_extra extra; /* other sockets in the same poll */
 };
+
+#define EXTRA_FDS 32
 
 ed_channel_t *ed_channel_create(const char *host, int port, int idle_s,
 				elastic_auth_t *auth, elastic_error_t *err)
@@ -411,10 +414,23 @@ void ed_channel_set_handlers(ed_channel_t *ch, const struct ed_channel_handlers 
 	ch->harg = arg;
 }
 
+void ed_channel_set_extra(ed_channel_t *ch, const struct ed_poll_extra *x)
+{
+	ch->extra = *x;
+}
+
+int ed_channel_connections(const ed_channel_t *ch)
+{
+	int n = 0;
+	for (int i = 0; i < ch->nconns; i++)
+		n += !ch->conns[i].dead;
+	return n;
+}
+
 void ed_channel_poll(ed_channel_t *ch, int timeout_ms)
 {
-	struct pollfd pf[MAX_CONNS + 1];
-	int map[MAX_CONNS + 1], n = 0;
+	struct pollfd pf[MAX_CONNS + 1 + EXTRA_FDS];
+	int map[MAX_CONNS + 1], n = 0, nx = 0;
 	uint64_t now = ed_now_ms();
 	char who[32];
 
@@ -444,8 +460,12 @@ void ed_channel_poll(ed_channel_t *ch, int timeout_ms)
 		pf[n].events = (c->closing ? 0 : POLLIN) | (c->outlen ? POLLOUT : 0);
 		map[n++] = i;
 	}
-	if (poll(pf, (nfds_t)n, timeout_ms) <= 0)
+	if (ch->extra.fill)
+		nx = ch->extra.fill(ch->extra.arg, pf + n, EXTRA_FDS);
+	if (poll(pf, (nfds_t)(n + nx), timeout_ms) <= 0)
 		return;
+	if (nx)
+		ch->extra.ready(ch->extra.arg, pf + n, nx);
 	for (int k = 1; k < n; k++) {
 		struct _conn *c = &ch->conns[map[k]];
 		if (c->dead)

@@ -33,6 +33,7 @@ struct _jobrt {
 	int reported;
 	uint64_t step;
 	double rate;
+	uint32_t ranks; /* GPUs in use (its ranks training), from HELLO/STATUS */
 	/* the last grant submission error, to log it once a minute */
 	char last_error[256];
 	time_t last_error_time;
@@ -68,6 +69,9 @@ struct ed_ctl {
 	struct ed_admin admin;		 /* paused or drained by administrators */
 	char (*node_names)[ED_NAME_MAX]; /* nodes of the last snapshot */
 	int nnode_names;
+	/* of the last snapshot, for the metrics */
+	int gpus_total, gpus_free, grants_pending, grants_running;
+	int snapshot_ok;
 };
 
 /* A change whose next step has not come for this long is not waited for
@@ -407,6 +411,28 @@ static void _observe_nodes(struct ed_ctl *c, const struct ed_snapshot *s)
 	for (int k = 0; k < s->nnodes; k++)
 		snprintf(names[k], sizeof(names[k]), "%s", s->nodes[k].name);
 	c->nnode_names = s->nnodes;
+	/* Free: what neither other jobs nor the elastic jobs and their
+	 * running grants hold. */
+	int total = 0, free_gpus = 0;
+	for (int k = 0; k < s->nnodes; k++) {
+		total += s->nodes[k].gpus;
+		if (s->nodes[k].gpus > s->nodes[k].busy)
+			free_gpus += s->nodes[k].gpus - s->nodes[k].busy;
+	}
+	c->grants_pending = c->grants_running = 0;
+	for (int i = 0; i < s->njobs; i++)
+		for (int q = 0; q < s->jobs[i].nlead; q++)
+			free_gpus -= s->jobs[i].lead[q].gpus;
+	for (int g = 0; g < s->ngrants; g++) {
+		if (s->grants[g].state == ED_GRANT_RUNNING) {
+			free_gpus -= s->grants[g].gpus;
+			c->grants_running++;
+		} else {
+			c->grants_pending++;
+		}
+	}
+	c->gpus_total = total;
+	c->gpus_free = free_gpus > 0 ? free_gpus : 0;
 }
 
 static int _observe(struct ed_ctl *c, struct ed_snapshot *s, time_t now)
@@ -422,8 +448,10 @@ static int _observe(struct ed_ctl *c, struct ed_snapshot *s, time_t now)
 		}
 		if (!c->snap_fail_since)
 			c->snap_fail_since = now;
+		c->snapshot_ok = 0;
 		return -1;
 	}
+	c->snapshot_ok = 1;
 	if (c->snap_fail_since) {
 		ed_info("slurmctld answers again (after %ld s)",
 			(long)(now - c->snap_fail_since));
@@ -692,6 +720,7 @@ static int _on_message(void *arg, const struct elastic_msg *m, uid_t uid,
 		rt->reported = 1;
 		rt->step = m->step;
 		rt->rate = m->rate;
+		rt->ranks = m->gpus;
 		ed_info("job %u: registered from %s (uid %u, %u GPUs, step %" PRIu64 ")",
 			m->job, m->host, (unsigned)uid, m->gpus, m->step);
 		return 0;
@@ -699,6 +728,7 @@ static int _on_message(void *arg, const struct elastic_msg *m, uid_t uid,
 		rt->reported = 1;
 		rt->step = m->step;
 		rt->rate = m->rate;
+		rt->ranks = m->gpus;
 		ed_debug("job %u: status %u GPUs, step %" PRIu64 ", %.1f samples/s",
 			 m->job, m->gpus, m->step, m->rate);
 		return 0;
@@ -838,3 +868,122 @@ const struct ed_channel_handlers ed_ctl_handlers = {
 	.job_connected = _on_job_connected,
 	.admin = _on_admin,
 };
+
+/* ---- OpenMetrics (the metrics endpoint's text) ---- */
+
+/* A label value: backslash, double quote and newline escaped. */
+static void _label(FILE *f, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(f, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*v, f);
+	}
+}
+
+static void _family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# TYPE %s %s\n# HELP %s %s\n", name, type, name, help);
+}
+
+/* Per job, one family at a time (OpenMetrics keeps a family's samples
+ * together). what: 0 held, 1 target, 2 ranks, 3 step, 4 rate, 5 grants,
+ * 6 channel, 7 min, 8 max. */
+static void _job_family(const struct ed_ctl *c, FILE *f, const char *name,
+			const char *help, int what)
+{
+	_family(f, name, "gauge", help);
+	for (int i = 0; i < c->njobs; i++) {
+		const struct _jobrt *rt = &c->jobs[i];
+		if ((what == 2 || what == 3 || what == 4) && !rt->reported)
+			continue;
+		fprintf(f, "%s{jobid=\"%u\",user=\"", name, rt->job);
+		_label(f, rt->user[0] ? rt->user : "unknown");
+		fputs("\"} ", f);
+		switch (what) {
+		case 0:
+			fprintf(f, "%d\n", rt->cur);
+			break;
+		case 1:
+			fprintf(f, "%d\n", rt->target);
+			break;
+		case 2:
+			fprintf(f, "%u\n", rt->ranks);
+			break;
+		case 3:
+			fprintf(f, "%" PRIu64 "\n", rt->step);
+			break;
+		case 4:
+			fprintf(f, "%.3f\n", rt->rate);
+			break;
+		case 5:
+			fprintf(f, "%d\n", rt->ngrants);
+			break;
+		case 6:
+			fprintf(f, "%d\n", ed_channel_job_connected(c->ch, rt->job));
+			break;
+		case 7:
+			fprintf(f, "%d\n", rt->min);
+			break;
+		default:
+			fprintf(f, "%d\n", rt->max);
+			break;
+		}
+	}
+}
+
+void ed_ctl_metrics(void *arg, FILE *f)
+{
+	const struct ed_ctl *c = arg;
+	uint64_t now = ed_now_ms();
+	int overdue = 0;
+
+	for (int i = 0; i < c->nrels; i++)
+		if (c->rels[i].deadline_ms && c->rels[i].deadline_ms < now)
+			overdue++;
+	_job_family(c, f, "slurm_elastic_job_gpus",
+		    "GPUs an elastic job holds (its allocation and running grants)", 0);
+	_job_family(c, f, "slurm_elastic_job_gpus_target",
+		    "GPUs the policy gives an elastic job", 1);
+	_job_family(c, f, "slurm_elastic_job_gpus_min",
+		    "An elastic job's fewest GPUs (--elastic-gpus)", 7);
+	_job_family(c, f, "slurm_elastic_job_gpus_max",
+		    "An elastic job's most GPUs (--elastic-gpus)", 8);
+	_job_family(c, f, "slurm_elastic_job_ranks",
+		    "Ranks an elastic job trains with, as it last reported", 2);
+	_job_family(c, f, "slurm_elastic_job_step",
+		    "Last step an elastic job committed, as it last reported", 3);
+	_job_family(c, f, "slurm_elastic_job_samples_per_second",
+		    "Training throughput an elastic job last reported", 4);
+	_job_family(c, f, "slurm_elastic_job_grants", "Grant jobs an elastic job holds",
+		    5);
+	_job_family(c, f, "slurm_elastic_job_channel_connected",
+		    "1 while the elastic job's channel connection is up", 6);
+	_family(f, "slurm_elastic_jobs", "gauge",
+		"Elastic jobs elasticd knows (running and pending)");
+	fprintf(f, "slurm_elastic_jobs %d\n", c->njobs);
+	_family(f, "slurm_elastic_gpus", "gauge", "GPUs of the nodes elasticd sees");
+	fprintf(f, "slurm_elastic_gpus %d\n", c->gpus_total);
+	_family(f, "slurm_elastic_gpus_free", "gauge", "GPUs no job holds");
+	fprintf(f, "slurm_elastic_gpus_free %d\n", c->gpus_free);
+	_family(f, "slurm_elastic_grants", "gauge", "Grant jobs, by state");
+	fprintf(f, "slurm_elastic_grants{state=\"running\"} %d\n", c->grants_running);
+	fprintf(f, "slurm_elastic_grants{state=\"pending\"} %d\n", c->grants_pending);
+	_family(f, "slurm_elastic_releases", "gauge",
+		"Releases ordered and not done yet");
+	fprintf(f, "slurm_elastic_releases %d\n", c->nrels);
+	_family(f, "slurm_elastic_releases_overdue", "gauge",
+		"Releases past their deadline (the job did not give the GPUs back in time)");
+	fprintf(f, "slurm_elastic_releases_overdue %d\n", overdue);
+	_family(f, "slurm_elastic_channel_connections", "gauge",
+		"Job channel connections open");
+	fprintf(f, "slurm_elastic_channel_connections %d\n",
+		ed_channel_connections(c->ch));
+	_family(f, "slurm_elastic_slurmctld_up", "gauge",
+		"1 when the last tick read slurmctld's state");
+	fprintf(f, "slurm_elastic_slurmctld_up %d\n", c->snapshot_ok);
+	fputs("# EOF\n", f);
+}

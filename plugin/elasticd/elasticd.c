@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -28,7 +29,7 @@ static char _log_path[PATH_MAX]; /* of _logf, "" when it is stderr or syslog */
 static int _log_level = ED_LOG_INFO;
 static volatile sig_atomic_t _stop, _hup;
 
-/* slurmctld's job list is checked for changes every EVENT_POLL_MS between
+/* The elastic jobs and grants are checked for changes every EVENT_POLL_MS between
  * ticks, every EVENT_POLL_BUSY_MS while a change is under way (a grant to
  * see start, a release to finish): the next step of a resize waits for it. */
 #define EVENT_POLL_MS	   250
@@ -97,6 +98,7 @@ struct ed_daemon {
 	elastic_auth_t *auth;
 	ed_channel_t *ch;
 	struct ed_ctl *ctl;
+	ed_metrics_t *metrics; /* NULL: MetricsAddress not set */
 	int fast;
 };
 
@@ -309,6 +311,7 @@ static void _reload(struct ed_daemon *d)
 	_keep_string(&fresh.grant_qos, d->conf.grant_qos, "GrantQos");
 	_keep_string(&fresh.grant_name_prefix, d->conf.grant_name_prefix,
 		     "GrantNamePrefix");
+	_keep_string(&fresh.metrics_address, d->conf.metrics_address, "MetricsAddress");
 	/* A new LogFile is opened at once where elasticd logs to a file
 	 * already (and -L does not override it); a switch between a file and
 	 * stderr or syslog waits for a restart. */
@@ -352,9 +355,9 @@ static void _run(struct ed_daemon *d)
 		 * retried at most every 200 ms, not in a busy loop. */
 		if (dl && dl < last_tick + 200)
 			dl = last_tick + 200;
-		/* Between ticks, a cheap check every EVENT_POLL_MS: a job list
-		 * that changed (a priority update, a job started or ended) is
-		 * acted on at once. */
+		/* Between ticks, a cheap check every EVENT_POLL_MS: a change of
+		 * an elastic job or grant (a priority update, a job started or
+		 * ended) is acted on at once. */
 		int event = 0;
 		if (now >= next_event) {
 			next_event =
@@ -422,7 +425,17 @@ static int _start_process(struct ed_daemon *d)
 	return 0;
 }
 
-/* libslurm, munge, the channel and the controller. */
+static int _metrics_fill(void *m, struct pollfd *pf, int max)
+{
+	return ed_metrics_pollfds(m, pf, max);
+}
+
+static void _metrics_ready(void *m, const struct pollfd *pf, int n)
+{
+	ed_metrics_handle(m, pf, n);
+}
+
+/* libslurm, munge, the channel, the controller and the metrics endpoint. */
 static int _start_controller(struct ed_daemon *d)
 {
 	elastic_error_t err = {""};
@@ -455,6 +468,18 @@ static int _start_controller(struct ed_daemon *d)
 		return -1;
 	}
 	ed_channel_set_handlers(d->ch, &ed_ctl_handlers, d->ctl);
+	if (d->conf.metrics_address && *d->conf.metrics_address) {
+		d->metrics = ed_metrics_create(d->conf.metrics_address, ed_ctl_metrics,
+					       d->ctl, &err);
+		if (!d->metrics) {
+			ed_error("%s", err.text);
+			return -1;
+		}
+		struct ed_poll_extra x = {_metrics_fill, _metrics_ready, d->metrics};
+		ed_channel_set_extra(d->ch, &x);
+		ed_info("serving OpenMetrics on %s (port %d), GET /metrics",
+			d->conf.metrics_address, ed_metrics_port(d->metrics));
+	}
 	return 0;
 }
 
@@ -529,13 +554,13 @@ int main(int argc, char **argv)
 	if (_start_process(&d) < 0 || _start_controller(&d) < 0 ||
 	    _become_slurm_user() < 0)
 		goto out;
-	ed_info("started (pid %d): listening on %s:%d, tick %ld s, policy %s, grant QOS '%s', prefix '%s', SlurmUser uid %u, running as %s%s",
+	ed_info("started (pid %d): listening on %s:%d, tick %ld s, policy %s, grant QOS '%s', prefix '%s', SlurmUser uid %u, running as %s, job queries %s%s",
 		(int)getpid(),
 		d.conf.controller_host && *d.conf.controller_host ? d.conf.controller_host
 								  : "*",
 		ed_channel_port(d.ch), d.conf.tick_seconds,
 		_mode_name(d.conf.policy_mode), d.cc.grant_qos, d.cc.grant_prefix,
-		(unsigned)ed_slurm_user(), _whoami(who, sizeof(who)),
+		(unsigned)ed_slurm_user(), _whoami(who, sizeof(who)), ed_slurm_query_mode(),
 		d.opt.dry ? ", DRY RUN" : "");
 	if (loaded == 1)
 		ed_info("%s not found: the built-in defaults (see elasticd -t)",
@@ -546,6 +571,7 @@ int main(int argc, char **argv)
 	_run(&d);
 	rc = 0;
 out:
+	ed_metrics_destroy(d.metrics);
 	ed_ctl_destroy(d.ctl);
 	ed_channel_destroy(d.ch);
 	elastic_auth_destroy(d.auth);

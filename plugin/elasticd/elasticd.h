@@ -22,6 +22,7 @@
 
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -105,9 +106,12 @@ uid_t ed_slurm_user(void);
 int ed_slurm_snapshot(const char *grant_prefix, struct ed_snapshot *s,
 		      elastic_error_t *err);
 void ed_snapshot_free(struct ed_snapshot *s);
-/* 1 if slurmctld's job list changed since the last snapshot, 0 if not or
- * when slurmctld does not answer: a cheap RPC for reacting between ticks. */
+/* 1 if what elasticd acts on changed since the last snapshot, 0 if not or
+ * when slurmctld does not answer: cheap RPCs for reacting between ticks (the
+ * elastic jobs and grants only; all jobs with ELASTICD_QUERY=full). */
 int ed_slurm_jobs_changed(void);
+/* "targeted" or "full" (ELASTICD_QUERY=full, or no job-state RPC). */
+const char *ed_slurm_query_mode(void);
 int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
 			  const char *prefix, const char *qos, uint32_t *grant_id,
 			  elastic_error_t *err);
@@ -192,6 +196,33 @@ int ed_channel_job_connected(const ed_channel_t *ch, uint32_t job);
 /* Close a job's connection (its job ended). */
 void ed_channel_drop_job(ed_channel_t *ch, uint32_t job);
 
+/* Other sockets the channel's poll watches (the metrics endpoint): fill adds
+ * up to max pollfds and returns how many; ready gets them back after the
+ * poll, revents set. */
+struct pollfd;
+struct ed_poll_extra {
+	int (*fill)(void *arg, struct pollfd *pf, int max);
+	void (*ready)(void *arg, const struct pollfd *pf, int n);
+	void *arg;
+};
+void ed_channel_set_extra(ed_channel_t *ch, const struct ed_poll_extra *x);
+/* Connections open now (bound to a job or not). */
+int ed_channel_connections(const ed_channel_t *ch);
+
+/* ---- the metrics endpoint (metrics.c, http.c) ---- */
+typedef struct ed_metrics ed_metrics_t;
+/* Writes the OpenMetrics text (ending with "# EOF") to f. */
+typedef void (*ed_metrics_render_fn)(void *arg, FILE *f);
+/* Listen on addr ("host:port", "[v6]:port", ":port"); render makes the text
+ * of each GET /metrics. */
+ed_metrics_t *ed_metrics_create(const char *addr, ed_metrics_render_fn render, void *arg,
+				elastic_error_t *err);
+void ed_metrics_destroy(ed_metrics_t *m);
+int ed_metrics_port(const ed_metrics_t *m);
+/* struct ed_poll_extra's fill and ready. */
+int ed_metrics_pollfds(ed_metrics_t *m, struct pollfd *pf, int max);
+void ed_metrics_handle(ed_metrics_t *m, const struct pollfd *pf, int n);
+
 /* ---- the controller (ctl.c) ---- */
 struct ed_ctl_conf {
 	char grant_prefix[ED_NAME_MAX];
@@ -217,5 +248,8 @@ uint64_t ed_ctl_next_deadline(const struct ed_ctl *ctl);
 /* 1 while a change is under way (a release not done, a job growing or
  * shrinking): the main loop then looks for slurmctld's events more often. */
 int ed_ctl_busy(const struct ed_ctl *ctl);
+/* The OpenMetrics text of the controller's state (ed_metrics_render_fn, arg
+ * the ed_ctl). */
+void ed_ctl_metrics(void *ctl, FILE *f);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* plugin/elasticd/slurm.c: elasticd's only libslurm caller: snapshot, grant
- * submit/mark/cancel. */
+ * submit/mark/cancel, and what it asks slurmctld to get them. */
 #include "config.h"
 
 #include <errno.h>
@@ -64,9 +64,66 @@ static int _kill_job(uint32_t id, uint16_t sig)
 #endif
 }
 
+static int _load_one(uint32_t id, job_info_msg_t **m, uint16_t flags)
+{
+#ifdef HAVE_SLURM_LOAD_JOB_STEP_ID
+	slurm_step_id_t s = {0};
+	s.job_id = id;
+	s.step_het_comp = NO_VAL;
+	s.step_id = NO_VAL;
+	return slurm_load_job(m, s, flags);
+#else
+	return slurm_load_job(m, id, flags);
+#endif
+}
+
 static uid_t _slurm_user;
 static time_t _jobs_seen; /* last_update of the last job list loaded */
 static uint64_t _jobs_fp; /* fingerprint of that list (see _fingerprint) */
+
+/* How elasticd asks for jobs. Targeted (the default): per tick the nodes,
+ * one job-state RPC for the ids after the last job seen (new jobs: Slurm
+ * numbers them in order), and one load per new job, per elastic job and per
+ * grant; between ticks only the elastic jobs and grants. slurmctld's work
+ * then grows with elasticd's own jobs and the new ones, not with the queue.
+ * ELASTICD_QUERY=full: the whole job list per tick and the change check
+ * against it (the way before, for benches; and the fallback when the
+ * job-state RPC fails or is missing). */
+static int _query_full;
+/* Targeted: many jobs never read (a first tick, a restart) are read in one
+ * job list rather than one load each. */
+#define TARGETED_MAX_LOADS 64
+/* A job is remembered as of no interest only once this old: a site may tag
+ * a job by hand just after sbatch (as the tests do without the plugins). */
+#define OTHER_AFTER_S 5
+/* And the whole list is read again this often: for a job tagged later by
+ * hand, ids that jumped (scontrol's --jobid, MaxJobId wrapping). At 9,000
+ * jobs that is one list (tens of ms of slurmctld) in 2 minutes. */
+#define FULL_EVERY_S 120
+/* Ids asked for at once after the last one seen. */
+#define PROBE_IDS 256
+static time_t _full_at; /* when the whole list was read last */
+/* Without SHOW_LOCAL every job load first asks for the federation
+ * (REQUEST_FED_INFO): one more RPC per load. elasticd acts on its own
+ * cluster. Full mode keeps the flags it always had. */
+static uint16_t _local;
+
+/* The id the next job submitted gets, as far as elasticd knows (0: not
+ * known; the whole list is read). */
+static uint32_t _next_id;
+/* Jobs found neither elastic nor grants but younger than OTHER_AFTER_S:
+ * read again. Older ones are not: tags and grant marks come at submission. */
+static uint32_t *_young;
+static int _nyoung;
+/* What the between-tick check watches: the elastic jobs and the grants of
+ * the last snapshot, and the fingerprint they had then (_watch_hash). */
+static uint32_t *_watch_jobs, *_watch_grants;
+static int _nwatch_jobs, _nwatch_grants, _watch_valid;
+/* Grants are asked about between ticks only while one is pending (its
+ * start is the next step of a grow): a running grant ends by elasticd's own
+ * cancel or its time limit, which the next tick sees. */
+static int _watch_grants_pending;
+static uint64_t _watch_fp, _watch_fp_grants;
 
 int ed_slurm_init(elastic_error_t *err)
 {
@@ -77,12 +134,29 @@ int ed_slurm_init(elastic_error_t *err)
 				       slurm_strerror(errno));
 	_slurm_user = c->slurm_user_id;
 	_free_conf(c);
+	const char *q = getenv("ELASTICD_QUERY");
+	_query_full = q && strcmp(q, "full") == 0;
+#if !HAVE_DECL_SLURM_LOAD_JOB_STATE
+	_query_full = 1;
+#endif
+	_local = _query_full ? 0 : SHOW_LOCAL;
 	return 0;
 }
 
 void ed_slurm_fini(void)
 {
+	free(_young);
+	free(_watch_jobs);
+	free(_watch_grants);
+	_young = _watch_jobs = _watch_grants = NULL;
+	_nyoung = _nwatch_jobs = _nwatch_grants = _watch_valid = 0;
+	_next_id = 0;
 	slurm_fini();
+}
+
+const char *ed_slurm_query_mode(void)
+{
+	return _query_full ? "full" : "targeted";
 }
 
 uid_t ed_slurm_user(void)
@@ -144,13 +218,19 @@ static int _job_places(const struct ed_snapshot *s, const slurm_job_info_t *ji,
 	return 0;
 }
 
-static int _load_nodes(struct ed_snapshot *s, elastic_error_t *err)
+/* The nodes; used[k]: GPUs allocated on node k by any job (its GresUsed). */
+static int _load_nodes(struct ed_snapshot *s, int **used, elastic_error_t *err)
 {
 	node_info_msg_t *nm = NULL;
-	if (slurm_load_node((time_t)0, &nm, SHOW_ALL) != SLURM_SUCCESS)
+	*used = NULL;
+	/* GresUsed comes only with SHOW_DETAIL. */
+	if (slurm_load_node((time_t)0, &nm, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
 		return elastic__errorf(err, "slurm_load_node: %s", slurm_strerror(errno));
 	s->nodes = calloc(nm->record_count + 1, sizeof(*s->nodes));
-	if (!s->nodes) {
+	*used = calloc(nm->record_count + 1, sizeof(**used));
+	if (!s->nodes || !*used) {
+		free(*used);
+		*used = NULL;
 		slurm_free_node_info_msg(nm);
 		return elastic__errorf(err, "out of memory");
 	}
@@ -160,6 +240,7 @@ static int _load_nodes(struct ed_snapshot *s, elastic_error_t *err)
 		uint32_t base = ni->node_state & NODE_STATE_BASE;
 		if (!ni->name)
 			continue;
+		(*used)[s->nnodes] = elastic__gres_gpus(ni->gres_used);
 		n = &s->nodes[s->nnodes++];
 		_copy(n->name, ni->name, sizeof(n->name));
 		n->gpus = elastic__gres_gpus(ni->gres);
@@ -248,125 +329,296 @@ static int _not_eligible(const slurm_job_info_t *ji)
 	}
 }
 
-int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t *err)
+static int _active(uint32_t state)
+{
+	uint32_t base = state & JOB_STATE_BASE;
+	return (base == JOB_RUNNING || base == JOB_PENDING) && !(state & JOB_COMPLETING);
+}
+
+enum { KIND_OTHER, KIND_ELASTIC, KIND_GRANT };
+
+static int _kind(const slurm_job_info_t *ji, const char *prefix)
+{
+	uint64_t release_by;
+	if (!_active(ji->job_state))
+		return KIND_OTHER;
+	if (elastic_tag_is_tag(ji->admin_comment))
+		return KIND_ELASTIC;
+	if (_grant_of(ji, prefix, &release_by))
+		return KIND_GRANT;
+	return KIND_OTHER;
+}
+
+/* What the between-tick check compares, per watched job: of an elastic job
+ * what _fingerprint takes; of a grant its state (the job-state RPC's). The
+ * sum does not depend on the order slurmctld answers in. */
+static uint64_t _watch_hash_job(const slurm_job_info_t *ji)
+{
+	job_info_msg_t one = {.record_count = 1, .job_array = (slurm_job_info_t *)ji};
+	return _fingerprint(&one);
+}
+
+static uint64_t _watch_hash_grant(uint32_t id, uint32_t state)
+{
+	uint64_t h = _fnv(14695981039346656037ULL, &id, sizeof(id));
+	return _fnv(h, &state, sizeof(state));
+}
+
+static int _has(const uint32_t *v, int n, uint32_t id)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == id)
+			return 1;
+	return 0;
+}
+
+/* The jobs one snapshot reads: the whole list, or targeted loads. */
+struct jobset {
+	const slurm_job_info_t **v;
+	uint32_t n, cap;
+	job_info_msg_t **msgs;
+	int nmsgs, capmsgs;
+	int full; /* v is slurmctld's whole job list */
+};
+
+static void _jobset_free(struct jobset *J)
+{
+	for (int i = 0; i < J->nmsgs; i++)
+		slurm_free_job_info_msg(J->msgs[i]);
+	free(J->msgs);
+	free(J->v);
+	memset(J, 0, sizeof(*J));
+}
+
+/* Adds m's jobs to J, which then owns m (freed with J even on failure). */
+static int _jobset_add(struct jobset *J, job_info_msg_t *m)
+{
+	if (J->nmsgs == J->capmsgs) {
+		int cap = J->capmsgs ? 2 * J->capmsgs : 16;
+		job_info_msg_t **nm = realloc(J->msgs, cap * sizeof(*nm));
+		if (!nm) {
+			slurm_free_job_info_msg(m);
+			return -1;
+		}
+		J->msgs = nm;
+		J->capmsgs = cap;
+	}
+	J->msgs[J->nmsgs++] = m;
+	if (J->n + m->record_count > J->cap) {
+		uint32_t cap = J->cap ? 2 * J->cap : 64;
+		while (cap < J->n + m->record_count)
+			cap *= 2;
+		const slurm_job_info_t **nv = realloc(J->v, cap * sizeof(*nv));
+		if (!nv)
+			return -1;
+		J->v = nv;
+		J->cap = cap;
+	}
+	for (uint32_t i = 0; i < m->record_count; i++)
+		J->v[J->n++] = &m->job_array[i];
+	return 0;
+}
+
+static int _jobset_full(struct jobset *J, elastic_error_t *err)
 {
 	job_info_msg_t *jm = NULL;
-	int *kind;
-
-	memset(s, 0, sizeof(*s));
-	if (_load_nodes(s, err) < 0)
-		return -1;
-	if (slurm_load_jobs((time_t)0, &jm, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) {
-		elastic__errorf(err, "slurm_load_jobs: %s", slurm_strerror(errno));
-		ed_snapshot_free(s);
-		return -1;
-	}
+	if (slurm_load_jobs((time_t)0, &jm, SHOW_ALL | SHOW_DETAIL | _local) !=
+	    SLURM_SUCCESS)
+		return elastic__errorf(err, "slurm_load_jobs: %s", slurm_strerror(errno));
 	_jobs_seen = jm->last_update;
 	_jobs_fp = _fingerprint(jm);
-	s->jobs = calloc(jm->record_count + 1, sizeof(*s->jobs));
-	s->grants = calloc(jm->record_count + 1, sizeof(*s->grants));
-	kind = calloc(jm->record_count + 1, sizeof(*kind));
-	if (!s->jobs || !s->grants || !kind) {
-		free(kind);
-		slurm_free_job_info_msg(jm);
-		ed_snapshot_free(s);
+	_full_at = time(NULL);
+	J->full = 1;
+	if (_jobset_add(J, jm) < 0)
 		return elastic__errorf(err, "out of memory");
-	}
-	for (uint32_t i = 0; i < jm->record_count; i++) {
-		slurm_job_info_t *ji = &jm->job_array[i];
-		uint32_t base = ji->job_state & JOB_STATE_BASE;
-		int completing = (ji->job_state & JOB_COMPLETING) != 0;
-		int active = (base == JOB_RUNNING || base == JOB_PENDING) && !completing;
-		uint64_t release_by;
-		uint32_t served;
+	return 0;
+}
 
-		if (active && elastic_tag_is_tag(ji->admin_comment)) {
-			struct elastic_request req;
-			if (_not_eligible(ji))
-				continue;
-			elastic_error_t terr;
-			struct ed_job *j;
-			if (elastic_tag_parse(ji->admin_comment, &req, &terr) < 0) {
-				ed_error("job %u: bad elastic tag '%s': %s (ignored)",
-					 ji->job_id, ji->admin_comment, terr.text);
-				continue;
-			}
-			j = &s->jobs[s->njobs];
-			j->id = ji->job_id;
-			j->uid = ji->user_id;
-			j->gid = ji->group_id;
-			_copy(j->user, ji->user_name, sizeof(j->user));
-			if (!j->user[0]) {
-				struct passwd pw, *pr = NULL;
-				char pwbuf[1024];
-				if (getpwuid_r(j->uid, &pw, pwbuf, sizeof(pwbuf), &pr) ==
-					    0 &&
-				    pr)
-					_copy(j->user, pr->pw_name, sizeof(j->user));
-				else
-					snprintf(j->user, sizeof(j->user), "%u",
-						 (unsigned)j->uid);
-			}
-			_copy(j->account, ji->account, sizeof(j->account));
-			_copy(j->partition, ji->partition, sizeof(j->partition));
-			j->running = base == JOB_RUNNING;
-			j->min = (int)req.min_gpus;
-			j->max = (int)req.max_gpus;
-			j->grace = (int)req.grace;
-			j->weight = (int)req.weight;
-			j->sizes_kind = req.sizes.kind;
-			j->nsizes =
-				req.sizes.n < ED_SIZES_MAX ? req.sizes.n : ED_SIZES_MAX;
-			for (int k = 0; k < j->nsizes; k++)
-				j->sizes[k] = (int)req.sizes.v[k];
-			j->priority = ji->priority;
-			j->submit = ji->submit_time;
-			j->start = j->running ? ji->start_time : 0;
-			j->time_limit = ji->time_limit;
-			if (j->running && _job_places(s, ji, &j->lead, &j->nlead) < 0) {
-				ed_error("job %u: cannot read its node list '%s'",
-					 ji->job_id, ji->nodes);
-				continue;
-			}
-			kind[i] = 1;
-			s->njobs++;
-		} else if (active && (served = _grant_of(ji, prefix, &release_by))) {
-			struct ed_grant *g = &s->grants[s->ngrants++];
-			g->id = ji->job_id;
-			g->job = served;
-			g->uid = ji->user_id;
-			g->release_by_ms = release_by;
-			g->state =
-				base == JOB_RUNNING ? ED_GRANT_RUNNING : ED_GRANT_PENDING;
-			g->start = g->state == ED_GRANT_RUNNING ? ji->start_time : 0;
-			g->node = -1;
-			if (g->state == ED_GRANT_RUNNING) {
-				struct ed_place *pl;
-				int npl;
-				if (_job_places(s, ji, &pl, &npl) == 0) {
-					if (npl > 0) {
-						g->node = pl[0].node;
-						g->gpus = pl[0].gpus;
-					}
-					free(pl);
-				}
-			} else {
-				g->gpus = elastic__gres_gpus(ji->tres_per_node);
-				if (ji->req_nodes)
-					g->node = _node_index(s, ji->req_nodes);
-			}
-			kind[i] = 2;
+#if HAVE_DECL_SLURM_LOAD_JOB_STATE
+/* Adds to ids (room for PROBE_IDS more) the active jobs among the PROBE_IDS
+ * ids from _next_id, and moves _next_id past the last one found. Returns
+ * the count added, or -1 when the RPC failed; *more: the last id found is
+ * in the upper half (more may follow). */
+static int _probe(uint32_t *ids, int *more)
+{
+	slurm_selected_step_t sel[PROBE_IDS];
+	job_state_response_msg_t *st = NULL;
+	uint32_t top = 0;
+	int n = 0;
+
+	for (int k = 0; k < PROBE_IDS; k++) {
+		sel[k] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
+		sel[k].step_id.job_id = _next_id + (uint32_t)k;
+	}
+	if (slurm_load_job_state(PROBE_IDS, sel, &st) != SLURM_SUCCESS)
+		return -1;
+	for (uint32_t i = 0; i < st->jobs_count; i++) {
+		uint32_t id = st->jobs[i].job_id;
+		if (id < _next_id || id >= _next_id + PROBE_IDS)
+			continue; /* another task of an array asked for */
+		if (id > top)
+			top = id;
+		if (_active(st->jobs[i].state) && !_has(ids, n, id))
+			ids[n++] = id;
+	}
+	slurm_free_job_state_response_msg(st);
+	*more = top >= _next_id + PROBE_IDS / 2;
+	if (top)
+		_next_id = top + 1;
+	return n;
+}
+#endif
+
+/* Targeted: the new jobs (probed by id), the watched elastic jobs and
+ * grants and the young jobs, each loaded. Replaces _young. -1 (nothing
+ * kept) when a whole list is the better question: the RPC failed, nothing
+ * was read yet, the next id is not known, it is time for the periodic
+ * whole read, or too many jobs are new. */
+static int _jobset_targeted(struct jobset *J, const char *prefix)
+{
+#if HAVE_DECL_SLURM_LOAD_JOB_STATE
+	int cap =
+		_nwatch_jobs + _nwatch_grants + _nyoung + TARGETED_MAX_LOADS + PROBE_IDS;
+	uint32_t *ids = NULL, *young = NULL;
+	int n = 0, nyoung = 0, nnew = 0, more = 1, got;
+	time_t now = time(NULL);
+
+	if (!_watch_valid || !_next_id || now >= _full_at + FULL_EVERY_S)
+		return -1;
+	ids = malloc(cap * sizeof(*ids));
+	young = malloc(cap * sizeof(*young));
+	if (!ids || !young)
+		goto fail;
+	for (int i = 0; i < _nwatch_jobs; i++)
+		ids[n++] = _watch_jobs[i];
+	for (int i = 0; i < _nwatch_grants; i++)
+		ids[n++] = _watch_grants[i];
+	for (int i = 0; i < _nyoung; i++)
+		ids[n++] = _young[i];
+	while (more) {
+		if ((got = _probe(ids + n, &more)) < 0)
+			goto fail;
+		n += got;
+		nnew += got;
+		if (nnew > TARGETED_MAX_LOADS)
+			goto fail;
+	}
+	for (int i = 0; i < n; i++) {
+		job_info_msg_t *m = NULL;
+		int interesting = 0, fresh = 0;
+		if (_load_one(ids[i], &m, SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) !=
+		    SLURM_SUCCESS)
+			continue; /* ended and purged since */
+		for (uint32_t r = 0; r < m->record_count; r++) {
+			if (_kind(&m->job_array[r], prefix) != KIND_OTHER)
+				interesting = 1;
+			else if (_active(m->job_array[r].job_state) &&
+				 m->job_array[r].submit_time + OTHER_AFTER_S > now)
+				fresh = 1;
+		}
+		if (!interesting) {
+			if (fresh)
+				young[nyoung++] = ids[i];
+			slurm_free_job_info_msg(m);
+		} else if (_jobset_add(J, m) < 0) {
+			goto fail;
 		}
 	}
-	/* GPUs of every other running job are busy for the policy. Those of
-	 * a job completing (e.g. a grant just cancelled) are not: they are
-	 * about to be free, and a grant submitted onto them starts then. */
-	for (uint32_t i = 0; i < jm->record_count; i++) {
-		slurm_job_info_t *ji = &jm->job_array[i];
+	free(ids);
+	free(_young);
+	_young = young;
+	_nyoung = nyoung;
+	return 0;
+fail:
+	free(ids);
+	free(young);
+	_jobset_free(J);
+	return -1;
+#else
+	(void)J;
+	(void)prefix;
+	return -1;
+#endif
+}
+
+/* After a whole list in targeted mode: the next id (after the job
+ * submitted last: ids wrap at MaxJobId) and the young jobs of no interest. */
+static void _probe_from(const struct jobset *J, const int *kind)
+{
+	uint32_t *v = malloc((J->n + 1) * sizeof(*v));
+	const slurm_job_info_t *last = NULL;
+	int n = 0;
+	time_t now = time(NULL);
+
+	if (!v) {
+		_next_id = 0; /* the next tick reads the whole list again */
+		return;
+	}
+	for (uint32_t i = 0; i < J->n; i++) {
+		const slurm_job_info_t *ji = J->v[i];
+		if (!last || ji->submit_time > last->submit_time ||
+		    (ji->submit_time == last->submit_time && ji->job_id > last->job_id))
+			last = ji;
+		if (!kind[i] && _active(ji->job_state) &&
+		    ji->submit_time + OTHER_AFTER_S > now)
+			v[n++] = ji->job_id;
+	}
+	_next_id = last ? last->job_id + 1 : 0;
+	free(_young);
+	_young = v;
+	_nyoung = n;
+}
+
+/* The elastic jobs and grants the between-tick check watches, and their
+ * fingerprint now. */
+static void _watch_from(const struct jobset *J, const int *kind)
+{
+	uint32_t *wj = malloc((J->n + 1) * sizeof(*wj));
+	uint32_t *wg = malloc((J->n + 1) * sizeof(*wg));
+	int nj = 0, ng = 0, pending = 0;
+	uint64_t fp = 0, fpg = 0;
+
+	_watch_valid = 0;
+	if (!wj || !wg) {
+		free(wj);
+		free(wg);
+		return;
+	}
+	for (uint32_t i = 0; i < J->n; i++) {
+		if (kind[i] == KIND_ELASTIC) {
+			wj[nj++] = J->v[i]->job_id;
+			fp += _watch_hash_job(J->v[i]);
+		} else if (kind[i] == KIND_GRANT) {
+			wg[ng++] = J->v[i]->job_id;
+			fpg += _watch_hash_grant(J->v[i]->job_id, J->v[i]->job_state);
+			pending += (J->v[i]->job_state & JOB_STATE_BASE) == JOB_PENDING;
+		}
+	}
+	free(_watch_jobs);
+	free(_watch_grants);
+	_watch_jobs = wj;
+	_watch_grants = wg;
+	_nwatch_jobs = nj;
+	_nwatch_grants = ng;
+	_watch_fp = fp;
+	_watch_fp_grants = fpg;
+	_watch_grants_pending = pending;
+	_watch_valid = 1;
+}
+
+/* GPUs of every other running job are busy for the policy. Those of a job
+ * completing (e.g. a grant just cancelled) are not: they are about to be
+ * free, and a grant submitted onto them starts then. From the whole list:
+ * the other jobs' own GPUs. */
+static void _busy_from_jobs(struct ed_snapshot *s, const struct jobset *J,
+			    const int *taken)
+{
+	for (uint32_t i = 0; i < J->n; i++) {
+		const slurm_job_info_t *ji = J->v[i];
 		uint32_t base = ji->job_state & JOB_STATE_BASE;
 		struct ed_place *pl;
 		int npl;
-		if (kind[i] || (ji->job_state & JOB_COMPLETING) ||
+		if (taken[i] || (ji->job_state & JOB_COMPLETING) ||
 		    !(base == JOB_RUNNING || base == JOB_SUSPENDED))
 			continue;
 		if (_job_places(s, ji, &pl, &npl) < 0)
@@ -374,6 +626,149 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 		for (int k = 0; k < npl; k++)
 			s->nodes[pl[k].node].busy += pl[k].gpus;
 		free(pl);
+	}
+}
+
+/* Targeted: what slurmctld counts allocated on each node (GresUsed, which a
+ * completing job no longer holds) less what the elastic jobs and their
+ * running grants hold there. */
+static void _busy_from_nodes(struct ed_snapshot *s, const int *used)
+{
+	for (int k = 0; k < s->nnodes; k++)
+		s->nodes[k].busy = used[k];
+	for (int i = 0; i < s->njobs; i++)
+		for (int q = 0; q < s->jobs[i].nlead; q++)
+			s->nodes[s->jobs[i].lead[q].node].busy -= s->jobs[i].lead[q].gpus;
+	for (int g = 0; g < s->ngrants; g++)
+		if (s->grants[g].node >= 0 && s->grants[g].state == ED_GRANT_RUNNING)
+			s->nodes[s->grants[g].node].busy -= s->grants[g].gpus;
+	for (int k = 0; k < s->nnodes; k++)
+		if (s->nodes[k].busy < 0)
+			s->nodes[k].busy = 0;
+}
+
+/* One elastic job of the snapshot from its record; 0 added, -1 skipped. */
+static int _add_job(struct ed_snapshot *s, const slurm_job_info_t *ji)
+{
+	struct elastic_request req;
+	elastic_error_t terr;
+	struct ed_job *j;
+	uint32_t base = ji->job_state & JOB_STATE_BASE;
+
+	if (_not_eligible(ji))
+		return -1;
+	if (elastic_tag_parse(ji->admin_comment, &req, &terr) < 0) {
+		ed_error("job %u: bad elastic tag '%s': %s (ignored)", ji->job_id,
+			 ji->admin_comment, terr.text);
+		return -1;
+	}
+	j = &s->jobs[s->njobs];
+	memset(j, 0, sizeof(*j));
+	j->id = ji->job_id;
+	j->uid = ji->user_id;
+	j->gid = ji->group_id;
+	_copy(j->user, ji->user_name, sizeof(j->user));
+	if (!j->user[0]) {
+		struct passwd pw, *pr = NULL;
+		char pwbuf[1024];
+		if (getpwuid_r(j->uid, &pw, pwbuf, sizeof(pwbuf), &pr) == 0 && pr)
+			_copy(j->user, pr->pw_name, sizeof(j->user));
+		else
+			snprintf(j->user, sizeof(j->user), "%u", (unsigned)j->uid);
+	}
+	_copy(j->account, ji->account, sizeof(j->account));
+	_copy(j->partition, ji->partition, sizeof(j->partition));
+	j->running = base == JOB_RUNNING;
+	j->min = (int)req.min_gpus;
+	j->max = (int)req.max_gpus;
+	j->grace = (int)req.grace;
+	j->weight = (int)req.weight;
+	j->sizes_kind = req.sizes.kind;
+	j->nsizes = req.sizes.n < ED_SIZES_MAX ? req.sizes.n : ED_SIZES_MAX;
+	for (int k = 0; k < j->nsizes; k++)
+		j->sizes[k] = (int)req.sizes.v[k];
+	j->priority = ji->priority;
+	j->submit = ji->submit_time;
+	j->start = j->running ? ji->start_time : 0;
+	j->time_limit = ji->time_limit;
+	if (j->running && _job_places(s, ji, &j->lead, &j->nlead) < 0) {
+		ed_error("job %u: cannot read its node list '%s'", ji->job_id, ji->nodes);
+		return -1;
+	}
+	s->njobs++;
+	return 0;
+}
+
+/* One grant of the snapshot from its record. */
+static void _add_grant(struct ed_snapshot *s, const slurm_job_info_t *ji,
+		       const char *prefix)
+{
+	uint64_t release_by;
+	uint32_t served = _grant_of(ji, prefix, &release_by);
+	uint32_t base = ji->job_state & JOB_STATE_BASE;
+	struct ed_grant *g = &s->grants[s->ngrants++];
+
+	memset(g, 0, sizeof(*g));
+	g->id = ji->job_id;
+	g->job = served;
+	g->uid = ji->user_id;
+	g->release_by_ms = release_by;
+	g->state = base == JOB_RUNNING ? ED_GRANT_RUNNING : ED_GRANT_PENDING;
+	g->start = g->state == ED_GRANT_RUNNING ? ji->start_time : 0;
+	g->node = -1;
+	if (g->state == ED_GRANT_RUNNING) {
+		struct ed_place *pl;
+		int npl;
+		if (_job_places(s, ji, &pl, &npl) == 0) {
+			if (npl > 0) {
+				g->node = pl[0].node;
+				g->gpus = pl[0].gpus;
+			}
+			free(pl);
+		}
+	} else {
+		g->gpus = elastic__gres_gpus(ji->tres_per_node);
+		if (ji->req_nodes)
+			g->node = _node_index(s, ji->req_nodes);
+	}
+}
+
+int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t *err)
+{
+	struct jobset J = {0};
+	int *kind = NULL, *taken = NULL, *used = NULL;
+
+	memset(s, 0, sizeof(*s));
+	if (_load_nodes(s, &used, err) < 0)
+		return -1;
+	if ((_query_full || _jobset_targeted(&J, prefix) < 0) &&
+	    _jobset_full(&J, err) < 0)
+		goto fail;
+	s->jobs = calloc(J.n + 1, sizeof(*s->jobs));
+	s->grants = calloc(J.n + 1, sizeof(*s->grants));
+	kind = calloc(J.n + 1, sizeof(*kind));
+	taken = calloc(J.n + 1, sizeof(*taken));
+	if (!s->jobs || !s->grants || !kind || !taken) {
+		elastic__errorf(err, "out of memory");
+		goto fail;
+	}
+	for (uint32_t i = 0; i < J.n; i++) {
+		kind[i] = _kind(J.v[i], prefix);
+		if (kind[i] == KIND_ELASTIC)
+			taken[i] = _add_job(s, J.v[i]) == 0;
+		else if (kind[i] == KIND_GRANT) {
+			_add_grant(s, J.v[i], prefix);
+			taken[i] = 1;
+		}
+	}
+	if (_query_full)
+		_busy_from_jobs(s, &J, taken);
+	else
+		_busy_from_nodes(s, used);
+	if (!_query_full) {
+		if (J.full)
+			_probe_from(&J, kind);
+		_watch_from(&J, kind);
 	}
 	/* A node that takes no new work (down, drained, not responding)
 	 * offers only the GPUs its running jobs hold: nothing grows there, and
@@ -398,11 +793,20 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 		if (s->nodes[k].busy > s->nodes[k].gpus)
 			s->nodes[k].busy = s->nodes[k].gpus;
 	free(kind);
-	slurm_free_job_info_msg(jm);
+	free(taken);
+	free(used);
+	_jobset_free(&J);
 	return 0;
+fail:
+	free(kind);
+	free(taken);
+	free(used);
+	_jobset_free(&J);
+	ed_snapshot_free(s);
+	return -1;
 }
 
-int ed_slurm_jobs_changed(void)
+static int _jobs_changed_full(void)
 {
 	job_info_msg_t *jm = NULL;
 	time_t now = time(NULL);
@@ -428,6 +832,55 @@ int ed_slurm_jobs_changed(void)
 	changed = _fingerprint(jm) != _jobs_fp;
 	slurm_free_job_info_msg(jm);
 	return changed;
+}
+
+/* Targeted: each watched elastic job's record (its priority, reason, state,
+ * nodes) and, while one is pending, the grants' states in one job-state
+ * RPC. Jobs that are neither are not asked about: one that ends frees GPUs
+ * for the next tick. */
+static int _jobs_changed_watched(void)
+{
+	uint64_t fp = 0, fpg = 0;
+
+	if (!_watch_valid)
+		return 1;
+	for (int i = 0; i < _nwatch_jobs; i++) {
+		job_info_msg_t *m = NULL;
+		if (_load_one(_watch_jobs[i], &m, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS)
+			return errno == ESLURM_INVALID_JOB_ID; /* gone; or no answer */
+		for (uint32_t r = 0; r < m->record_count; r++)
+			if (m->job_array[r].job_id == _watch_jobs[i])
+				fp += _watch_hash_job(&m->job_array[r]);
+		slurm_free_job_info_msg(m);
+	}
+#if HAVE_DECL_SLURM_LOAD_JOB_STATE
+	if (_nwatch_grants && _watch_grants_pending) {
+		slurm_selected_step_t *sel = calloc(_nwatch_grants, sizeof(*sel));
+		job_state_response_msg_t *st = NULL;
+		if (!sel)
+			return 0;
+		for (int i = 0; i < _nwatch_grants; i++) {
+			sel[i] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
+			sel[i].step_id.job_id = _watch_grants[i];
+		}
+		if (slurm_load_job_state(_nwatch_grants, sel, &st) != SLURM_SUCCESS) {
+			free(sel);
+			return errno == ESLURM_INVALID_JOB_ID;
+		}
+		free(sel);
+		for (uint32_t i = 0; i < st->jobs_count; i++)
+			fpg += _watch_hash_grant(st->jobs[i].job_id, st->jobs[i].state);
+		slurm_free_job_state_response_msg(st);
+		if (fpg != _watch_fp_grants)
+			return 1;
+	}
+#endif
+	return fp != _watch_fp;
+}
+
+int ed_slurm_jobs_changed(void)
+{
+	return _query_full ? _jobs_changed_full() : _jobs_changed_watched();
 }
 
 void ed_snapshot_free(struct ed_snapshot *s)

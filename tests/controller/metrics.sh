@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/controller/metrics.sh: elasticd's OpenMetrics endpoint (MetricsAddress)
+# scraped by a real Prometheus (Debian's package, run without systemd) and
+# checked by promtool, with one elastic job alone on 2 nodes x 4 GPUs (8 GPUs,
+# its grants running); then bad requests get their error codes, a silent
+# client does not block a scrape, and elasticd lives on.
+. "${top_srcdir:-/src}/tests/lib.sh"
+. "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
+command -v prometheus >/dev/null && command -v promtool >/dev/null ||
+	t_skip "prometheus and promtool not installed (Debian package prometheus)"
+ctl_setup
+ctl_conf PolicyMode=priority "MetricsAddress=127.0.0.1:0"
+ctl_block_nodes node3 node4
+ctl_start
+port=$(sed -n 's/.*serving OpenMetrics on .* (port \([0-9]*\)).*/\1/p' "$T_DIR/elasticd.log")
+[ -n "$port" ] || t_fail "elasticd does not say where it serves OpenMetrics"
+t_log "OpenMetrics on 127.0.0.1:$port"
+
+# GET PATH (or send RAW bytes): prints "CODE" then the body.
+http() { # path | --raw bytes
+	python3 - "$port" "$@" <<'PY'
+import socket, sys
+port, args = int(sys.argv[1]), sys.argv[2:]
+req = args[1].encode() if args[0] == "--raw" else ("GET %s HTTP/1.1\r\nHost: t\r\n\r\n" % args[0]).encode()
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+s.sendall(req)
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+head, _, body = data.partition(b"\r\n\r\n")
+print(head.split(b" ")[1].decode() if head else "none")
+sys.stdout.write(body.decode())
+PY
+}
+
+j1=$(ctl_job alice acct_a 1 8 10 5000)
+ctl_client alice "$j1"
+ctl_wait_split 30 "$j1=8"
+t_log "job $j1 alone: 8 GPUs after ${CTL_WAITED}s"
+
+# The scrape as elasticd serves it, once its state has caught up with squeue.
+end=$((SECONDS + 10))
+until http /metrics >"$T_DIR/scrape" && grep -q "^slurm_elastic_job_gpus{jobid=\"$j1\",user=\"alice\"} 8$" "$T_DIR/scrape"; do
+	[ $SECONDS -lt $end ] || { cat "$T_DIR/scrape"; t_fail "no slurm_elastic_job_gpus 8 for job $j1"; }
+	sleep 0.5
+done
+[ "$(head -n1 "$T_DIR/scrape")" = 200 ] || t_fail "GET /metrics: $(head -n1 "$T_DIR/scrape")"
+sed 1d "$T_DIR/scrape" >"$T_DIR/metrics.txt"
+t_grep "^slurm_elastic_job_gpus_target\{jobid=\"$j1\",user=\"alice\"\} 8$" "$T_DIR/metrics.txt" "the target"
+grants=$(ctl_grants "$j1" | grep -c RUNNING)
+t_grep "^slurm_elastic_job_grants\{jobid=\"$j1\",user=\"alice\"\} $grants$" "$T_DIR/metrics.txt" "the job's $grants grants"
+t_grep "^slurm_elastic_grants\{state=\"running\"\} $grants$" "$T_DIR/metrics.txt" "the running grants"
+t_grep "^slurm_elastic_gpus_free 0$" "$T_DIR/metrics.txt" "no free GPU"
+t_grep "^slurm_elastic_job_channel_connected\{jobid=\"$j1\",user=\"alice\"\} 1$" "$T_DIR/metrics.txt" "the channel up"
+t_grep "^slurm_elastic_channel_connections [1-9]" "$T_DIR/metrics.txt" "channel connections"
+t_grep "^slurm_elastic_job_step\{jobid=\"$j1\"," "$T_DIR/metrics.txt" "the job's step"
+t_grep "^# EOF$" "$T_DIR/metrics.txt" "the OpenMetrics end"
+promtool check metrics <"$T_DIR/metrics.txt" >"$T_DIR/promtool.out" 2>&1 ||
+	{ cat "$T_DIR/promtool.out"; t_fail "promtool check metrics refuses the scrape"; }
+t_log "promtool check metrics: ok ($(grep -c '^slurm_elastic' "$T_DIR/metrics.txt") samples)"
+grep "jobid=\"$j1\"" "$T_DIR/metrics.txt" | head -n 4 | sed 's/^/    /'
+
+# A real Prometheus scrapes it every second.
+ppport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$T_DIR/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: elasticd
+    static_configs:
+      - targets: ["127.0.0.1:$port"]
+YML
+prometheus --config.file="$T_DIR/prometheus.yml" --storage.tsdb.path="$T_DIR/tsdb" \
+	--web.listen-address="127.0.0.1:$ppport" >"$T_DIR/prometheus.log" 2>&1 &
+CTL_CLIENTS="$CTL_CLIENTS $!"
+query() { # promql -> first value or ""
+	python3 - "$ppport" "$1" <<'PY'
+import json, sys, urllib.parse, urllib.request
+port, q = sys.argv[1], sys.argv[2]
+try:
+    r = json.load(urllib.request.urlopen("http://127.0.0.1:%s/api/v1/query?query=%s" % (port, urllib.parse.quote(q)), timeout=5))
+    res = r["data"]["result"]
+    print(res[0]["value"][1] if res else "")
+except Exception:
+    print("")
+PY
+}
+end=$((SECONDS + 60))
+until [ "$(query "slurm_elastic_job_gpus{jobid=\"$j1\"}")" = 8 ]; do
+	[ $SECONDS -lt $end ] || { tail -n 20 "$T_DIR/prometheus.log"; t_fail "Prometheus has no slurm_elastic_job_gpus 8 for job $j1 after 60 s"; }
+	sleep 1
+done
+[ "$(query 'up{job="elasticd"}')" = 1 ] || t_fail "Prometheus says the elasticd target is not up"
+t_log "Prometheus $(prometheus --version 2>&1 | head -n1 | awk '{ print $3 }') scraped it: slurm_elastic_job_gpus{jobid=\"$j1\"} = 8, up = 1"
+
+# Bad requests: their codes, and elasticd serves on.
+[ "$(http / | head -n1)" = 404 ] || t_fail "GET / is not 404"
+[ "$(http --raw $'POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n' | head -n1)" = 405 ] || t_fail "POST is not 405"
+[ "$(http --raw $'GET /metrics HTTP/9\r\n\r\n' | head -n1)" = 400 ] || t_fail "HTTP/9 is not 400"
+[ "$(http --raw "GET /metrics HTTP/1.1"$'\r\n'"X: $(head -c 5000 /dev/zero | tr '\0' a)"$'\r\n\r\n' | head -n1)" = 431 ] ||
+	t_fail "a 5 kB head is not 431"
+# A client that connects and says nothing neither blocks a scrape nor stays.
+python3 -c "import socket, time; s = socket.create_connection(('127.0.0.1', $port)); time.sleep(8)" &
+silent=$!
+sleep 0.5
+t0=$(date +%s%N)
+[ "$(http /metrics | head -n1)" = 200 ] || t_fail "no scrape beside a silent client"
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $ms -lt 1000 ] || t_fail "a scrape beside a silent client took $ms ms"
+wait "$silent"
+ctl_alive || t_fail "elasticd died on bad requests"
+t_log "404, 405, 400 and 431 answered; a scrape beside a silent client took $ms ms; elasticd alive"
+exit 0
