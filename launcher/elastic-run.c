@@ -558,8 +558,24 @@ static int _rank_signals(void)
 	return -1;
 }
 
+/* Run the program (does not return unless exec fails, said on stderr). A
+ * re-form asked for before the program is ready (a Python rank spends
+ * seconds importing torch before elastic_init) must wait, not kill it:
+ * SIGUSR1 stays blocked, hence pending, across exec until libelastic has
+ * its handler and unblocks it. */
+static void _exec_program(char **argv)
+{
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	execvp(argv[0], argv);
+	fprintf(stderr, "elastic-run: cannot run %s: %s\n", argv[0], strerror(errno));
+}
+
 /* In the child: become the program (parent: the wrapper's pid). */
 static void _rank_exec(pid_t parent, char **argv) __attribute__((noreturn));
+
 static void _rank_exec(pid_t parent, char **argv)
 {
 	/* The program dies with its wrapper (a killed daemon kills us). */
@@ -573,16 +589,7 @@ static void _rank_exec(pid_t parent, char **argv)
 	signal(SIGCONT, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
 	signal(SIGALRM, SIG_DFL);
-	/* A re-form asked for before the program is ready (a Python rank
-	 * spends seconds importing torch before elastic_init) must wait,
-	 * not kill it: SIGUSR1 stays blocked, hence pending, across exec
-	 * until libelastic has its handler and unblocks it. */
-	sigset_t usr1;
-	sigemptyset(&usr1);
-	sigaddset(&usr1, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &usr1, NULL);
-	execvp(argv[0], argv);
-	fprintf(stderr, "elastic-run: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exec_program(argv);
 	_exit(127);
 }
 
@@ -719,14 +726,7 @@ static int _rank_in_step(int argc, char **argv)
 	setenv("CUDA_VISIBLE_DEVICES", c, 1);
 	if (_rank_devcheck() < 0)
 		return 1;
-	/* as _rank_exec: a re-form asked for before the program is ready
-	 * waits, pending, until libelastic unblocks SIGUSR1 */
-	sigset_t usr1;
-	sigemptyset(&usr1);
-	sigaddset(&usr1, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &usr1, NULL);
-	execvp(argv[0], argv);
-	fprintf(stderr, "elastic-run: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exec_program(argv);
 	return 127;
 }
 

@@ -288,6 +288,16 @@ gpu_blocker() { # [py]
 	[ "${1:-}" = py ] && [ $have_py = no ] && echo "$why_py"
 }
 
+# 0 when check $1 on device $2 may begin: time is left and, on cuda, a GPU
+# and the Python binding built for it are here (else it SKIPs, saying why).
+may_run() { # name device
+	local why
+	due "$1" || return 1
+	[ "$2" = cuda ] || return 0
+	why=$(gpu_blocker py)
+	[ -z "$why" ] || { skip "$1" "$why"; return 1; }
+}
+
 # A test script of the tree (tests/*/X.sh): exit 0/1/77 as PASS/FAIL/SKIP.
 c_tree_test() { # name script
 	local l rc
@@ -405,13 +415,9 @@ PY
 # Pinned host shadows (tests/device/shadows.py): after each commit, on a redo,
 # on a resume from a node snapshot. $1 = cpu or cuda.
 c_shadows() {
-	local dev=$1 name l why
+	local dev=$1 name l
 	name=shadows_$dev
-	due "$name" || return
-	if [ "$dev" = cuda ]; then
-		why=$(gpu_blocker py)
-		[ -z "$why" ] || { skip "$name" "$why"; return; }
-	fi
+	may_run "$name" "$dev" || return
 	l=$(log_of "$name")
 	rm -rf "$W/shm"/*
 	export ELASTIC_JOB_ID=device-shadows-$dev ELASTIC_SHM_DIR=$W/shm
@@ -431,13 +437,9 @@ c_shadows() {
 
 # Per-step cost of ElasticDataParallel against plain torch (tests/device/step_cost.py).
 c_step_cost() { # dev widths steps
-	local dev=$1 name l why w
+	local dev=$1 name l w
 	name=step_cost_$dev
-	due "$name" || return
-	if [ "$dev" = cuda ]; then
-		why=$(gpu_blocker py)
-		[ -z "$why" ] || { skip "$name" "$why"; return; }
-	fi
+	may_run "$name" "$dev" || return
 	l=$(log_of "$name")
 	: >"$l"
 	for w in $2; do
@@ -466,13 +468,9 @@ ddp_run() { # scenario device [VAR=value...]
 	cat "$(log_of "ddp_$dev")".$sc >>"$(log_of "ddp_$dev")"
 }
 c_ddp() { # device
-	local dev=$1 name l why sc
+	local dev=$1 name l sc
 	name=ddp_$dev
-	due "$name" || return
-	if [ "$dev" = cuda ]; then
-		why=$(gpu_blocker py)
-		[ -z "$why" ] || { skip "$name" "$why"; return; }
-	fi
+	may_run "$name" "$dev" || return
 	l=$(log_of "$name")
 	: >"$l"
 	rm -rf "$W/shm"/*
@@ -546,10 +544,8 @@ PY
 # Per-step cost of slurm_elastic.torch's DDP against torch's DDP over NCCL on the
 # same GPU (bench/ddp_step.py): ResNet widths 64 and 512 on 32x32 images, global batch 256.
 c_ddp_cost_cuda() {
-	local l why w r mode
-	due ddp_cost_cuda || return
-	why=$(gpu_blocker py)
-	[ -z "$why" ] || { skip ddp_cost_cuda "$why"; return; }
+	local l w r mode
+	may_run ddp_cost_cuda cuda || return
 	l=$(log_of ddp_cost_cuda)
 	: >"$l"
 	for w in 64 512; do
