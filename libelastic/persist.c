@@ -116,8 +116,8 @@ void elastic__persist_now(elastic_ctx_t *ctx)
  * stays, and the relaunch redoes the steps after it. */
 void elastic__persist_final(elastic_ctx_t *ctx)
 {
-	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT && !ctx->in_step && !ctx->completed &&
-	    !atomic_load(&ctx->applying))
+	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT && !ctx->in_step &&
+	    !ctx->completed && !atomic_load(&ctx->applying))
 		elastic__persist_now(ctx);
 }
 

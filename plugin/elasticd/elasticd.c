@@ -560,8 +560,8 @@ int main(int argc, char **argv)
 								  : "*",
 		ed_channel_port(d.ch), d.conf.tick_seconds,
 		_mode_name(d.conf.policy_mode), d.cc.grant_qos, d.cc.grant_prefix,
-		(unsigned)ed_slurm_user(), _whoami(who, sizeof(who)), ed_slurm_query_mode(),
-		d.opt.dry ? ", DRY RUN" : "");
+		(unsigned)ed_slurm_user(), _whoami(who, sizeof(who)),
+		ed_slurm_query_mode(), d.opt.dry ? ", DRY RUN" : "");
 	if (loaded == 1)
 		ed_info("%s not found: the built-in defaults (see elasticd -t)",
 			d.conf_path);
