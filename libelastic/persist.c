@@ -106,18 +106,9 @@ void elastic__persist_now(elastic_ctx_t *ctx)
 	ctx->env.snapshot_every = every;
 }
 
-/* A context destroyed between steps (an exception, a planned exit) keeps
- * its last committed step on the node. In update-after-commit mode only once
- * its update is applied (elastic_step_updated, or a begin since): until then
- * the registered state is the step before's, and writing it under the
- * committed step's number would make a relaunch skip that step's update
- * (the Python DDP layer keeps its state at each begin, so an exception in
- * the DataLoader between two steps is such a case). The last snapshot then
- * stays, and the relaunch redoes the steps after it. */
 void elastic__persist_final(elastic_ctx_t *ctx)
 {
-	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT && !ctx->in_step &&
-	    !ctx->completed && !atomic_load(&ctx->applying))
+	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT && !ctx->in_step && !ctx->completed)
 		elastic__persist_now(ctx);
 }
 

@@ -72,6 +72,7 @@ first step); ``track()`` after training began; ``optimizer.step()`` outside
 a step; a state that outgrows its registered space.
 """
 
+import atexit as _atexit
 import gc as _gc
 import io as _io
 import os as _os
@@ -395,6 +396,8 @@ class Job:
                   "instead", file=_sys.stderr, flush=True)
             _os._exit(_se.EXIT_REFORM)
         _forkserver_workers()
+        # after the Context's own exit handler was registered: runs before it
+        _atexit.register(self._keep_at_exit)
         self._capacity = state_capacity
         self._tracked = []  # (name, obj)
         self._models = []
@@ -613,6 +616,18 @@ class Job:
         if self.size != world:  # a growth in place: the joiners' first collective too
             self._where()
             self._bump()
+
+    def _keep_at_exit(self):
+        """The process ends between steps without close() (an exception in
+        the loop, as when a DataLoader worker dies): the state is kept at
+        each step's begin, so after a committed step its update and the
+        iteration's after-step work are not in the kept bytes yet. They go
+        there now, before libelastic keeps the last committed step on the
+        node for a relaunch. After a dropped step the kept bytes are already
+        the committed state (the after-step work is to be undone)."""
+        if self._started and not self._done and not self._open and not self._dropped \
+                and not self.ctx._c.closed:
+            self._arena.save(self._state())
 
     def _bump(self):
         for s in self._samplers:

@@ -59,14 +59,15 @@ t_grep '^TERM rank 1 at step 15' "$T_DIR/exact_stop.out" "the first launch ended
 run exact_resume 3 ELASTIC_JOB_ID=ddp$$ ELASTIC_SHM_DIR=$T_DIR/shm ELASTIC_SNAPSHOT_EVERY=1
 ok exact_resume 3
 t_grep '^RESUMED at step 15 epoch 1 size 3' "$T_DIR/exact_resume.out" "the relaunch resumed at step 15"
-# an exception between two steps (as a DataLoader worker's death raises in the loop): the
-# relaunch resumes from the last snapshot written (every 5 steps here, as on a runtime
-# that heals in place), never from a state that lacks the last step's update
+# an exception between two steps (as a DataLoader worker's death raises in the loop), with
+# snapshots every 5 steps (as on a runtime that heals in place): the process keeps its
+# last committed step with its update and after-step work on the way out, and the
+# relaunch resumes there
 run exact_raise 2 ELASTIC_JOB_ID=ddpr$$ ELASTIC_SHM_DIR=$T_DIR/shm ELASTIC_SNAPSHOT_EVERY=5 RAISE_STEP=12
 t_grep 'RuntimeError: RAISED after step 12' "$T_DIR/exact_raise.out" "the first launch raised after step 12"
 run exact_reraise 2 ELASTIC_JOB_ID=ddpr$$ ELASTIC_SHM_DIR=$T_DIR/shm ELASTIC_SNAPSHOT_EVERY=5
 ok exact_reraise 2
-t_grep '^RESUMED at step 10 epoch 0 size 2' "$T_DIR/exact_reraise.out" "the relaunch resumed at the snapshot of step 10"
+t_grep '^RESUMED at step 13 epoch 0 size 2' "$T_DIR/exact_reraise.out" "the relaunch resumed after the last committed step (13 steps)"
 # a step dropped among the epoch's last batches, which the DataLoader's workers had
 # already taken (a rank killed in step 11 of 13): without elastic-run to re-form, every
 # survivor says what goes wrong (tests/python/cluster_ddp_models.sh: the re-form)
