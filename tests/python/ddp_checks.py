@@ -205,15 +205,14 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
             if stop == committed:  # the whole launch ends, as when a job is requeued
                 print("TERM rank %d at step %d" % (dist.get_rank(), committed), flush=True)
                 os.kill(os.getpid(), signal.SIGTERM)
-            pending[:] = ["USED epoch %d step %d rank %d %s" % (
-                epoch, committed, dist.get_rank(), " ".join(map(str, idx.tolist())))]
+            used = "USED epoch %d step %d rank %d %s" % (
+                epoch, committed, dist.get_rank(), " ".join(map(str, idx.tolist())))
+            pending[:] = [used]
             at = sampler.pos  # the step's global batch starts there (the sampler's state)
             opt.step()
             pending.clear()
             if dist.current().ctx.step > committed:  # the step was committed
-                print("USED epoch %d step %d rank %d %s" % (
-                    epoch, committed, dist.get_rank(), " ".join(map(str, idx.tolist()))),
-                    flush=True)
+                print(used, flush=True)
                 # the whole global batch, as the sampler's documented shuffle gives it:
                 # a rank killed right after a commit cannot report its own share
                 print("STEP epoch %d step %d %s" % (epoch, committed, " ".join(
