@@ -172,9 +172,21 @@ int elastic__report_poll(struct elastic_report *r, int timeout_ms)
 		pf[n++] = (struct pollfd){.fd = r->conn[i], .events = POLLIN};
 	if (poll(pf, n, timeout_ms) <= 0)
 		return 0;
-	/* Read the connections first (their indices shift as they close). */
+	/* New connections first, read in this same call: a wrapper sends its
+	 * line and closes at once, so a report that comes in as mpirun ends
+	 * (a rank ending last, through srun) is taken before the caller's
+	 * drain sees a poll with nothing taken and stops. */
+	int polled = r->nconn;
+	if (pf[0].revents & POLLIN) {
+		int c;
+		while (r->nconn < 1024 &&
+		       (c = accept4(r->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >=
+			       0)
+			r->conn[r->nconn++] = c;
+	}
+	/* From the last (indices shift as connections close). */
 	for (int i = r->nconn - 1; i >= 0; i--) {
-		if (!(pf[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+		if (i < polled && !(pf[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		char line[MAX_LINE + 1];
 		ssize_t got = recv(r->conn[i], line, MAX_LINE, MSG_DONTWAIT);
@@ -191,13 +203,6 @@ int elastic__report_poll(struct elastic_report *r, int timeout_ms)
 			}
 		}
 		_drop(r, i); /* one line per connection, whole or nothing */
-	}
-	if (pf[0].revents & POLLIN) {
-		int c;
-		while (r->nconn < 1024 &&
-		       (c = accept4(r->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >=
-			       0)
-			r->conn[r->nconn++] = c;
 	}
 	return taken;
 }

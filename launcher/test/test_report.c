@@ -148,13 +148,35 @@ static void cause(void **state)
 	elastic__report_close(&r);
 }
 
+/* A line sent (connect, send, close) before elastic-run polls is taken by
+ * one poll: the drain after mpirun's end stops at the first poll that
+ * takes nothing. */
+static void one_poll(void **state)
+{
+	struct elastic_report r;
+	elastic_error_t err;
+	char line[200], to[64];
+
+	(void)state;
+	assert_int_equal(elastic__report_open(&r, &err), 0);
+	assert_int_equal(elastic__report_begin(&r, 2), 0);
+	snprintf(to, sizeof(to), "127.0.0.1%s", strrchr(r.addr, ':'));
+	elastic__report_format(line, sizeof(line), r.token, r.gen, 1, ELASTIC_RANK_EXITED,
+			       75, "node1", 3);
+	assert_int_equal(elastic__report_send(to, line), 0);
+	assert_int_equal(elastic__report_poll(&r, 1000), 1);
+	assert_int_equal(r.end[1].how, ELASTIC_RANK_EXITED);
+	assert_int_equal(r.end[1].value, 75);
+	assert_int_equal(r.end[0].how, ELASTIC_RANK_UNKNOWN);
+	elastic__report_close(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(round_trip),
-		cmocka_unit_test(bad_lines),
-		cmocka_unit_test(ended_on),
-		cmocka_unit_test(cause),
+		cmocka_unit_test(round_trip), cmocka_unit_test(bad_lines),
+		cmocka_unit_test(ended_on),   cmocka_unit_test(cause),
+		cmocka_unit_test(one_poll),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
