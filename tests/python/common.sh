@@ -83,22 +83,25 @@ py_wait_step() { # job step [poll seconds]
 	done
 }
 
-# A node lost: SIGKILL every process of grant job $1 on node $2 (PRRTE daemon, rank
-# wrappers, ranks, the zygote) and cancel the grant; the pids in $victims.
-py_kill_node() { # grant node
-	local p comm env
+# A node lost: SIGKILL every process of grant jobs $1 (one id, or several separated by
+# spaces) on node $2 (PRRTE daemon, rank wrappers, ranks, the zygote) and cancel the
+# grants; the pids in $victims.
+py_kill_node() { # grant(s) node
+	local p comm env g hit
 	victims=""
 	for p in /proc/[0-9]*; do
 		read -r comm 2>/dev/null <"$p/comm" || continue
 		case "$comm" in prted | elastic-run | python3*) ;; *) continue ;; esac
 		env=$'\n'$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null)$'\n' || continue
-		[[ $env == *$'\n'"SLURM_JOB_ID=$1"$'\n'* && $env == *$'\n'"SLURMD_NODENAME=$2"$'\n'* ]] &&
-			victims="$victims ${p#/proc/}"
+		[[ $env == *$'\n'"SLURMD_NODENAME=$2"$'\n'* ]] || continue
+		hit=0
+		for g in $1; do [[ $env == *$'\n'"SLURM_JOB_ID=$g"$'\n'* ]] && hit=1; done
+		[ $hit = 1 ] && victims="$victims ${p#/proc/}"
 	done
-	[ -n "$victims" ] || t_fail "no process of job $1 found on $2"
+	[ -n "$victims" ] || t_fail "no process of job(s) $1 found on $2"
 	t_kill=$(date +%s.%N)
 	kill -KILL $victims
-	scancel "$1"
+	scancel $1
 }
 
 # The job's loss fell below a third of its first value, and its final model

@@ -175,6 +175,9 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     kill_from = os.environ.get("KILL_FROM") == "1"
     killed_mark = os.path.join(out, "killed." + scenario)
     step_sleep = float(os.environ.get("STEP_SLEEP", "0"))
+    # SLEEP_FILE: the pause after each step is read from that file while it
+    # exists (the test slows the job down while it stages its events)
+    sleep_file = os.environ.get("SLEEP_FILE")
     start = dist.start_epoch()
     if dist.current().resumed and dist.get_rank() == 0:
         print("RESUMED at step %d epoch %d size %d" % (dist.current().ctx.step, start,
@@ -205,7 +208,9 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
             if stop == committed:  # the whole launch ends, as when a job is requeued
                 print("TERM rank %d at step %d" % (dist.get_rank(), committed), flush=True)
                 os.kill(os.getpid(), signal.SIGTERM)
-            used = "USED epoch %d step %d rank %d %s" % (
+            # USED and STEP lines end with END: the ranks' output reaches the job's file
+            # through several forwarders, and a line cut by another's is left out
+            used = "USED epoch %d step %d rank %d %s END" % (
                 epoch, committed, dist.get_rank(), " ".join(map(str, idx.tolist())))
             pending[:] = [used]
             at = sampler.pos  # the step's global batch starts there (the sampler's state)
@@ -215,7 +220,7 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
                 print(used, flush=True)
                 # the whole global batch, as the sampler's documented shuffle gives it:
                 # a rank killed right after a commit cannot report its own share
-                print("STEP epoch %d step %d %s" % (epoch, committed, " ".join(
+                print("STEP epoch %d step %d %s END" % (epoch, committed, " ".join(
                     map(str, perm(sampler.epoch)[at:at + 40]))), flush=True)
                 if dist.get_rank() == 0:
                     print("LR step %d %.10g size %d" % (committed, lr, dist.get_world_size()),
@@ -224,6 +229,12 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
             counters["iterations"] += 1
             if fault == committed:  # between two steps, as when a DataLoader worker dies
                 raise RuntimeError("RAISED after step %d" % committed)
+            if sleep_file:
+                try:
+                    with open(sleep_file) as f:
+                        step_sleep = float(f.read())
+                except (OSError, ValueError):
+                    step_sleep = 0
             if step_sleep:
                 time.sleep(step_sleep)
     steps = dist.current().ctx.step
@@ -232,11 +243,15 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
           "RANK/WORLD_SIZE %s/%s follow the world (%d/%d)" % (
               os.environ.get("RANK"), os.environ.get("WORLD_SIZE"), dist.get_rank(),
               dist.get_world_size()))
-    if kind == "lm" and dist.get_rank() == 0:
-        model.eval()
+    if kind in ("lm", "cnn") and dist.get_rank() == 0:
+        model.eval()  # BatchNorm from its running statistics
         with torch.no_grad():
-            x, y = ds.seq[:64, :-1].to(dev), ds.seq[:64, 1:].to(dev)
-            ev = F.cross_entropy(model(x).reshape(-1, 16), y.reshape(-1)).item()
+            if kind == "lm":
+                x, y = ds.seq[:64, :-1].to(dev), ds.seq[:64, 1:].to(dev)
+                ev = F.cross_entropy(model(x).reshape(-1, 16), y.reshape(-1)).item()
+            else:
+                x = torch.stack([ds[i][0] for i in range(64)]).to(dev)
+                ev = F.cross_entropy(model(x), ds.y[:64].to(dev)).item()
         print("EVAL loss %.4f" % ev, flush=True)
     dist.destroy_process_group()
     # code after the training runs: the model is saved and reloads

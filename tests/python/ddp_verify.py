@@ -29,21 +29,51 @@ class Runs:
         print("FAIL:", msg, flush=True)
         self.ok = False
 
+    @staticmethod
+    def whole(w):
+        """Whether the words w are a whole line of their kind. The ranks' lines
+        reach the job's output through several forwarders (mpirun, srun), and
+        under load one line may be cut by another's: such lines are left out
+        (a committed step's samples are in its STEP lines too)."""
+        try:
+            if w[0] in ("USED", "STEP"):
+                head = 7 if w[0] == "USED" else 5
+                return (len(w) > head and w[1] == "epoch" and w[3] == "step" and w[-1] == "END"
+                        and (w[0] == "STEP" or w[5] == "rank")
+                        and all(int(x) >= 0 for x in w[2:head:2] + w[head:-1]))
+            if w[0] == "LR":
+                return len(w) == 6 and w[1] == "step" and w[4] == "size" and \
+                    int(w[2]) >= 0 and float(w[3]) >= 0 and int(w[5]) > 0
+            if w[0] == "RESUMED":
+                return len(w) == 8 and int(w[3]) >= 0 and int(w[5]) >= 0 and int(w[7]) > 0
+            if w[0] == "EVAL":
+                return len(w) == 3 and float(w[2]) >= 0
+        except ValueError:
+            return False
+        return False
+
     def lines(self, outs, tag):
         """The words of the tag's lines over outputs outs (in launch order),
-        without those of steps a later launch redid."""
+        without those of steps a later launch redid. USED and STEP lines
+        without their END word are left out."""
         col = 4 if tag in ("USED", "STEP") else 2
-        res = []
+        res, cut = [], 0
         for name in outs:
             p = os.path.join(self.d, name + ".out")
             if not os.path.exists(p):
                 continue
             for w in (l.split() for l in open(p, errors="replace")):
-                if w[:1] == ["RESUMED"]:
+                if w[:1] not in (["RESUMED"], [tag]):
+                    continue
+                if not self.whole(w):
+                    cut += 1
+                elif w[0] == "RESUMED":
                     at = int(w[3])
                     res = [x for x in res if tag == "EVAL" or int(x[col]) < at]
-                elif w[:1] == [tag]:
-                    res.append(w)
+                else:
+                    res.append(w[:-1] if tag in ("USED", "STEP") else w)
+        if cut:
+            print("%s: %d %s or RESUMED lines cut by other output, left out" % (outs[0], cut, tag))
         return res
 
     def states(self, sc):
