@@ -100,7 +100,30 @@ _MAGIC = b"SETS0001"
 _HEAD = _struct.Struct("<8sQQQ")  # magic, tensor bytes, meta bytes, meta crc
 
 
-def init(state_capacity=None):
+DEFAULT_TIMEOUT = 1800.0  # seconds: torch.distributed's default for gloo (30 min)
+
+
+def _step_timeout(timeout):
+    """libelastic's step time limit (``ELASTIC_STEP_TIMEOUT``, read when the
+    job starts) from torch's ``timeout``: the argument, else the
+    environment's value, else torch's default. A rank whose step (forward to
+    ``optimizer.step()``) takes longer ends with status 75 and a message
+    ("a step did not finish in N s"): a hang ends the launch with a non-zero
+    status, and elastic-run relaunches from the last committed step."""
+    if timeout is None:
+        _os.environ.setdefault("ELASTIC_STEP_TIMEOUT", "%g" % DEFAULT_TIMEOUT)
+        return
+    try:
+        s = float(timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout)
+    except (TypeError, ValueError):
+        s = -1.0
+    if not 0 < s <= 86400:
+        raise ValueError("slurm_elastic.torch: timeout=%r: expected a datetime.timedelta or "
+                         "seconds in (0, 86400]" % (timeout,))
+    _os.environ["ELASTIC_STEP_TIMEOUT"] = "%g" % s
+
+
+def init(state_capacity=None, timeout=None):
     """Start the elastic job of this process (MPI, libelastic) and return
     its :class:`Job`; where a torchrun script calls
     ``dist.init_process_group``. A second call returns the same job.
@@ -108,19 +131,27 @@ def init(state_capacity=None):
     ``state_capacity`` (bytes) sizes the memory that keeps the training
     state; by default 4 x the model's parameters + 2 x its buffers + 4 MiB
     (room for Adam's two moments and a scheduler), or the environment's
-    ``ELASTIC_TORCH_STATE_MB``."""
+    ``ELASTIC_TORCH_STATE_MB``.
+
+    ``timeout`` (a ``datetime.timedelta`` or seconds) bounds a step, as
+    torch's bounds a collective: a rank stuck in a step longer ends with
+    status 75 and a message, and the job re-forms from the last committed
+    step. Default: ``ELASTIC_STEP_TIMEOUT`` from the environment, else 30
+    minutes (torch's default)."""
     global _job
     if _job is None:
+        _step_timeout(timeout)
         _job = Job(state_capacity)
     return _job
 
 
-def init_process_group(backend=None, **kwargs):
+def init_process_group(backend=None, init_method=None, timeout=None, **kwargs):
     """:func:`init` under torch.distributed's name, so that a script that
-    imports this module as ``dist`` keeps its line. ``backend`` and the
-    other arguments (rendezvous, rank, world size) are not needed: the world
-    is the job's MPI world. Returns the :class:`Job`."""
-    return init()
+    imports this module as ``dist`` keeps its line. ``timeout`` bounds a
+    step (:func:`init`). ``backend`` and the other arguments (rendezvous,
+    rank, world size) are not needed: the world is the job's MPI world.
+    Returns the :class:`Job`."""
+    return init(timeout=timeout)
 
 
 def is_initialized():

@@ -13,6 +13,8 @@
 #  - without the elastic sampler, uneven batches give the mean gradient over all samples;
 #  - torch.amp.GradScaler: a step whose optimizer.step() it skips (overflow) ends at the
 #    next forward, committed without an update, alike on every rank;
+#  - a rank stuck inside a step ends by init_process_group's timeout, with a message
+#    and a non-zero status;
 #  - an untracked LR scheduler or GradScaler, optimizer.step() outside a step and track()
 #    after the first step are refused on every rank with a message naming them.
 set -u
@@ -22,11 +24,13 @@ t_scratch
 t_mpi_scratch
 export EPOCHS=3
 
-run() { # scenario np [VAR=value...]
+run() { # scenario np [VAR=value...]: mpirun's status in $status
 	local sc=$1 np=$2
 	shift 2
-	timeout -s KILL 180 env "$@" $MPIRUN -x KILL_STEP -x KILL_RANK -x EPOCHS -x RAISE_STEP -np "$np" \
-		python3 "$here/ddp_checks.py" "$sc" "$T_DIR" >"$T_DIR/$sc.out" 2>&1 || true
+	status=0
+	timeout -s KILL 180 env "$@" $MPIRUN -x KILL_STEP -x KILL_RANK -x EPOCHS -x RAISE_STEP \
+		-x HANG_STEP -x HANG_RANK -x HANG_TIMEOUT -np "$np" \
+		python3 "$here/ddp_checks.py" "$sc" "$T_DIR" >"$T_DIR/$sc.out" 2>&1 || status=$?
 }
 ok() { # scenario ranks-that-must-pass
 	local n
@@ -71,6 +75,15 @@ t_grep '^RESUMED at step 13 epoch 0 size 2' "$T_DIR/exact_reraise.out" "the rela
 # a step dropped among the epoch's last batches, which the DataLoader's workers had
 # already taken (a rank killed in step 11 of 13): without elastic-run to re-form, every
 # survivor says what goes wrong (tests/python/cluster_ddp_models.sh: the re-form)
+# a rank stuck inside step 6 (init_process_group(timeout=4 s)): it ends with status 75
+# and libelastic's message, and mpirun ends non-zero, not hangs
+run exact_hang 2 HANG_RANK=1 HANG_STEP=6 HANG_TIMEOUT=4
+t_grep '^HANG rank 1 at step 6' "$T_DIR/exact_hang.out" "rank 1 hung in step 6"
+t_grep 'libelastic\[1\]: a step did not finish in 4 s: exiting 75' "$T_DIR/exact_hang.out" \
+	"the stuck rank ended with the step timeout's message"
+[ "$status" != 0 ] && [ "$status" != 137 ] ||
+	{ tail -n 30 "$T_DIR/exact_hang.out"; t_fail "exact_hang: mpirun ended with status $status (0: a hang passed as success; 137: it hung)"; }
+t_log "a rank stuck in a step: ended by the step timeout, mpirun status $status"
 run exact_tail_kill 3 KILL_RANK=2 KILL_STEP=11
 n=$(grep -c "^slurm_elastic.torch: warning: rank [01]: a step among the epoch's last batches" "$T_DIR/exact_tail_kill.out" || true)
 [ "$n" = 2 ] || { cat "$T_DIR/exact_tail_kill.out"; t_fail "exact_tail_kill: the tail warning on $n of 2 survivors"; }

@@ -4,6 +4,7 @@
 # Every rank prints "OK <scenario> rank R" when its checks passed, and the lines the shell
 # side adds up across ranks and runs: USED (the samples of a committed step), LR (the
 # learning rate a committed step used), and a file of its final model and buffers.
+import datetime
 import os
 import signal
 import sys
@@ -129,7 +130,10 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     Dropout); "lm": a transformer. Only rank 0 seeds: the others' initial weights
     differ until rank 0's reach them. kill=(rank, step): that rank SIGKILLs
     itself in the middle of that step (after backward)."""
-    dist.init_process_group("nccl" if CUDA else "gloo")
+    # HANG_TIMEOUT: the step time limit, as torch's collective timeout is given
+    hang = os.environ.get("HANG_TIMEOUT")
+    dist.init_process_group("nccl" if CUDA else "gloo", **(
+        {"timeout": datetime.timedelta(seconds=float(hang))} if hang else {}))
     # as DDP scripts do: the device from LOCAL_RANK, which the job exports
     dev = torch.device("cuda", int(os.environ["LOCAL_RANK"])) if CUDA else torch.device("cpu")
     if CUDA:
@@ -205,6 +209,10 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
                 open(killed_mark, "w").close()
                 print("KILL rank %d at step %d" % (kill[0], committed), flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
+            if int(os.environ.get("HANG_STEP", "-1")) == committed and \
+                    dist.get_rank() == int(os.environ.get("HANG_RANK", "-1")):
+                print("HANG rank %d at step %d" % (dist.get_rank(), committed), flush=True)
+                time.sleep(3600)  # stuck inside the step (a deadlock, a dead file system)
             if stop == committed:  # the whole launch ends, as when a job is requeued
                 print("TERM rank %d at step %d" % (dist.get_rank(), committed), flush=True)
                 os.kill(os.getpid(), signal.SIGTERM)
