@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # bench/ddp_step.py: a training step of torch's own DDP (gloo) against the same step through
 # slurm_elastic.torch, same model, global batch and world size; run by bench/ddp_step.sh,
-# one mode per launch (argv[1]: gloo, nccl or elastic); tests/device/check.sh runs it on a GPU.
+# one mode per launch (argv[1]: gloo, nccl, elastic, or elastic-sync:
+# without the overlap of the reduction with backward); tests/device/check.sh runs it on a GPU.
 """Per-step cost of slurm_elastic.torch against torch DDP (gloo on the CPU,
 nccl on a GPU).
 
@@ -33,6 +34,8 @@ if device.type == "cuda":
     if device.index is None:  # "cuda": the rank's GPU, as torchrun's LOCAL_RANK says
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     torch.cuda.set_device(device)
+if mode == "elastic-sync":  # each bucket reduced on the thread of backward, no overlap
+    os.environ["ELASTIC_TORCH_OVERLAP"] = "0"
 if mode in ("gloo", "nccl"):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -44,7 +47,7 @@ else:
 rank, size = dist.get_rank(), dist.get_world_size()
 model = DDP(ResNet(width).to(device))
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-if mode == "elastic":
+if mode.startswith("elastic"):
     dist.track(opt)
     dist.start_epoch()
     job = dist.current()
@@ -62,7 +65,7 @@ for i in range(steps + 5):
     t1 = time.perf_counter()
     if i >= 5:
         times.append(t1 - t0)
-        if mode == "elastic":
+        if mode.startswith("elastic"):
             k0 = time.perf_counter()
             job._arena.save(job._state())
             keep.append(time.perf_counter() - k0)

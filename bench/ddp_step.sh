@@ -5,8 +5,11 @@
 # batch and world size, side by side in one run: BENCH_DDP_ROUNDS rounds (default 3) of
 # each mode, alternating, BENCH_DDP_STEPS timed steps a round (default 100), on
 # BENCH_DDP_NP ranks (default 2: one per core here), for each width in BENCH_DDP_WIDTHS
-# (default "16 64"). Prints each mode's median step time, the ratio, and the time the
-# elastic step spends serializing the training state it keeps. Needs the binding and torch.
+# (default "16 64"). Modes (BENCH_DDP_MODES): gloo, elastic, and elastic-sync (the
+# elastic step with each bucket reduced on the thread of backward: no overlap; DDP's first
+# bucket holds 1 MB of gradients, so only models above it have a reduction to overlap).
+# Prints each mode's median step time, the ratio, and the time the elastic step spends
+# serializing the training state it keeps. Needs the binding and torch.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top_builddir=${top_builddir:-$(cd "${PWD}/.." && pwd)}
@@ -19,7 +22,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for w in ${BENCH_DDP_WIDTHS:-16 64}; do
 	for r in $(seq "$rounds"); do
-		for mode in gloo elastic; do
+		for mode in ${BENCH_DDP_MODES:-gloo elastic elastic-sync}; do
 			# torch's env:// rendezvous for gloo (Debian's torch has no libuv store)
 			MASTER_PORT=$((29400 + RANDOM % 500)) mpirun --with-ft ulfm --oversubscribe \
 				--bind-to none -x PYTHONPATH -x OMP_NUM_THREADS -x MASTER_PORT -np "$np" \
@@ -41,4 +44,8 @@ for width in sorted({k[0] for k in v}, key=int):
     k = statistics.median(v[(width, "elastic", "keep_ms")])
     print("width %s: torch DDP (gloo) %.3f ms a step, slurm_elastic %.3f ms (%.2fx), of which keeping the state %.3f ms"
           % (width, g, e, e / g, k))
+    if v[(width, "elastic-sync", "step_ms")]:
+        s = statistics.median(v[(width, "elastic-sync", "step_ms")])
+        print("width %s: slurm_elastic without the overlap of reduction and backward %.3f ms (%.2fx)"
+              % (width, s, s / g))
 PY

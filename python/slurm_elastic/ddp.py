@@ -49,7 +49,9 @@ What happens underneath:
   weighted by its share of the step's samples, so a mean loss (PyTorch's
   default) gives the mean over the global batch whatever the world size
   and however unevenly it is split; with equal shares this is DDP's
-  average.
+  average. On the CPU a thread reduces each bucket DDP hands over while
+  backward computes the next ones (DDP's first bucket holds 1 MB of
+  gradients: a smaller model has one bucket, nothing to overlap).
 * At the first step rank 0's parameters, buffers and tracked state go to
   every rank, as DDP's construction broadcast does (a script that seeds
   nothing trains one model). Buffers (BatchNorm running statistics) are
@@ -77,10 +79,12 @@ import gc as _gc
 import io as _io
 import os as _os
 import pickle as _pickle
+import queue as _queue
 import random as _random
 import socket as _socket
 import struct as _struct
 import sys as _sys
+import threading as _threading
 import zlib as _zlib
 
 import numpy as _np
@@ -406,6 +410,42 @@ class _SelfGroup(_dist.ProcessGroup):
         return "slurm-elastic"
 
 
+# ELASTIC_TORCH_OVERLAP=0: each bucket's reduction runs inside DDP's comm hook,
+# on the thread of backward (for a side-by-side measure, bench/ddp_step.sh)
+_OVERLAP = _os.environ.get("ELASTIC_TORCH_OVERLAP", "1") != "0"
+
+
+class _Reducer:
+    """One thread that runs the CPU reductions of DDP's buckets, in the order
+    DDP hands them over (the same on every rank), while backward computes the
+    next buckets' gradients: libelastic's allreduce releases the GIL. DDP
+    waits for every bucket's future before backward returns, so the
+    thread is idle when the step commits; after a reduction failed, the
+    step's later buckets are not reduced, as on the thread of backward."""
+
+    def __init__(self, job):
+        self.job, self.q = job, _queue.Queue()
+        _threading.Thread(target=self._run, name="slurm_elastic reducer", daemon=True).start()
+
+    def submit(self, reduce, buf):
+        fut = _torch.futures.Future()
+        self.q.put((reduce, buf, fut))
+        return fut
+
+    def _run(self):
+        while True:
+            reduce, buf, fut = self.q.get()
+            try:
+                if not self.job._failed and not reduce():
+                    self.job._failed = True
+                fut.set_result(buf)
+            except BaseException as e:  # to backward, which raises it
+                self.job._failed = True
+                fut.set_exception(e)
+            finally:
+                self.q.task_done()
+
+
 class Job:
     """The elastic training job of this process (made by :func:`init`).
 
@@ -440,6 +480,7 @@ class Job:
         self._open = False  # a step is open
         self._reduced = False  # the comm hook ran in the open step
         self._failed = False  # a reduction of the open step failed
+        self._reducer = None  # the thread of CPU reductions (_Reducer), once needed
         self._tags = []  # the sampler's batches of the open step
         self._dropped = 0  # the last step was dropped (at this epoch mark)
         self._epoch_marks = 1  # set_epoch() calls that changed the epoch, + 1
@@ -689,7 +730,9 @@ class Job:
             # the sampler's batches say this rank's share of the step
             total = sum(t.total for t in self._tags)
             buf.mul_(sum(t.local for t in self._tags) / total if total else 0.0)
-            ok = self._allreduce(buf)
+
+            def reduce():
+                return self._allreduce(buf)
         else:
             # the samples the forwards were given, summed with the gradients:
             # sum(n_r * g_r) / sum(n_r)
@@ -697,13 +740,27 @@ class Job:
                                 _torch.float64 else _torch.float32, device=buf.device)
             _torch.mul(buf, float(self._fsizes), out=wide[:-1])
             wide[-1] = float(self._fsizes)
-            ok = self._allreduce(wide)
-            if ok:
-                n = float(wide[-1])
-                buf.copy_(wide[:-1] / n if n > 0 else wide[:-1] * 0)
-        if not ok:
-            self._failed = True
-        return self._done_future(buf)
+
+            def reduce():
+                ok = self._allreduce(wide)
+                if ok:
+                    n = float(wide[-1])
+                    buf.copy_(wide[:-1] / n if n > 0 else wide[:-1] * 0)
+                return ok
+        if buf.device.type == "cuda" or not _OVERLAP:
+            # (NCCL's reduction is queued on the stream already)
+            if not reduce():
+                self._failed = True
+            return self._done_future(buf)
+        if self._reducer is None:
+            self._reducer = _Reducer(self)
+        return self._reducer.submit(reduce, buf)
+
+    def _drain(self):
+        """Wait until the reductions handed to the reducer thread are done:
+        before any other MPI call of this process (MPI_THREAD_SERIALIZED)."""
+        if self._reducer is not None:
+            self._reducer.q.join()
 
     def _allreduce(self, buf):
         if buf.device.type == "cuda":
@@ -747,6 +804,7 @@ class Job:
         sampler (every rank bumps together: the world changed, or some rank
         held a batch of the current hand-out) and it is marked for undoing
         (_post_step: the model; the next _begin: the rest)."""
+        self._drain()
         tags, ctx = self._tags, self.ctx
         fresh = 1 if self._fresh() else 0
         size0 = self.size
@@ -859,6 +917,7 @@ class Job:
         close() is saved whatever MPI_Finalize does."""
         if self._done:
             return
+        self._drain()
         if self._open:
             self._end()
         for s in self._samplers:
