@@ -36,6 +36,11 @@ static int verbose;
 static volatile sig_atomic_t got_signal;
 static volatile sig_atomic_t usr1_pending; /* elastic-run got SIGUSR1: re-form */
 static pid_t child = -1;
+/* The rank wrapper's child is its own fork (a cold rank, or srun into a
+ * grant's step), so in the wrapper's process group, which the daemon
+ * signals whole (PRRTE's odls kills -pgid): such a child has every signal
+ * of the daemon already. A warm rank, forked by the node's zygote, is not. */
+static volatile sig_atomic_t child_in_group;
 
 /* One run of the job: what the user asked, the job, the files of the run,
  * and the launch under way. main() drives it through the states below. */
@@ -680,6 +685,7 @@ static int _run_in_step(unsigned long owner, char **argv, int *ws)
 	for (int i = 0; i < argc; i++)
 		av[n++] = argv[i];
 	av[n] = NULL;
+	child_in_group = 1;
 	if ((child = fork()) < 0) {
 		fprintf(stderr, "elastic-run --rank: fork: %s\n", strerror(errno));
 		free(av);
@@ -738,6 +744,7 @@ static int _run_cold(char **argv, int *ws)
 {
 	pid_t parent = getpid();
 
+	child_in_group = 1;
 	if ((child = fork()) < 0) {
 		fprintf(stderr, "elastic-run --rank: fork: %s\n", strerror(errno));
 		return -1;
@@ -830,7 +837,10 @@ static void _on_parent_death(int sig)
 static void _on_signal(int sig)
 {
 	got_signal = sig;
-	if (child > 0)
+	/* Not twice to a child in the group: a second SIGUSR1, late under load,
+	 * is a second request (a planned re-form after the shrink in place that
+	 * the first one asked for). */
+	if (child > 0 && !child_in_group)
 		kill(child, sig);
 }
 
