@@ -743,14 +743,23 @@ static int _rank_in_step(int argc, char **argv)
 static int _run_cold(char **argv, int *ws)
 {
 	pid_t parent = getpid();
+	sigset_t usr1, old;
 
+	/* SIGUSR1 blocked from the fork on: one the daemon sends the group
+	 * while the child is not yet the program stays pending for it (the
+	 * wrapper's handler, inherited until then, would take it) */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, &old);
 	child_in_group = 1;
 	if ((child = fork()) < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		fprintf(stderr, "elastic-run --rank: fork: %s\n", strerror(errno));
 		return -1;
 	}
 	if (child == 0)
 		_rank_exec(parent, argv);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	while (waitpid(child, ws, 0) < 0 && errno == EINTR)
 		;
 	child = -1; /* reaped: its pid is free for another process (prewarm.c) */
