@@ -747,9 +747,12 @@ class Job:
                     n = float(wide[-1])
                     buf.copy_(wide[:-1] / n if n > 0 else wide[:-1] * 0)
                 return ok
-        if buf.device.type == "cuda" or not _OVERLAP:
-            # (NCCL's reduction is queued on the stream already)
-            if not reduce():
+        if buf.device.type == "cuda" or not _OVERLAP or bucket.is_last():
+            # (NCCL's reduction is queued on the stream already; after the
+            # last bucket backward has nothing left to overlap: it is reduced
+            # here, after the reducer thread's, in DDP's order)
+            self._drain()
+            if not self._failed and not reduce():
                 self._failed = True
             return self._done_future(buf)
         if self._reducer is None:
