@@ -39,6 +39,7 @@ const struct elastic_conf_key elastic_site_conf_keys[] = {
 	{"LogFile", ELASTIC_CONF_STRING, OFF(log_file), ""},
 	{"Debug", ELASTIC_CONF_BOOL, OFF(debug), "no"},
 	{"MetricsAddress", ELASTIC_CONF_STRING, OFF(metrics_address), ""},
+	{"StateFile", ELASTIC_CONF_STRING, OFF(state_file), ""},
 	{NULL},
 };
 

@@ -52,6 +52,8 @@ struct elastic_site_conf {
 	int debug;		   /* Debug (no) */
 	char *metrics_address;	   /* MetricsAddress ("": no metrics endpoint):
 				      HOST:PORT elasticd serves OpenMetrics on */
+	char *state_file;	   /* StateFile ("": elasticd.state in slurmctld's
+				      StateSaveLocation; "none": not kept) */
 };
 
 /* The key table of elastic.conf (ends with a NULL name). */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "admin.h"
 
@@ -163,4 +164,88 @@ nomem:
 	ed_plan_free(out);
 	errno = ENOMEM;
 	return -1;
+}
+
+int ed_admin_save(const struct ed_admin *a, const char *path, elastic_error_t *err)
+{
+	char tmp[4200];
+	FILE *f;
+	int bad;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.new", path) >= (int)sizeof(tmp))
+		return elastic__fail(err, ENAMETOOLONG, "state file %s: name too long",
+				     path);
+	if (!(f = fopen(tmp, "w")))
+		return elastic__fail(err, errno, "state file %s: %s", tmp,
+				     strerror(errno));
+	fprintf(f, "# elasticd: what administrators paused or drained (elastic-ctl)\n");
+	if (a->cluster != ED_ADMIN_NONE)
+		fprintf(f, "cluster %s\n", _mode_names[a->cluster]);
+	for (int i = 0; i < a->nnodes; i++)
+		fprintf(f, "node %s %s\n", a->nodes[i].name,
+			_mode_names[a->nodes[i].mode]);
+	bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
+	int e = errno;
+	if (fclose(f) != 0 && !bad) {
+		bad = 1;
+		e = errno;
+	}
+	if (bad || rename(tmp, path) != 0) {
+		if (!bad)
+			e = errno;
+		unlink(tmp);
+		return elastic__fail(err, e, "state file %s: %s", bad ? tmp : path,
+				     strerror(e));
+	}
+	return 0;
+}
+
+int ed_admin_load(struct ed_admin *a, const char *path, elastic_error_t *err)
+{
+	char line[512], copy[512];
+	FILE *f;
+	int no = 0, rc = 0;
+
+	memset(a, 0, sizeof(*a));
+	if (!(f = fopen(path, "r"))) {
+		if (errno == ENOENT)
+			return 0;
+		return elastic__fail(err, errno, "state file %s: %s", path,
+				     strerror(errno));
+	}
+	while (rc == 0 && fgets(line, sizeof(line), f)) {
+		char *t[4], *save = NULL;
+		int nt = 0;
+
+		no++;
+		snprintf(copy, sizeof(copy), "%s", line);
+		copy[strcspn(copy, "\r\n")] = '\0';
+		if (!strchr(line, '\n') && !feof(f)) {
+			rc = elastic__fail(err, EINVAL,
+					   "state file %s, line %d: too long", path, no);
+			break;
+		}
+		for (char *w = strtok_r(line, " \t\r\n", &save); w && nt < 4;
+		     w = strtok_r(NULL, " \t\r\n", &save))
+			t[nt++] = w;
+		if (nt == 0 || t[0][0] == '#')
+			continue;
+		if (nt == 2 && !strcmp(t[0], "cluster") && strcmp(t[1], "resume"))
+			rc = ed_admin_apply(a, t[1], NULL, err);
+		else if (nt == 3 && !strcmp(t[0], "node") && strcmp(t[2], "resume"))
+			rc = ed_admin_apply(a, t[2], t[1], err);
+		else
+			rc = -1;
+		if (rc < 0)
+			rc = elastic__fail(
+				err, EINVAL,
+				"state file %s, line %d: '%.60s' is not 'cluster MODE' or 'node NAME MODE' (MODE: pause or drain)",
+				path, no, copy);
+	}
+	if (rc == 0 && ferror(f))
+		rc = elastic__fail(err, EIO, "state file %s: read error", path);
+	fclose(f);
+	if (rc < 0)
+		memset(a, 0, sizeof(*a));
+	return rc;
 }

@@ -16,7 +16,9 @@ enum ed_admin_mode {
 	ED_ADMIN_DRAIN, /* no new grants; grants there are released (grace) */
 };
 
-/* Kept in elasticd's memory only: a restart of elasticd resumes everything. */
+/* Kept in elasticd's memory and in its state file (ed_admin_save): a
+ * restart of elasticd keeps what administrators paused or drained, as a
+ * restart of slurmctld keeps a drained node. */
 struct ed_admin {
 	enum ed_admin_mode cluster;
 	int nnodes;
@@ -55,5 +57,16 @@ void ed_admin_bound(const struct ed_admin *a, struct ed_snapshot *s,
  * in snapshot job order, explained as paused. 0, or -1 (ENOMEM). */
 int ed_admin_hold_plan(const struct ed_snapshot *s, const struct ed_place *const *held,
 		       const int *nheld, struct ed_plan *out);
+
+/* Write a's state to path (a temporary file renamed over it: a crash leaves
+ * the old state or the new, whole): one line per setting ("cluster pause",
+ * "node node2 drain"). 0, or -1 with err naming the path. */
+int ed_admin_save(const struct ed_admin *a, const char *path, elastic_error_t *err);
+
+/* Read a state file that ed_admin_save wrote into a (emptied first). A
+ * missing file is nothing paused or drained (0). -1 with err naming the
+ * path and line when it cannot be read or a line is not one of ours; a is
+ * then empty. */
+int ed_admin_load(struct ed_admin *a, const char *path, elastic_error_t *err);
 
 #endif

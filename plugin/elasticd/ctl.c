@@ -67,6 +67,7 @@ struct ed_ctl {
 	uint64_t last_action_ms;	 /* last grant submitted, release ordered or
 				    done, grant announced */
 	struct ed_admin admin;		 /* paused or drained by administrators */
+	char admin_path[4096];		 /* its state file ("": not kept) */
 	char (*node_names)[ED_NAME_MAX]; /* nodes of the last snapshot */
 	int nnode_names;
 	/* of the last snapshot, for the metrics */
@@ -88,6 +89,28 @@ struct ed_ctl *ed_ctl_create(const struct ed_ctl_conf *conf, ed_channel_t *ch)
 	/* Order ids unique across restarts: start from the clock. */
 	c->next_order = ed_now_ms() * 1000;
 	return c;
+}
+
+void ed_ctl_admin_restore(struct ed_ctl *c, const char *path)
+{
+	elastic_error_t err = {""};
+	char state[512];
+
+	snprintf(c->admin_path, sizeof(c->admin_path), "%s", path ? path : "");
+	if (!c->admin_path[0])
+		return;
+	if (ed_admin_load(&c->admin, c->admin_path, &err) < 0) {
+		c->admin.cluster = ED_ADMIN_PAUSE;
+		ed_error(
+			"%s: elastic activity PAUSED until an administrator looks "
+			"(elastic-ctl show; elastic-ctl pause/drain NODE again, then elastic-ctl resume)",
+			err.text);
+		return;
+	}
+	ed_admin_describe(&c->admin, state, sizeof(state));
+	if (state[0])
+		ed_info("elastic activity as administrators left it (%s): %s",
+			c->admin_path, state);
 }
 
 void ed_ctl_set_plan(struct ed_ctl *c, const struct ed_plan_params *plan)
@@ -855,6 +878,17 @@ static int _on_admin(void *arg, const struct elastic_msg *m, uid_t uid, char *st
 		ed_admin_describe(&c->admin, state, len);
 		ed_info("uid %u: %s %s: elastic activity now %s", (unsigned)uid,
 			m->action, *node ? node : "(cluster)", *state ? state : "normal");
+		elastic_error_t serr = {""};
+		if (c->admin_path[0] && !c->conf.dry_run &&
+		    ed_admin_save(&c->admin, c->admin_path, &serr) < 0) {
+			ed_error("%s: a restart of elasticd forgets this %s", serr.text,
+				 m->action);
+			ed_admin_describe(&c->admin, state, len);
+			size_t n = strlen(state);
+			snprintf(state + n, len - n, "%s(not kept across a restart: %s)",
+				 n ? " " : "normal ", serr.text);
+			return 0;
+		}
 	}
 	ed_admin_describe(&c->admin, state, len);
 	if (m && !*state)

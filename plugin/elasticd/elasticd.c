@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <syslog.h>
@@ -312,6 +313,7 @@ static void _reload(struct ed_daemon *d)
 	_keep_string(&fresh.grant_name_prefix, d->conf.grant_name_prefix,
 		     "GrantNamePrefix");
 	_keep_string(&fresh.metrics_address, d->conf.metrics_address, "MetricsAddress");
+	_keep_string(&fresh.state_file, d->conf.state_file, "StateFile");
 	/* A new LogFile is opened at once where elasticd logs to a file
 	 * already (and -L does not override it); a switch between a file and
 	 * stderr or syslog waits for a restart. */
@@ -510,7 +512,38 @@ static int _become_slurm_user(void)
 			 (unsigned)uid, strerror(errno));
 		return -1;
 	}
+	/* The change of uid made the process undumpable: a crash would leave
+	 * no core for the bug report. As slurmctld, dumpable again, and in a
+	 * directory SlurmUser can write (the kernel's core_pattern may name a
+	 * plain file there; systemd-coredump takes it whatever the directory). */
+	if (prctl(PR_SET_DUMPABLE, 1) < 0)
+		ed_error("cannot stay dumpable as SlurmUser: %s (a crash leaves no core)",
+			 strerror(errno));
+	if (access(".", W_OK) < 0 && chdir("/var/tmp") < 0)
+		ed_error("no directory for core files: chdir /var/tmp: %s",
+			 strerror(errno));
 	return 0;
+}
+
+/* What administrators paused or drained before a restart, from StateFile
+ * (default: elasticd.state in slurmctld's StateSaveLocation; "none": not
+ * kept), read as SlurmUser, who writes it. */
+static void _restore_admin(struct ed_daemon *d)
+{
+	char path[4096] = "";
+	const char *f = d->conf.state_file ? d->conf.state_file : "";
+	const char *dir = ed_slurm_state_dir();
+
+	if (strcmp(f, "none") == 0)
+		return;
+	if (*f)
+		snprintf(path, sizeof(path), "%s", f);
+	else if (dir && *dir)
+		snprintf(path, sizeof(path), "%s/elasticd.state", dir);
+	else
+		ed_info("slurmctld has no StateSaveLocation and elastic.conf no StateFile: "
+			"pauses and drains are not kept across a restart");
+	ed_ctl_admin_restore(d->ctl, path[0] ? path : NULL);
 }
 
 /* "slurm (uid 64030)": the user the daemon runs as, for its first line. */
@@ -554,6 +587,7 @@ int main(int argc, char **argv)
 	if (_start_process(&d) < 0 || _start_controller(&d) < 0 ||
 	    _become_slurm_user() < 0)
 		goto out;
+	_restore_admin(&d);
 	ed_info("started (pid %d): listening on %s:%d, tick %ld s, policy %s, grant QOS '%s', prefix '%s', SlurmUser uid %u, running as %s, job queries %s%s",
 		(int)getpid(),
 		d.conf.controller_host && *d.conf.controller_host ? d.conf.controller_host

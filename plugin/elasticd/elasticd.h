@@ -101,6 +101,9 @@ int ed_slurm_init(elastic_error_t *err);
 void ed_slurm_fini(void);
 /* uid of SlurmUser (from slurmctld's configuration). */
 uid_t ed_slurm_user(void);
+/* slurmctld's StateSaveLocation (from ed_slurm_init), NULL if unset: the
+ * default home of elasticd's state file. */
+const char *ed_slurm_state_dir(void);
 /* Load nodes and jobs. Grants are jobs named prefix<jobid> whose AdminComment
  * carries the grant mark (which only administrators can set). */
 int ed_slurm_snapshot(const char *grant_prefix, struct ed_snapshot *s,
@@ -251,5 +254,10 @@ int ed_ctl_busy(const struct ed_ctl *ctl);
 /* The OpenMetrics text of the controller's state (ed_metrics_render_fn, arg
  * the ed_ctl). */
 void ed_ctl_metrics(void *ctl, FILE *f);
+/* What administrators paused or drained, from the state file path (NULL:
+ * not kept), which each change rewrites from then on (not in a dry run). A
+ * file that cannot be read or is not elasticd's pauses the whole cluster,
+ * said in the log: nothing moves until an administrator looks. */
+void ed_ctl_admin_restore(struct ed_ctl *ctl, const char *path);
 
 #endif

@@ -125,6 +125,9 @@ static int _nwatch_jobs, _nwatch_grants, _watch_valid;
 static int _watch_grants_pending;
 static uint64_t _watch_fp, _watch_fp_grants;
 
+/* slurmctld's StateSaveLocation (SlurmUser writes there): NULL if unset. */
+static char *_state_dir;
+
 int ed_slurm_init(elastic_error_t *err)
 {
 	slurm_conf_t *c = NULL;
@@ -133,6 +136,8 @@ int ed_slurm_init(elastic_error_t *err)
 		return elastic__errorf(err, "cannot read slurmctld's configuration: %s",
 				       slurm_strerror(errno));
 	_slurm_user = c->slurm_user_id;
+	free(_state_dir);
+	_state_dir = c->state_save_location ? strdup(c->state_save_location) : NULL;
 	_free_conf(c);
 	const char *q = getenv("ELASTICD_QUERY");
 	_query_full = q && strcmp(q, "full") == 0;
@@ -148,7 +153,9 @@ void ed_slurm_fini(void)
 	free(_young);
 	free(_watch_jobs);
 	free(_watch_grants);
+	free(_state_dir);
 	_young = _watch_jobs = _watch_grants = NULL;
+	_state_dir = NULL;
 	_nyoung = _nwatch_jobs = _nwatch_grants = _watch_valid = 0;
 	_next_id = 0;
 	slurm_fini();
@@ -162,6 +169,11 @@ const char *ed_slurm_query_mode(void)
 uid_t ed_slurm_user(void)
 {
 	return _slurm_user;
+}
+
+const char *ed_slurm_state_dir(void)
+{
+	return _state_dir;
 }
 
 static void _copy(char *dst, const char *src, size_t size)

@@ -3,7 +3,9 @@
 # tests/controller/admin.sh: elastic-ctl pause, drain and resume, as admins use
 # scontrol. Only root/SlurmUser may change them; paused, elasticd neither grows
 # nor shrinks a job; a drained node loses its grants at the next tick (within
-# the grace) and gets none; resume brings the split back.
+# the grace) and gets none; resume brings the split back. Pauses and drains are
+# kept across an elasticd restart (its state file); a state file that is not
+# elasticd's pauses everything, naming the line.
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
@@ -56,5 +58,30 @@ ctl show | grep -q "drained: $node" || t_fail "show does not list $node: $(ctl s
 out=$(ctl resume "$node") || t_fail "resume $node failed: $out"
 ctl_wait_split 40 "$j1=4" "$j2=4"
 t_log "$node resumed: 4/4 again after ${CTL_WAITED}s ($out)"
+ctl_alive || t_fail "elasticd died"
+
+# kept across a restart (a crash, an upgrade), as slurmctld keeps a drained node
+other=node1
+[ "$node" = node1 ] && other=node2
+ctl drain "$node" >/dev/null || t_fail "drain $node failed"
+ctl pause "$other" >/dev/null || t_fail "pause $other failed"
+before=$(ctl show)
+ctl_kill9
+ctl_start
+[ "$(ctl show)" = "$before" ] || t_fail "the restart changed '$before' into '$(ctl show)'"
+grep -q "elastic activity as administrators left it ($T_DIR/elasticd.state)" "$T_DIR/elasticd.log" ||
+	t_fail "elasticd did not say what it restored"
+t_log "kept across a SIGKILL and a start: $before"
+# a state file that is not elasticd's: everything paused until an administrator looks
+echo "node $node dran" >>"$T_DIR/elasticd.state"
+ctl_kill9
+ctl_start
+ctl show | grep -q "^elastic activity: paused" || t_fail "a broken state file did not pause: $(ctl show)"
+grep -q "line 4: 'node $node dran' is not .*elastic activity PAUSED" "$T_DIR/elasticd.log" ||
+	t_fail "elasticd did not name the broken line: $(grep -a 'state file' "$T_DIR/elasticd.log")"
+t_log "broken state file: $(grep -a 'state file' "$T_DIR/elasticd.log" | tail -n1 | cut -c1-160)"
+out=$(ctl resume) || t_fail "resume failed: $out"
+grep -q '^# elasticd' "$T_DIR/elasticd.state" && ! grep -q dran "$T_DIR/elasticd.state" ||
+	t_fail "resume did not rewrite the state file: $(cat "$T_DIR/elasticd.state")"
 ctl_alive || t_fail "elasticd died"
 t_log "PASS"

@@ -53,8 +53,10 @@ export CTL_HOST
 ctl_conf() {
 	local l given=" ${*%%=*} "
 	{
+		# (the test's own state file: a pause or drain of one test stays there)
 		for l in "ControllerHost=$CTL_HOST" "ControllerPort=$CTL_PORT" TickSeconds=1 \
-			CoolDown=0 Hysteresis=1 GrantQos=elastic "MungeSocket=$ELASTIC_MUNGE_SOCKET"; do
+			CoolDown=0 Hysteresis=1 GrantQos=elastic "MungeSocket=$ELASTIC_MUNGE_SOCKET" \
+			"StateFile=$T_DIR/elasticd.state"; do
 			[[ "$given" == *" ${l%%=*} "* ]] || echo "$l"
 		done
 		for l in "$@"; do echo "$l"; done
@@ -89,6 +91,10 @@ ctl_start() {
 	user=$(ps -o user= -p "$CTL_PID")
 	slurm_user=$(scontrol show config | sed -n 's/^SlurmUser *= *\([^(]*\)(.*/\1/p')
 	[ "$user" = "$slurm_user" ] || t_fail "elasticd runs as '$user', not as SlurmUser '$slurm_user'"
+	# dumpable after the change of uid (a crash leaves a core): the kernel
+	# gives an undumpable process's /proc files to root
+	[ "$user" = root ] || [ "$(stat -c %U "/proc/$CTL_PID/status")" = "$user" ] ||
+		t_fail "elasticd is not dumpable after becoming $user (/proc/$CTL_PID/status owned by $(stat -c %U "/proc/$CTL_PID/status"))"
 	t_log "elasticd up (pid $CTL_PID, port $CTL_PORT, user $user)"
 }
 

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "admin.h"
@@ -112,12 +114,55 @@ static void hold_plan(void **state)
 	ed_plan_free(&p);
 }
 
+/* What is saved is what is loaded; a missing file is nothing paused; a line
+ * not ours is refused with the path and line, leaving nothing applied. */
+static void save_and_load(void **state)
+{
+	struct ed_admin a, b;
+	elastic_error_t err;
+	char dir[] = "/tmp/test_admin.XXXXXX", path[64], d1[128], d2[128];
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/elasticd.state", dir);
+	assert_int_equal(ed_admin_load(&b, path, &err), 0);
+	ed_admin_describe(&b, d2, sizeof(d2));
+	assert_string_equal(d2, "");
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(ed_admin_apply(&a, "drain", "node2", &err), 0);
+	assert_int_equal(ed_admin_apply(&a, "pause", "node3", &err), 0);
+	assert_int_equal(ed_admin_apply(&a, "pause", NULL, &err), 0);
+	assert_int_equal(ed_admin_save(&a, path, &err), 0);
+	assert_int_equal(ed_admin_load(&b, path, &err), 0);
+	ed_admin_describe(&a, d1, sizeof(d1));
+	ed_admin_describe(&b, d2, sizeof(d2));
+	assert_string_equal(d1, d2);
+	/* an edit by hand that is not ours */
+	assert_non_null(f = fopen(path, "a"));
+	fprintf(f, "node node4 dran\n");
+	fclose(f);
+	assert_int_equal(ed_admin_load(&b, path, &err), -1);
+	assert_non_null(strstr(err.text, "line 5"));
+	assert_non_null(strstr(err.text, "node node4 dran"));
+	ed_admin_describe(&b, d2, sizeof(d2));
+	assert_string_equal(d2, "");
+	/* a directory that cannot take the file */
+	char bad[96];
+	snprintf(bad, sizeof(bad), "%s/none/elasticd.state", dir);
+	assert_int_equal(ed_admin_save(&a, bad, &err), -1);
+	assert_non_null(strstr(err.text, bad));
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(apply_and_describe),
 		cmocka_unit_test(bounds),
 		cmocka_unit_test(hold_plan),
+		cmocka_unit_test(save_and_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
