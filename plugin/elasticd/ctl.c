@@ -883,7 +883,6 @@ static int _on_admin(void *arg, const struct elastic_msg *m, uid_t uid, char *st
 		    ed_admin_save(&c->admin, c->admin_path, &serr) < 0) {
 			ed_error("%s: a restart of elasticd forgets this %s", serr.text,
 				 m->action);
-			ed_admin_describe(&c->admin, state, len);
 			size_t n = strlen(state);
 			snprintf(state + n, len - n, "%s(not kept across a restart: %s)",
 				 n ? " " : "normal ", serr.text);

@@ -84,6 +84,11 @@ t_grep 'libelastic\[1\]: a step did not finish in 4 s: exiting 75' "$T_DIR/exact
 [ "$status" != 0 ] && [ "$status" != 137 ] ||
 	{ tail -n 30 "$T_DIR/exact_hang.out"; t_fail "exact_hang: mpirun ended with status $status (0: a hang passed as success; 137: it hung)"; }
 t_log "a rank stuck in a step: ended by the step timeout, mpirun status $status"
+# a timeout that cannot be one is refused, naming it, before anything starts
+out=$(python3 -c 'import slurm_elastic.torch as d; d.init_process_group("gloo", timeout=-5)' 2>&1) &&
+	t_fail "init_process_group(timeout=-5) was taken: $out"
+grep -q 'timeout=-5: expected a datetime.timedelta or seconds in (0, 86400\]' <<<"$out" ||
+	t_fail "timeout=-5 refused without naming it: $out"
 run exact_tail_kill 3 KILL_RANK=2 KILL_STEP=11
 n=$(grep -c "^slurm_elastic.torch: warning: rank [01]: a step among the epoch's last batches" "$T_DIR/exact_tail_kill.out" || true)
 [ "$n" = 2 ] || { cat "$T_DIR/exact_tail_kill.out"; t_fail "exact_tail_kill: the tail warning on $n of 2 survivors"; }

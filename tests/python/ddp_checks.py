@@ -131,9 +131,9 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     differ until rank 0's reach them. kill=(rank, step): that rank SIGKILLs
     itself in the middle of that step (after backward)."""
     # HANG_TIMEOUT: the step time limit, as torch's collective timeout is given
-    hang = os.environ.get("HANG_TIMEOUT")
+    hang_timeout = os.environ.get("HANG_TIMEOUT")
     dist.init_process_group("nccl" if CUDA else "gloo", **(
-        {"timeout": datetime.timedelta(seconds=float(hang))} if hang else {}))
+        {"timeout": datetime.timedelta(seconds=float(hang_timeout))} if hang_timeout else {}))
     # as DDP scripts do: the device from LOCAL_RANK, which the job exports
     dev = torch.device("cuda", int(os.environ["LOCAL_RANK"])) if CUDA else torch.device("cpu")
     if CUDA:
@@ -174,6 +174,7 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
                                print(pending[0], flush=True))
     stop = int(os.environ.get("STOP_STEP", "-1"))
     fault = int(os.environ.get("RAISE_STEP", "-1"))
+    hang = (int(os.environ.get("HANG_RANK", "-1")), int(os.environ.get("HANG_STEP", "-1")))
     # KILL_FROM=1: the victim dies at its first step from KILL_STEP on (a rank
     # that exists only after a growth), once: not again after a relaunch
     kill_from = os.environ.get("KILL_FROM") == "1"
@@ -209,8 +210,7 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
                 open(killed_mark, "w").close()
                 print("KILL rank %d at step %d" % (kill[0], committed), flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
-            if int(os.environ.get("HANG_STEP", "-1")) == committed and \
-                    dist.get_rank() == int(os.environ.get("HANG_RANK", "-1")):
+            if hang == (dist.get_rank(), committed):
                 print("HANG rank %d at step %d" % (dist.get_rank(), committed), flush=True)
                 time.sleep(3600)  # stuck inside the step (a deadlock, a dead file system)
             if stop == committed:  # the whole launch ends, as when a job is requeued
