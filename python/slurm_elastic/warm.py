@@ -24,7 +24,7 @@ them over (``dup2``, the environment replaced, plus what the zygote's imports
 set in it, SIGUSR1 blocked until libelastic takes it, dies with the zygote) and runs SCRIPT as ``__main__``, exactly as ``python3 SCRIPT``
 would from there on. The zygote tells the wrapper the child's pid and, at
 the end, its wait status; the wrapper relays signals and ends with that
-status, so PRRTE and ULFM see the rank end as before. When the wrapper dies
+status, so PRRTE and ULFM see the rank end as a plain rank's. When the wrapper dies
 the zygote kills the child; when the zygote dies its children die
 (PR_SET_PDEATHSIG) and their wrappers report them killed. With
 ``--lifeline`` the zygote ends at the end of its stdin (elastic-run holds
