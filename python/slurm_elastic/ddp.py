@@ -955,7 +955,7 @@ class DistributedDataParallel(_torch.nn.parallel.DistributedDataParallel):
                              "job's world: do not pass process_group")
         # DDP's own buffer broadcast has nothing to do on a group of one (the
         # job sends rank 0's buffers at each commit); torch >= 2.14 names it
-        # forward_sync_buffers and warns on the old name
+        # forward_sync_buffers and warns on broadcast_buffers
         import inspect
         params = inspect.signature(_torch.nn.parallel.DistributedDataParallel).parameters
         if "forward_sync_buffers" in params:

@@ -88,7 +88,8 @@ from slurm_elastic.ddp import (  # noqa: F401  (the DDP-shaped API, see slurm_el
 
 
 class RegistrationError(RuntimeError):
-    """The model or optimizer no longer uses the registered storage."""
+    """A parameter or optimizer state tensor is not a view of the registered
+    storage (replaced since wrapping), so a redo or resume would miss it."""
 
 
 def _flat_views(tensors, name, device=None):
