@@ -25,7 +25,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "elasticd.h"
+#include "channel.h"
+#include "log.h"
 
 #define MAX_CONNS     1024
 #define UID_CONNS     (MAX_CONNS / 4) /* connections one uid may hold */

@@ -14,8 +14,9 @@
 #include <slurm/slurm_errno.h>
 
 #include "contract.h"
-#include "elasticd.h"
 #include "grants.h"
+#include "log.h"
+#include "slurm.h"
 
 /* What a grant's AdminComment starts with; only administrators can set it,
  * so a user naming a job "elastic:<id>" does not make it a grant. */
@@ -132,9 +133,12 @@ int ed_slurm_init(elastic_error_t *err)
 {
 	slurm_conf_t *c = NULL;
 	slurm_init(NULL);
-	if (slurm_load_ctl_conf((time_t)0, &c) != SLURM_SUCCESS)
-		return elastic__errorf(err, "cannot read slurmctld's configuration: %s",
-				       slurm_strerror(errno));
+	if (slurm_load_ctl_conf((time_t)0, &c) != SLURM_SUCCESS) {
+		elastic__errorf(err, "cannot read slurmctld's configuration: %s",
+				slurm_strerror(errno));
+		slurm_fini(); /* a failed call changes nothing */
+		return -1;
+	}
 	_slurm_user = c->slurm_user_id;
 	free(_state_dir);
 	_state_dir = c->state_save_location ? strdup(c->state_save_location) : NULL;
@@ -905,14 +909,6 @@ void ed_snapshot_free(struct ed_snapshot *s)
 	free(s->grants);
 	free(s->nodes);
 	memset(s, 0, sizeof(*s));
-}
-
-const struct ed_job *ed_snapshot_job(const struct ed_snapshot *s, uint32_t id)
-{
-	for (int i = 0; i < s->njobs; i++)
-		if (s->jobs[i].id == id)
-			return &s->jobs[i];
-	return NULL;
 }
 
 int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
