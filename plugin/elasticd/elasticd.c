@@ -54,9 +54,9 @@ struct ed_daemon {
 	ed_channel_t *ch;
 	struct ed_ctl *ctl;
 	ed_metrics_t *metrics; /* NULL: MetricsAddress not set */
-	/* ELASTICD_FAST=0: the timing before issue 13 part 3 (benches compare
-	 * both in one run): events every EVENT_POLL_MS whatever is under way,
-	 * and a job just started held by the cool-down before it grows. */
+	/* ELASTICD_TIMING=slow (elasticd(8), for benches): events every
+	 * EVENT_POLL_MS whatever is under way, and a job just started held by
+	 * the cool-down before it grows. */
 	int slow;
 };
 
@@ -230,8 +230,8 @@ static int _conf_init(struct ed_daemon *d)
 		if (realpath(d->conf_path, abs))
 			snprintf(d->conf_path, sizeof(d->conf_path), "%s", abs);
 	}
-	const char *fast_env = getenv("ELASTICD_FAST");
-	d->slow = fast_env && strcmp(fast_env, "0") == 0;
+	const char *timing = getenv("ELASTICD_TIMING");
+	d->slow = timing && strcmp(timing, "slow") == 0;
 	_apply(d);
 	return 0;
 }
@@ -476,7 +476,7 @@ static const struct ed_stage {
 	int (*init)(struct ed_daemon *d);
 	void (*fini)(struct ed_daemon *d); /* NULL: nothing to undo */
 } _stages[] = {
-	{_conf_init, _conf_fini},	/* elastic.conf, ELASTICD_FAST */
+	{_conf_init, _conf_fini},	/* elastic.conf, ELASTICD_TIMING */
 	{_log_init, _log_fini},		/* -L, LogFile, stderr or syslog */
 	{_process_init, NULL},		/* detached, rlimits, signals */
 	{_slurm_init, _slurm_fini},	/* libslurm, slurmctld's configuration */
@@ -507,7 +507,7 @@ static void _log_started(const struct ed_daemon *d)
 		ed_info("%s not found: the built-in defaults (see elasticd -t)",
 			d->conf_path);
 	if (d->slow)
-		ed_info("ELASTICD_FAST=0: events every %d ms, new jobs held by the cool-down (the timing before issue 13 part 3)",
+		ed_info("ELASTICD_TIMING=slow: events every %d ms, new jobs held by the cool-down",
 			EVENT_POLL_MS);
 }
 

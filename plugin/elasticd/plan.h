@@ -16,8 +16,8 @@ struct ed_plan_params {
 	int min_change;
 	int64_t cooldown;
 	/* 1: a job not resized since it started is held by the cool-down
-	 * too (the timing before issue 13, for benches); 0: it grows to its
-	 * share at once (starting is no churn). */
+	 * too (ELASTICD_TIMING=slow, for benches); 0: it grows to its share
+	 * at once (starting is no churn). */
 	int cooldown_from_start;
 };
 
