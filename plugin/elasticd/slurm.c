@@ -88,7 +88,7 @@ static uint64_t _jobs_fp; /* fingerprint of that list (see _fingerprint) */
  * grant; between ticks only the elastic jobs and grants. slurmctld's work
  * then grows with elasticd's own jobs and the new ones, not with the queue.
  * ELASTICD_QUERY=full: the whole job list per tick and the change check
- * against it (the way before, for benches; and the fallback when the
+ * against it (for benches that compare both; and the fallback when the
  * job-state RPC fails or is missing). */
 static int _query_full;
 /* Targeted: many jobs never read (a first tick, a restart) are read in one

@@ -961,7 +961,7 @@ static int drift_step(struct world *w)
 	return m;
 }
 
-/* The issue's case: 4 / 3 on 7 GPUs (nodes of 4 and 3), priorities 5001 and
+/* The drift case: 4 / 3 on 7 GPUs (nodes of 4 and 3), priorities 5001 and
  * 5000 swapping at every decision, cool-down 10 s, decisions 11 s apart:
  * shares 3.5005 / 3.4995 and back; 4 / 3 is a rounding of both. */
 static void two_jobs_on_seven(struct world *w, int fresh)
@@ -1001,8 +1001,8 @@ static void drifting_priorities_move_nothing(void **state)
 	assert_true(has(&w, 1, ELASTIC_POLICY_STEADY));
 	world_fini(&w);
 
-	/* The rule before (largest remainder alone) moves a GPU at each
-	 * decision: 6 in 6; this is the churn the rule removes. */
+	/* Largest remainder alone (fresh_split = 1) moves a GPU at each
+	 * decision: 6 in 6; this is the churn that stable allocations avoid. */
 	two_jobs_on_seven(&w, 1);
 	total = 0;
 	for (int d = 0; d < 6; d++) {
