@@ -749,6 +749,33 @@ static void _add_grant(struct ed_snapshot *s, const slurm_job_info_t *ji,
 	}
 }
 
+/* A node that takes no new work (down, drained, not responding) offers
+ * only the GPUs its running jobs hold: nothing grows there, and what is
+ * held stays consistent for the policy (no over-commit). No node has more
+ * busy GPUs than GPUs. */
+static void _bound_nodes(struct ed_snapshot *s)
+{
+	for (int k = 0; k < s->nnodes; k++) {
+		struct ed_node *n = &s->nodes[k];
+		int held = n->busy;
+		if (!n->unusable)
+			continue;
+		for (int i = 0; i < s->njobs; i++)
+			for (int q = 0; q < s->jobs[i].nlead; q++)
+				if (s->jobs[i].lead[q].node == k)
+					held += s->jobs[i].lead[q].gpus;
+		for (int g = 0; g < s->ngrants; g++)
+			if (s->grants[g].node == k &&
+			    s->grants[g].state == ED_GRANT_RUNNING)
+				held += s->grants[g].gpus;
+		if (held < n->gpus)
+			n->gpus = held;
+	}
+	for (int k = 0; k < s->nnodes; k++)
+		if (s->nodes[k].busy > s->nodes[k].gpus)
+			s->nodes[k].busy = s->nodes[k].gpus;
+}
+
 int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t *err)
 {
 	struct jobset J = {0};
@@ -786,28 +813,7 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 			_probe_from(&J, kind);
 		_watch_from(&J, kind);
 	}
-	/* A node that takes no new work (down, drained, not responding)
-	 * offers only the GPUs its running jobs hold: nothing grows there, and
-	 * what is held stays consistent for the policy (no over-commit). */
-	for (int k = 0; k < s->nnodes; k++) {
-		struct ed_node *n = &s->nodes[k];
-		int held = n->busy;
-		if (!n->unusable)
-			continue;
-		for (int i = 0; i < s->njobs; i++)
-			for (int q = 0; q < s->jobs[i].nlead; q++)
-				if (s->jobs[i].lead[q].node == k)
-					held += s->jobs[i].lead[q].gpus;
-		for (int g = 0; g < s->ngrants; g++)
-			if (s->grants[g].node == k &&
-			    s->grants[g].state == ED_GRANT_RUNNING)
-				held += s->grants[g].gpus;
-		if (held < n->gpus)
-			n->gpus = held;
-	}
-	for (int k = 0; k < s->nnodes; k++)
-		if (s->nodes[k].busy > s->nodes[k].gpus)
-			s->nodes[k].busy = s->nodes[k].gpus;
+	_bound_nodes(s);
 	free(kind);
 	free(taken);
 	free(used);
