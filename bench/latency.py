@@ -1,22 +1,22 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 # bench/latency.py: how long a re-split takes with real training (the C trainer
-# under elastic-run), today's elasticd timing against the current one in one
+# under elastic-run), a slow reaction timing against the default one in one
 # run: a priority update -> the new split in force in both jobs, and a job
 # arrival -> both jobs at 4 / 4; and where the time goes.
-"""usage: latency.py [--build DIR] [--out DIR] [--arrivals N] [--swaps N] [--modes today,fast]
+"""usage: latency.py [--build DIR] [--out DIR] [--arrivals N] [--swaps N] [--modes slow,fast]
 
 Run inside `testbed/cluster exec` as root, on an idle cluster of 2 nodes x 4
 GPUs with the elastic plugins loaded and no elasticd running (bench/latency.sh
 finds or starts one). For each mode it starts its own elasticd:
-  today: the timing before issue 13 part 3: ELASTICD_FAST=0 (slurmctld's
-         job list polled every 250 ms whatever is under way; a job just
-         started held by CoolDown before it grows to its share), jobs run
+  slow:  ELASTICD_TIMING=slow (elasticd(8): slurmctld's job list polled
+         every 250 ms whatever is under way; a job just started held by
+         CoolDown before it grows to its share), jobs run
          with elastic-run --grant-wait 0 (a new job launches on its first
          GPU, then re-forms onto its grants) and Open MPI ranks that spin
          while they wait (mpi_yield_when_idle=0: on this 2-core machine 8
          spinning ranks make every step 3x slower);
-  fast:  the current timing (polled every 50 ms while a change is under
+  fast:  the default timing (polled every 50 ms while a change is under
          way; a job just started grows to its share at once; elastic-run
          waits for the grants of a new job; ranks yield while they wait).
          elastic-run's other change (a grant that adds usable GPUs stops
@@ -58,9 +58,9 @@ import elastic_cluster as ec  # noqa: E402 (examples/demo)
 from elastic_cluster import die, run, steps, wait_for  # noqa: E402
 
 # Per mode: elasticd's environment, and settings of the jobs (train.sbatch).
-MODES = {"today": ({"ELASTICD_FAST": "0"},
-                   {"ELASTIC_RUN_OPTS": "--grant-wait 0", "OMPI_MCA_mpi_yield_when_idle": "0"}),
-         "fast": ({"ELASTICD_FAST": "1"}, {})}
+MODES = {"slow": ({"ELASTICD_TIMING": "slow"},
+                  {"ELASTIC_RUN_OPTS": "--grant-wait 0", "OMPI_MCA_mpi_yield_when_idle": "0"}),
+         "fast": ({"ELASTICD_TIMING": "default"}, {})}
 PHASES = ("tick", "shrink", "slurm", "stop", "relaunch", "start")
 
 
@@ -215,9 +215,9 @@ class Latency:
                 self.say(f"   {m:<6} {len(rs):>3} {med(rs, 'total'):>7.2f} "
                          f"{max(r['total'] for r in rs):>7.2f}   " +
                          " ".join(f"{med(rs, p):>5.2f}[{cnt(rs, p)}]" for p in PHASES))
-            if all(m in self.res and self.res[m][ev] for m in ("today", "fast")):
-                t, f = med(self.res["today"][ev], "total"), med(self.res["fast"][ev], "total")
-                self.say(f"   today / fast: {t / f:.2f}x")
+            if all(m in self.res and self.res[m][ev] for m in ("slow", "fast")):
+                t, f = med(self.res["slow"][ev], "total"), med(self.res["fast"][ev], "total")
+                self.say(f"   slow / fast: {t / f:.2f}x")
 
     def run(self):
         a = self.a
@@ -225,7 +225,7 @@ class Latency:
                  f"per GPU): {a.arrivals} arrivals, {a.swaps} priority swaps per mode")
         for m in a.modes.split(","):
             if m not in MODES:
-                die(f"unknown mode '{m}' (today, fast)")
+                die(f"unknown mode '{m}' (slow, fast)")
             self.mode(m)
         self.report()
 
@@ -233,7 +233,7 @@ class Latency:
 def add_args(p):
     p.add_argument("--arrivals", type=int, default=3)
     p.add_argument("--swaps", type=int, default=4)
-    p.add_argument("--modes", default="today,fast")
+    p.add_argument("--modes", default="slow,fast")
     p.add_argument("--latency-sample-us", dest="lat_sample_us", type=int, default=200,
                    help="simulated GPU time per sample in the latency runs (200)")
 

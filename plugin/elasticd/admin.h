@@ -6,7 +6,9 @@
 
 #include <stddef.h>
 
-#include "elasticd.h"
+#include "conf.h"
+#include "model.h"
+#include "plan.h"
 
 #define ED_ADMIN_NODES_MAX 256
 

@@ -25,7 +25,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "elasticd.h"
+#include "channel.h"
+#include "log.h"
 
 #define MAX_CONNS     1024
 #define UID_CONNS     (MAX_CONNS / 4) /* connections one uid may hold */
@@ -427,6 +428,50 @@ int ed_channel_connections(const ed_channel_t *ch)
 	return n;
 }
 
+/* Accept every connection waiting, each into a free slot (or the slot of
+ * the connection evicted for it); one with no room is closed. */
+static void _accept(ed_channel_t *ch)
+{
+	for (;;) {
+		struct sockaddr_storage sa;
+		socklen_t sl = sizeof(sa);
+		int fd = accept4(ch->lfd, (struct sockaddr *)&sa, &sl,
+				 SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int slot = -1;
+		if (fd < 0)
+			break;
+		for (int i = 0; i < ch->nconns; i++)
+			if (ch->conns[i].dead) {
+				slot = i;
+				break;
+			}
+		if (slot < 0 && ch->nconns < MAX_CONNS)
+			slot = ch->nconns++;
+		if (slot < 0 && (slot = _evict(ch)) < 0) {
+			close(fd);
+			continue;
+		}
+		struct _conn *c = &ch->conns[slot];
+		memset(c, 0, sizeof(*c));
+		c->fd = fd;
+		c->active_ms = ed_now_ms();
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		char addr[INET6_ADDRSTRLEN] = "?";
+		int port = 0;
+		if (sa.ss_family == AF_INET) {
+			struct sockaddr_in *s4 = (struct sockaddr_in *)&sa;
+			inet_ntop(AF_INET, &s4->sin_addr, addr, sizeof(addr));
+			port = ntohs(s4->sin_port);
+		} else if (sa.ss_family == AF_INET6) {
+			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&sa;
+			inet_ntop(AF_INET6, &s6->sin6_addr, addr, sizeof(addr));
+			port = ntohs(s6->sin6_port);
+		}
+		snprintf(c->peer, sizeof(c->peer), "%s:%d", addr, port);
+	}
+}
+
 void ed_channel_poll(ed_channel_t *ch, int timeout_ms)
 {
 	struct pollfd pf[MAX_CONNS + 1 + EXTRA_FDS];
@@ -480,46 +525,8 @@ void ed_channel_poll(ed_channel_t *ch, int timeout_ms)
 			_read(ch, c);
 		}
 	}
-	if (pf[0].revents & POLLIN) {
-		for (;;) {
-			struct sockaddr_storage sa;
-			socklen_t sl = sizeof(sa);
-			int fd = accept4(ch->lfd, (struct sockaddr *)&sa, &sl,
-					 SOCK_CLOEXEC | SOCK_NONBLOCK);
-			int slot = -1;
-			if (fd < 0)
-				break;
-			for (int i = 0; i < ch->nconns; i++)
-				if (ch->conns[i].dead) {
-					slot = i;
-					break;
-				}
-			if (slot < 0 && ch->nconns < MAX_CONNS)
-				slot = ch->nconns++;
-			if (slot < 0 && (slot = _evict(ch)) < 0) {
-				close(fd);
-				continue;
-			}
-			struct _conn *c = &ch->conns[slot];
-			memset(c, 0, sizeof(*c));
-			c->fd = fd;
-			c->active_ms = ed_now_ms();
-			int one = 1;
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-			char addr[INET6_ADDRSTRLEN] = "?";
-			int port = 0;
-			if (sa.ss_family == AF_INET) {
-				struct sockaddr_in *s4 = (struct sockaddr_in *)&sa;
-				inet_ntop(AF_INET, &s4->sin_addr, addr, sizeof(addr));
-				port = ntohs(s4->sin_port);
-			} else if (sa.ss_family == AF_INET6) {
-				struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&sa;
-				inet_ntop(AF_INET6, &s6->sin6_addr, addr, sizeof(addr));
-				port = ntohs(s6->sin6_port);
-			}
-			snprintf(c->peer, sizeof(c->peer), "%s:%d", addr, port);
-		}
-	}
+	if (pf[0].revents & POLLIN)
+		_accept(ch);
 }
 
 int ed_channel_send_job(ed_channel_t *ch, uint32_t job, const struct elastic_msg *m)

@@ -10,8 +10,12 @@
 #include <string.h>
 
 #include "admin.h"
-#include "elasticd.h"
+#include "channel.h"
+#include "ctl.h"
+#include "log.h"
+#include "plan.h"
 #include "reconcile.h"
+#include "slurm.h"
 
 #define ANNOUNCED_MAX 64
 

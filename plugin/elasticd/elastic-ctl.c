@@ -96,6 +96,29 @@ static void _fmt_time(uint64_t t, char *buf, size_t size)
 	strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
 }
 
+/* One JOBINFO as a row of status (-p: '|'-separated, raw values). */
+static void _print_job(const struct elastic_msg *m, int parsable)
+{
+	char when[32], step[24] = "-", rate[24] = "-";
+
+	_fmt_time(m->resized, when, sizeof(when));
+	if (m->present & ELASTIC_K_STEP)
+		snprintf(step, sizeof(step), "%" PRIu64, m->step);
+	if (m->present & ELASTIC_K_RATE)
+		snprintf(rate, sizeof(rate), "%.1f", m->rate);
+	if (parsable)
+		printf("%u|%s|%u|%u|%u|%u|%s|%u|%u|%" PRIu64 "|%s|%s|%s\n", m->job,
+		       m->user, m->min, m->max, m->target, m->gpus,
+		       elastic_job_state_name(m->state), m->grants, m->connected,
+		       m->resized, m->nodes[0] ? m->nodes : "-", step, rate);
+	else
+		printf("%-8u %-10s %4u %4u %6u %5u %-9s %6u %-7s %-19s %8s %9s %s\n",
+		       m->job, m->user, m->min, m->max, m->target, m->gpus,
+		       elastic_job_state_name(m->state), m->grants,
+		       m->connected ? "up" : "down", when, step, rate,
+		       m->nodes[0] ? m->nodes : "-");
+}
+
 static int _status(int argc, char **argv)
 {
 	uint32_t job = 0;
@@ -161,24 +184,7 @@ static int _status(int argc, char **argv)
 		}
 		if (m.type != ELASTIC_MSG_JOBINFO)
 			continue;
-		char when[32];
-		_fmt_time(m.resized, when, sizeof(when));
-		char step[24] = "-", rate[24] = "-";
-		if (m.present & ELASTIC_K_STEP)
-			snprintf(step, sizeof(step), "%" PRIu64, m.step);
-		if (m.present & ELASTIC_K_RATE)
-			snprintf(rate, sizeof(rate), "%.1f", m.rate);
-		if (parsable)
-			printf("%u|%s|%u|%u|%u|%u|%s|%u|%u|%" PRIu64 "|%s|%s|%s\n", m.job,
-			       m.user, m.min, m.max, m.target, m.gpus,
-			       elastic_job_state_name(m.state), m.grants, m.connected,
-			       m.resized, m.nodes[0] ? m.nodes : "-", step, rate);
-		else
-			printf("%-8u %-10s %4u %4u %6u %5u %-9s %6u %-7s %-19s %8s %9s %s\n",
-			       m.job, m.user, m.min, m.max, m.target, m.gpus,
-			       elastic_job_state_name(m.state), m.grants,
-			       m.connected ? "up" : "down", when, step, rate,
-			       m.nodes[0] ? m.nodes : "-");
+		_print_job(&m, parsable);
 		n++;
 	}
 	if (job && n == 0) {

@@ -13,8 +13,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "elasticd.h"
 #include "http.h"
+#include "log.h"
+#include "metrics.h"
 
 #define METRICS_CONNS	   16	      /* scrapers at once; more are closed at accept */
 #define METRICS_TIMEOUT_MS 5000	      /* a request and its answer take no longer */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elasticd.h"
+#include "plan.h"
 #include "policy.h"
 
 int ed_plan_compute(const struct ed_snapshot *s, const struct ed_place *const *held,
@@ -66,9 +66,7 @@ int ed_plan_compute(const struct ed_snapshot *s, const struct ed_place *const *h
 		pj->nplace = nheld[i];
 	}
 	memset(&in, 0, sizeof(in));
-	in.mode = p->mode == 1	 ? ELASTIC_POLICY_FAIRSHARE
-		  : p->mode == 2 ? ELASTIC_POLICY_FIFO
-				 : ELASTIC_POLICY_PRIORITY;
+	in.mode = p->mode;
 	in.now = now;
 	in.min_change = p->min_change;
 	in.min_change_pct = 0;
@@ -123,6 +121,12 @@ done:
 	free(gpus);
 	free(busy);
 	return rc;
+}
+
+const char *ed_plan_mode_name(enum elastic_policy_mode mode)
+{
+	const char *name = elastic_policy_mode_name(mode);
+	return name ? name : "priority";
 }
 
 void ed_plan_free(struct ed_plan *p)

@@ -1000,14 +1000,11 @@ static int _take(struct _ws *ws, struct _heap *heaps, struct elastic_policy_targ
 	return got;
 }
 
-/* Place every job's target; tg[i].place points at room for its entries. */
-static int _place(struct _ws *ws, struct elastic_policy_target *tg, elastic_error_t *err)
+/* What each job keeps of its placement: all of it, or what is left once
+ * a shrink gives back the smallest holdings first (never pinned GPUs); a
+ * job stopped gives back everything. Released GPUs count as free. */
+static void _keep_or_release(struct _ws *ws, struct elastic_policy_target *tg)
 {
-	struct _heap *heaps = NULL;
-	struct _grow *grow = NULL;
-	int ngrow = 0, maxv = 0, nheaps = 0, rc = -1;
-
-	/* Keep, or release what a shrink gives back. */
 	for (int i = 0; i < ws->nj; i++) {
 		const struct elastic_policy_job *jb = ws->j[i].in;
 		struct elastic_policy_target *t = &tg[i];
@@ -1037,6 +1034,16 @@ static int _place(struct _ws *ws, struct elastic_policy_target *tg, elastic_erro
 				t->place[kept++] = t->place[k];
 		t->nplace = kept;
 	}
+}
+
+/* Place every job's target; tg[i].place points at room for its entries. */
+static int _place(struct _ws *ws, struct elastic_policy_target *tg, elastic_error_t *err)
+{
+	struct _heap *heaps = NULL;
+	struct _grow *grow = NULL;
+	int ngrow = 0, maxv = 0, nheaps = 0, rc = -1;
+
+	_keep_or_release(ws, tg);
 
 	/* Free counts by value, lowest node first. */
 	for (int n = 0; n < ws->nn; n++)

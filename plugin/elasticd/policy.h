@@ -82,10 +82,10 @@
  * Largest remainder alone would move a GPU whenever two remainders swap
  * order: two jobs on 7 GPUs at 5001 vs 5000 that swap priorities at each
  * decision would move a GPU at every decision; here they move none. The
- * bound is the same as before: a job's count is a rounding of its share
+ * bound is largest remainder's: a job's count is a rounding of its share
  * (within one allowed step, unless others' MAX leave more to hand out). Input
- * fresh_split = 1 rounds as if no job held GPUs (the rule before; benches
- * use it to compare churn). fifo mode splits without rounding: unchanged.
+ * fresh_split = 1 rounds as if no job held GPUs (largest remainder alone;
+ * benches use it to compare churn). fifo mode splits without rounding.
  *
  * Hysteresis. A job's change is held (target = current, reason HOLD_*) when
  *   - now - last resize < Cooldown seconds (reason HOLD_COOLDOWN), or

@@ -15,7 +15,9 @@
 #ifndef ELASTICD_RECONCILE_H
 #define ELASTICD_RECONCILE_H
 
-#include "elasticd.h"
+#include "model.h"
+#include "plan.h"
+#include "proto.h" /* enum elastic_job_state, ELASTIC_PROTO_NODES_MAX */
 
 /* A release ordered and not yet done, as the controller remembers it. */
 struct ed_rc_release {

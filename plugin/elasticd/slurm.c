@@ -14,8 +14,9 @@
 #include <slurm/slurm_errno.h>
 
 #include "contract.h"
-#include "elasticd.h"
 #include "grants.h"
+#include "log.h"
+#include "slurm.h"
 
 /* What a grant's AdminComment starts with; only administrators can set it,
  * so a user naming a job "elastic:<id>" does not make it a grant. */
@@ -87,7 +88,7 @@ static uint64_t _jobs_fp; /* fingerprint of that list (see _fingerprint) */
  * grant; between ticks only the elastic jobs and grants. slurmctld's work
  * then grows with elasticd's own jobs and the new ones, not with the queue.
  * ELASTICD_QUERY=full: the whole job list per tick and the change check
- * against it (the way before, for benches; and the fallback when the
+ * against it (for benches that compare both; and the fallback when the
  * job-state RPC fails or is missing). */
 static int _query_full;
 /* Targeted: many jobs never read (a first tick, a restart) are read in one
@@ -132,9 +133,12 @@ int ed_slurm_init(elastic_error_t *err)
 {
 	slurm_conf_t *c = NULL;
 	slurm_init(NULL);
-	if (slurm_load_ctl_conf((time_t)0, &c) != SLURM_SUCCESS)
-		return elastic__errorf(err, "cannot read slurmctld's configuration: %s",
-				       slurm_strerror(errno));
+	if (slurm_load_ctl_conf((time_t)0, &c) != SLURM_SUCCESS) {
+		elastic__errorf(err, "cannot read slurmctld's configuration: %s",
+				slurm_strerror(errno));
+		slurm_fini(); /* a failed call changes nothing */
+		return -1;
+	}
 	_slurm_user = c->slurm_user_id;
 	free(_state_dir);
 	_state_dir = c->state_save_location ? strdup(c->state_save_location) : NULL;
@@ -745,6 +749,33 @@ static void _add_grant(struct ed_snapshot *s, const slurm_job_info_t *ji,
 	}
 }
 
+/* A node that takes no new work (down, drained, not responding) offers
+ * only the GPUs its running jobs hold: nothing grows there, and what is
+ * held stays consistent for the policy (no over-commit). No node has more
+ * busy GPUs than GPUs. */
+static void _bound_nodes(struct ed_snapshot *s)
+{
+	for (int k = 0; k < s->nnodes; k++) {
+		struct ed_node *n = &s->nodes[k];
+		int held = n->busy;
+		if (!n->unusable)
+			continue;
+		for (int i = 0; i < s->njobs; i++)
+			for (int q = 0; q < s->jobs[i].nlead; q++)
+				if (s->jobs[i].lead[q].node == k)
+					held += s->jobs[i].lead[q].gpus;
+		for (int g = 0; g < s->ngrants; g++)
+			if (s->grants[g].node == k &&
+			    s->grants[g].state == ED_GRANT_RUNNING)
+				held += s->grants[g].gpus;
+		if (held < n->gpus)
+			n->gpus = held;
+	}
+	for (int k = 0; k < s->nnodes; k++)
+		if (s->nodes[k].busy > s->nodes[k].gpus)
+			s->nodes[k].busy = s->nodes[k].gpus;
+}
+
 int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t *err)
 {
 	struct jobset J = {0};
@@ -782,28 +813,7 @@ int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t
 			_probe_from(&J, kind);
 		_watch_from(&J, kind);
 	}
-	/* A node that takes no new work (down, drained, not responding)
-	 * offers only the GPUs its running jobs hold: nothing grows there, and
-	 * what is held stays consistent for the policy (no over-commit). */
-	for (int k = 0; k < s->nnodes; k++) {
-		struct ed_node *n = &s->nodes[k];
-		int held = n->busy;
-		if (!n->unusable)
-			continue;
-		for (int i = 0; i < s->njobs; i++)
-			for (int q = 0; q < s->jobs[i].nlead; q++)
-				if (s->jobs[i].lead[q].node == k)
-					held += s->jobs[i].lead[q].gpus;
-		for (int g = 0; g < s->ngrants; g++)
-			if (s->grants[g].node == k &&
-			    s->grants[g].state == ED_GRANT_RUNNING)
-				held += s->grants[g].gpus;
-		if (held < n->gpus)
-			n->gpus = held;
-	}
-	for (int k = 0; k < s->nnodes; k++)
-		if (s->nodes[k].busy > s->nodes[k].gpus)
-			s->nodes[k].busy = s->nodes[k].gpus;
+	_bound_nodes(s);
 	free(kind);
 	free(taken);
 	free(used);
@@ -905,14 +915,6 @@ void ed_snapshot_free(struct ed_snapshot *s)
 	free(s->grants);
 	free(s->nodes);
 	memset(s, 0, sizeof(*s));
-}
-
-const struct ed_job *ed_snapshot_job(const struct ed_snapshot *s, uint32_t id)
-{
-	for (int i = 0; i < s->njobs; i++)
-		if (s->jobs[i].id == id)
-			return &s->jobs[i];
-	return NULL;
 }
 
 int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,

@@ -477,29 +477,12 @@ int fini(void)
 	return SLURM_SUCCESS;
 }
 
-static int _submit_locked(job_desc_msg_t *jd, uint32_t submit_uid, char **err_msg)
+/* AllowedUsers and AllowedAccounts: may this user, with this account,
+ * submit elastic jobs. */
+static int _check_who(const job_desc_msg_t *jd, char **err_msg)
 {
-	const char *opt[O_N];
-	struct elastic_request req;
-	elastic_error_t err = {""};
-	char user[256], tag[ELASTIC_TAG_MAX], first[256];
-	long total;
-	int rc, any = 0;
+	char user[256];
 
-	if ((rc = _check_reserved(jd, submit_uid, err_msg)) != SLURM_SUCCESS)
-		return rc;
-	for (int i = 0; i < O_N; i++)
-		any |= (opt[i] = _spank_opt(jd, i)) != NULL;
-	if (!any)
-		return SLURM_SUCCESS;
-	if (_conf_error[0])
-		return _refuse(err_msg, ESLURM_NOT_SUPPORTED,
-			       "elastic jobs are refused until elastic.conf is fixed: %s",
-			       _conf_error);
-
-	if (elastic_request_from_options(&req, opt[O_GPUS], opt[O_GRACE], opt[O_SIZES],
-					 opt[O_WEIGHT], &_conf, &err) < 0)
-		return _refuse(err_msg, ESLURM_INVALID_GRES, "%s", err.text);
 	if (*_conf.allowed_users) {
 		const char *name = _user_name(jd->user_id, user, sizeof(user));
 		if (!elastic_list_allows(_conf.allowed_users, name))
@@ -520,6 +503,34 @@ static int _submit_locked(job_desc_msg_t *jd, uint32_t submit_uid, char **err_ms
 				"account '%s' may not run elastic jobs (allowed: %s)",
 				jd->account, _conf.allowed_accounts);
 	}
+	return SLURM_SUCCESS;
+}
+
+static int _submit_locked(job_desc_msg_t *jd, uint32_t submit_uid, char **err_msg)
+{
+	const char *opt[O_N];
+	struct elastic_request req;
+	elastic_error_t err = {""};
+	char tag[ELASTIC_TAG_MAX], first[256];
+	long total;
+	int rc, any = 0;
+
+	if ((rc = _check_reserved(jd, submit_uid, err_msg)) != SLURM_SUCCESS)
+		return rc;
+	for (int i = 0; i < O_N; i++)
+		any |= (opt[i] = _spank_opt(jd, i)) != NULL;
+	if (!any)
+		return SLURM_SUCCESS;
+	if (_conf_error[0])
+		return _refuse(err_msg, ESLURM_NOT_SUPPORTED,
+			       "elastic jobs are refused until elastic.conf is fixed: %s",
+			       _conf_error);
+
+	if (elastic_request_from_options(&req, opt[O_GPUS], opt[O_GRACE], opt[O_SIZES],
+					 opt[O_WEIGHT], &_conf, &err) < 0)
+		return _refuse(err_msg, ESLURM_INVALID_GRES, "%s", err.text);
+	if ((rc = _check_who(jd, err_msg)) != SLURM_SUCCESS)
+		return rc;
 	if (*_conf.allowed_partitions && !jd->partition) {
 		/* No -p: the first allowed partition, not Slurm's default. */
 		size_t n = strcspn(_conf.allowed_partitions, ",");

@@ -50,77 +50,89 @@ static void gres_counts(void **state)
 			 2); /* an overlong entry is cut, not overrun */
 }
 
-static void pick(const int *g, int n, int excess, const int *want, int nwant)
-{
-	int out[16];
-	int k = elastic__pick_release(g, n, excess, out, 16);
-	if (k != nwant)
-		fail_msg("excess %d: picked %d grants, expected %d", excess, k, nwant);
-	for (int i = 0; i < k; i++)
-		if (out[i] != want[i])
-			fail_msg("excess %d: pick %d is grant %d, expected %d", excess, i,
-				 out[i], want[i]);
-}
+/* Which grants a release of excess GPUs picks: the grants' GPUs in g (n,
+ * at most 8), the indexes picked in want (nwant). */
+static const struct pick_case {
+	int g[8], n, excess;
+	int want[8], nwant;
+	const char *why;
+} pick_cases[] = {
+	{{3, 1, 4, 2}, 4, 1, {1}, 1, "exact: the 1-GPU grant"},
+	{{3, 1, 4, 2}, 4, 2, {3}, 1, "exact: the 2-GPU grant"},
+	{{3, 1, 4, 2}, 4, 4, {2}, 1, "exact"},
+	{{3, 1, 4, 2}, 4, 0, {0}, 0, "nothing to release"},
+	{{3, 1, 4, 2}, 4, -3, {0}, 0, "nothing to release (negative)"},
+	{{4, 4}, 2, 3, {0}, 1, "smallest that covers, first of equals"},
+	{{1, 2, 2, 1}, 4, 5, {0, 1, 2}, 3, "exact: 1 + 2 + 2"},
+	{{2, 2}, 2, 3, {0, 1}, 2, "no exact way, none covers: largest first"},
+	{{1, 2, 2, 1}, 4, 9, {1, 2, 0, 3}, 4, "not enough: all of them"},
+	{{1, 2, 2, 1}, 0, 1, {0}, 0, "no grants"},
+	{{0, 0}, 2, 1, {0}, 0, "grants of 0 GPUs never help"},
+	{{4, 2, 1}, 3, 3, {1, 2}, 2, "2 + 1: exact, not the 4"},
+	{{4, 2, 1}, 3, 5, {0, 2}, 2, "4 + 1"},
+	{{4, 2, 1}, 3, 6, {0, 1}, 2, "4 + 2"},
+	{{4, 2, 1}, 3, 7, {0, 1, 2}, 3, "4 + 2 + 1"},
+	{{3, 3}, 2, 2, {0}, 1, "no exact subset: smallest cover"},
+	{{2, 2, 1}, 3, 4, {0, 1}, 2, "fewest grants among exact subsets"},
+};
 
 static void release_choice(void **state)
 {
-	const int g[] = {3, 1, 4, 2};
-	pick(g, 4, 1, (int[]){1}, 1); /* exact: the 1-GPU grant */
-	pick(g, 4, 2, (int[]){3}, 1); /* exact: the 2-GPU grant */
-	pick(g, 4, 4, (int[]){2}, 1); /* exact */
-	pick(g, 4, 0, NULL, 0);	      /* nothing to release */
-	pick(g, 4, -3, NULL, 0);
-	const int h[] = {4, 4};
-	pick(h, 2, 3, (int[]){0}, 1); /* smallest that covers, first of equals */
-	const int k[] = {1, 2, 2, 1};
-	pick(k, 4, 5, (int[]){0, 1, 2}, 3); /* exact: 1 + 2 + 2 */
-	const int evens[] = {2, 2};
-	pick(evens, 2, 3, (int[]){0, 1},
-	     2); /* no exact way, none covers: largest first */
-	pick(k, 4, 9, (int[]){1, 2, 0, 3}, 4); /* not enough: all of them */
-	pick(k, 0, 1, NULL, 0);		       /* no grants */
-	const int z[] = {0, 0};
-	pick(z, 2, 1, NULL, 0); /* grants of 0 GPUs never help */
-	int out[2];
+	(void)state;
+	for (size_t c = 0; c < sizeof(pick_cases) / sizeof(pick_cases[0]); c++) {
+		const struct pick_case *pc = &pick_cases[c];
+		int out[16], k = elastic__pick_release(pc->g, pc->n, pc->excess, out, 16);
+		if (k != pc->nwant)
+			fail_msg("'%s': excess %d: picked %d grants, expected %d",
+				 pc->why, pc->excess, k, pc->nwant);
+		for (int i = 0; i < k; i++)
+			if (out[i] != pc->want[i])
+				fail_msg(
+					"'%s': excess %d: pick %d is grant %d, expected %d",
+					pc->why, pc->excess, i, out[i], pc->want[i]);
+	}
 	/* max_pick bounds it */
+	const int k[] = {1, 2, 2, 1};
+	int out[2];
 	assert_int_equal(elastic__pick_release(k, 4, 6, out, 2), 2);
-	const int p2[] = {4, 2, 1};
-	pick(p2, 3, 3, (int[]){1, 2}, 2); /* 2 + 1: exact, not the 4 */
-	pick(p2, 3, 5, (int[]){0, 2}, 2); /* 4 + 1 */
-	pick(p2, 3, 6, (int[]){0, 1}, 2); /* 4 + 2 */
-	pick(p2, 3, 7, (int[]){0, 1, 2}, 3);
-	const int odd[] = {3, 3};
-	pick(odd, 2, 2, (int[]){0}, 1); /* no exact subset: smallest cover */
-	const int two[] = {2, 2, 1};
-	pick(two, 3, 4, (int[]){0, 1}, 2); /* fewest grants among exact subsets */
 }
 
-static void parts_are(const int *have, int nhave, int gpus, const int *want, int nwant)
-{
-	int parts[16], n = elastic__split_grow(have, nhave, gpus, parts, 16);
-	if (n != nwant)
-		fail_msg("grow of %d onto %d grants: %d parts, expected %d", gpus, nhave,
-			 n, nwant);
-	for (int i = 0; i < n; i++)
-		if (parts[i] != want[i])
-			fail_msg("grow of %d onto %d grants: part %d is %d, expected %d",
-				 gpus, nhave, i, parts[i], want[i]);
-}
+/* How a grow of gpus onto grants of have (nhave) GPUs is split into new
+ * grants: the parts in want (nwant). */
+static const struct split_case {
+	int have[4], nhave, gpus;
+	int want[8], nwant;
+	const char *why;
+} split_cases[] = {
+	{{0}, 0, 7, {1, 2, 4}, 3, "7 from nothing"},
+	{{0}, 0, 4, {1, 2, 1}, 3, "not one 4: 4 -> 3 must be exact"},
+	{{0}, 0, 3, {1, 2}, 2, "3 from nothing"},
+	{{0}, 0, 1, {1}, 1, "1 from nothing"},
+	{{0}, 0, 5, {1, 2, 2}, 3, "5 from nothing"},
+	{{4}, 1, 3, {1, 2}, 2, "fills the gap under the 4"},
+	{{2, 1}, 2, 1, {1}, 1, "{1, 2} reaches 3: a 1 more"},
+	{{1, 2}, 2, 4, {4}, 1, "reach 3: one 4 keeps it"},
+	{{2, 4}, 2, 2, {1, 1}, 2, "a released 1 comes back as 1"},
+};
 
 static void grow_split(void **state)
 {
 	int parts[8];
 	(void)state;
-	parts_are(NULL, 0, 7, (int[]){1, 2, 4}, 3);
-	parts_are(NULL, 0, 4, (int[]){1, 2, 1}, 3); /* not one 4: 4 -> 3 must be exact */
-	parts_are(NULL, 0, 3, (int[]){1, 2}, 2);
-	parts_are(NULL, 0, 1, (int[]){1}, 1);
-	parts_are(NULL, 0, 5, (int[]){1, 2, 2}, 3);
-	parts_are((int[]){4}, 1, 3, (int[]){1, 2}, 2); /* fills the gap under the 4 */
-	parts_are((int[]){2, 1}, 2, 1, (int[]){1}, 1); /* {1, 2} reaches 3: a 1 more */
-	parts_are((int[]){1, 2}, 2, 4, (int[]){4}, 1); /* reach 3: one 4 keeps it */
-	parts_are((int[]){2, 4}, 2, 2, (int[]){1, 1},
-		  2); /* a released 1 comes back as 1 */
+	for (size_t c = 0; c < sizeof(split_cases) / sizeof(split_cases[0]); c++) {
+		const struct split_case *sc = &split_cases[c];
+		int got[16], n = elastic__split_grow(sc->nhave ? sc->have : NULL,
+						     sc->nhave, sc->gpus, got, 16);
+		if (n != sc->nwant)
+			fail_msg("'%s': grow of %d onto %d grants: %d parts, expected %d",
+				 sc->why, sc->gpus, sc->nhave, n, sc->nwant);
+		for (int i = 0; i < n; i++)
+			if (got[i] != sc->want[i])
+				fail_msg(
+					"'%s': grow of %d onto %d grants: part %d is %d, expected %d",
+					sc->why, sc->gpus, sc->nhave, i, got[i],
+					sc->want[i]);
+	}
 	assert_int_equal(elastic__split_grow(NULL, 0, 0, parts, 8), 0);
 	assert_int_equal(elastic__split_grow(NULL, 0, -2, parts, 8), 0);
 	/* bounded: the last part takes the rest */
@@ -175,19 +187,35 @@ static void every_shrink_exact(void **state)
 	}
 }
 
+/* A grant's time limit (minutes) from its job's start, limit and now. */
 static void grant_limits(void **state)
 {
 	const unsigned inf = 0xfffffffe;
+	static const struct {
+		long start;
+		unsigned limit;
+		long now;
+		unsigned want;
+		const char *why;
+	} cases[] = {
+		{1000, 0, 1000, 0, "no limit"},
+		{1000, 0xfffffffe, 1000, 0, "infinite"},
+		{1000, 60, 1000, 60, "just started"},
+		{1000, 60, 1000 + 630, 49,
+		 "10 min 30 s into 60: 49 whole minutes left, not 60"},
+		{1000, 60, 1000 + 3590, 1, "10 s left: 1"},
+		{1000, 60, 1000 + 9999, 1, "past its limit: 1"},
+		{0, 30, 500, 30, "not started"},
+	};
 
 	(void)state;
-	assert_int_equal(elastic__grant_minutes(1000, 0, 1000, inf), 0);
-	assert_int_equal(elastic__grant_minutes(1000, inf, 1000, inf), 0);
-	assert_int_equal(elastic__grant_minutes(1000, 60, 1000, inf), 60);
-	/* 10 min 30 s into a 60-min lead: 49 whole minutes left, not 60 */
-	assert_int_equal(elastic__grant_minutes(1000, 60, 1000 + 630, inf), 49);
-	assert_int_equal(elastic__grant_minutes(1000, 60, 1000 + 3590, inf), 1);
-	assert_int_equal(elastic__grant_minutes(1000, 60, 1000 + 9999, inf), 1);
-	assert_int_equal(elastic__grant_minutes(0, 30, 500, inf), 30); /* not started */
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		unsigned got = elastic__grant_minutes(cases[c].start, cases[c].limit,
+						      cases[c].now, inf);
+		if (got != cases[c].want)
+			fail_msg("'%s': %u minutes, expected %u", cases[c].why, got,
+				 cases[c].want);
+	}
 }
 
 static void grant_script(void **state)

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* plugin/elasticd/slurm.h: the only libslurm caller: the snapshot of nodes,
+ * elastic jobs and grant jobs; submit, mark and cancel grants. */
+#ifndef ELASTICD_SLURM_H
+#define ELASTICD_SLURM_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "conf.h"
+#include "model.h"
+
+int ed_slurm_init(elastic_error_t *err);
+void ed_slurm_fini(void);
+/* uid of SlurmUser (from slurmctld's configuration). */
+uid_t ed_slurm_user(void);
+/* slurmctld's StateSaveLocation (from ed_slurm_init), NULL if unset: the
+ * default home of elasticd's state file. */
+const char *ed_slurm_state_dir(void);
+/* Load nodes and jobs. Grants are jobs named prefix<jobid> whose AdminComment
+ * carries the grant mark (which only administrators can set). */
+int ed_slurm_snapshot(const char *grant_prefix, struct ed_snapshot *s,
+		      elastic_error_t *err);
+void ed_snapshot_free(struct ed_snapshot *s);
+/* 1 if what elasticd acts on changed since the last snapshot, 0 if not or
+ * when slurmctld does not answer: cheap RPCs for reacting between ticks (the
+ * elastic jobs and grants only; all jobs with ELASTICD_QUERY=full). */
+int ed_slurm_jobs_changed(void);
+/* "targeted" or "full" (ELASTICD_QUERY=full, or no job-state RPC). */
+const char *ed_slurm_query_mode(void);
+int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
+			  const char *prefix, const char *qos, uint32_t *grant_id,
+			  elastic_error_t *err);
+/* Record in the grant's AdminComment that its release was ordered, deadline
+ * by_ms, so that a restarted elasticd keeps the deadline. */
+int ed_slurm_mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
+			  elastic_error_t *err);
+int ed_slurm_cancel(uint32_t id, elastic_error_t *err);
+
+#endif
