@@ -28,7 +28,8 @@ jobs: the two demo jobs (1: --epochs1, 2: --epochs2, job 2 submitted --gap
   served, job 2 waits) vs elastic (--elastic-gpus=1-8, equal priority).
   Completion time = end - submit; GPU utilisation = GPU-seconds spent in
   training steps / (8 x makespan).
-latency: bench/latency.py (today's elasticd timing against the current one:
+latency: bench/latency.py (elasticd's slow timing,
+  ELASTICD_TIMING=slow, against the default one:
   a priority update and a job arrival -> the new split in force in both
   jobs, and where the time goes); its options --arrivals, --swaps, --modes,
   --latency-sample-us.
