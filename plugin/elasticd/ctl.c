@@ -684,6 +684,14 @@ static void _on_ack(struct ed_ctl *c, struct _jobrt *rt, const struct elastic_ms
 		    (c->rels[i].order == m->order ||
 		     ((m->present & ELASTIC_K_GRANT) && c->rels[i].grant == m->grant)))
 			r = &c->rels[i];
+	if (!r && (m->present & ELASTIC_K_GRANT)) {
+		/* A grant of another job, or one already ended: nothing to
+		 * cancel, but the sender believes otherwise, so say so. */
+		ed_info("job %u: ack of order %" PRIu64
+			" names grant %u, which is no pending release of job %u: ignored",
+			m->job, m->order, m->grant, m->job);
+		return;
+	}
 	if (!r) {
 		ed_debug("job %u: ack of order %" PRIu64 " (%s)", m->job, m->order,
 			 m->result == ELASTIC_ACK_OK ? "ok" : "refused");

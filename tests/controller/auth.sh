@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # tests/controller/auth.sh: the job channel refuses what it must. bob speaking
 # for alice's job, forged and replayed credentials, a header that lies about the
-# sealed type, messages before hello, controller-only types, and malformed
-# frames are all dropped with a log line; elasticd keeps serving alice's job.
+# sealed type, messages before hello, controller-only types, malformed
+# frames and an ack naming a grant that is no release of the job are all
+# dropped with a log line; elasticd keeps serving alice's job.
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
@@ -157,4 +158,17 @@ out=$("${ECTL[@]}" proto-client -j "$j" -x 2 2>&1) || true
 echo "$out" | grep -q " target " || t_fail "root may not speak for job $j: $out"
 grep -q "job $j: registered from .* (uid 0" "$T_DIR/elasticd.log" || t_fail "root's hello not accepted"
 t_log "root's hello for job $j accepted; rejections logged: $(grep -c 'rejected message' "$T_DIR/elasticd.log")"
+
+# alice's own job, but her ack names a grant that is no pending release of it
+# (another user's grant, or one already ended): nothing to cancel, a log line.
+out=$({
+	as alice "${ECTL[@]}" seal hello job="$j" host=node1 gpus=1 step=0
+	as alice "${ECTL[@]}" seal ack job="$j" order=7 result=ok grant=99
+} | as alice "${ECTL[@]}" send -w 1)
+echo "$out" | grep -q "^error" && t_fail "alice's ack naming grant 99 was refused: $out"
+sleep 0.2
+grep -q "job $j: ack of order 7 names grant 99, which is no pending release of job $j: ignored" "$T_DIR/elasticd.log" ||
+	t_fail "an ack naming another job's grant left no log line"
+ctl_alive || t_fail "elasticd died on an ack naming another job's grant"
+t_log "alice's ack naming grant 99 (no release of job $j): ignored, logged"
 t_log "PASS"
