@@ -141,12 +141,19 @@ static int _conf_refresh(int first)
 /* ---- job cache ------------------------------------------------------------
  * job_modify() gets the job as an opaque job_record_t (its layout is not
  * public) and runs with slurmctld's job lock held, so it cannot ask
- * slurmctld about the job. A thread keeps what job_modify needs from
- * slurm_load_jobs() (public API): which jobs are elastic, their tag and GPU
- * layout, refreshed every TickSeconds when slurmctld's job list changed and
- * soon after an elastic job was accepted. A job modified before the thread
- * saw it (within a moment of its submission) is checked on the fields of the
- * update alone. Entries are small; requests are kept for elastic jobs only. */
+ * slurmctld about the job. A thread keeps what job_modify needs from the
+ * public API: which jobs are elastic, their tag and GPU layout. Every RPC it
+ * makes is one slurmctld serves to itself, so it asks little:
+ * - the whole job list at the start and every CACHE_FULL_EVERY_S (ids that
+ *   jumped, MaxJobId wrapping), or when the job-state RPC is missing/fails;
+ * - each TickSeconds, and soon after an elastic job was accepted, one
+ *   job-state RPC over the ids after the last one seen (Slurm numbers jobs
+ *   in order), and one load per new job still pending or running;
+ * - soon after an update of an elastic job passed job_modify, a load of that
+ *   job (its GPU layout may have changed).
+ * A job modified before the thread saw it (within a moment of its
+ * submission) is checked on the fields of the update alone. Entries are
+ * small; requests are kept for elastic jobs only. */
 struct job_entry {
 	uint32_t job_id;
 	uint32_t num_nodes;
@@ -154,13 +161,20 @@ struct job_entry {
 	long gpus_per_node, gpus_per_job; /* from its TRES request; -1: none */
 };
 
+#define CACHE_FULL_EVERY_S 120
+#define CACHE_PROBE_IDS	   256
+#define CACHE_RELOAD_MAX   64 /* updated elastic jobs waiting for a load */
+
 static struct job_entry *_jobs;
 static size_t _njobs;
 static struct elastic_request *_reqs;
+static size_t _nreqs;
 static uint32_t _max_job_id;
 static pthread_t _thread;
 static int _thread_started, _stop, _kick;
 static pthread_cond_t _cond = PTHREAD_COND_INITIALIZER;
+static uint32_t _reload[CACHE_RELOAD_MAX]; /* updated elastic jobs to load */
+static int _nreload;
 
 static int _cmp_entry(const void *a, const void *b)
 {
@@ -175,38 +189,80 @@ static const struct job_entry *_cache_find(uint32_t job_id)
 	return bsearch(&key, _jobs, _njobs, sizeof(*_jobs), _cmp_entry);
 }
 
-static void _cache_rebuild(const job_info_msg_t *msg)
+/* A cache being built by the thread, outside _lock: the first nsorted
+ * entries are sorted by id (a copy of the cache in use), the rest new. */
+struct cache {
+	struct job_entry *v;
+	size_t n, cap, nsorted;
+	struct elastic_request *reqs;
+	size_t nreqs, capreqs;
+	uint32_t max_id;
+};
+
+static void _cache_free(struct cache *c)
 {
-	size_t cap = msg->record_count ? msg->record_count : 1;
-	struct job_entry *v = calloc(cap, sizeof(*v));
-	struct elastic_request *reqs = NULL, req;
-	uint32_t max_id = 0;
-	size_t n = 0, nreqs = 0, capreqs = 0;
+	free(c->v);
+	free(c->reqs);
+	*c = (struct cache){0};
+}
+
+/* v with room for need items of size bytes (*cap updated), or NULL (v is
+ * left as it was). */
+static void *_cache_grow(void *v, size_t *cap, size_t need, size_t size)
+{
+	size_t c = *cap ? *cap : 64;
+	void *n;
+
+	if (need <= *cap)
+		return v;
+	while (c < need)
+		c *= 2;
+	if (!(n = realloc(v, c * size)))
+		return NULL;
+	*cap = c;
+	return n;
+}
+
+/* The entry of job id in c, or a new one at its end. */
+static struct job_entry *_cache_slot(struct cache *c, uint32_t id)
+{
+	struct job_entry key = {.job_id = id}, *e;
+
+	if ((e = bsearch(&key, c->v, c->nsorted, sizeof(*c->v), _cmp_entry)))
+		return e;
+	for (size_t i = c->nsorted; i < c->n; i++)
+		if (c->v[i].job_id == id)
+			return &c->v[i];
+	return &c->v[c->n++];
+}
+
+/* Add the records of msg to c; a job already there takes the new record. */
+static int _cache_add(struct cache *c, const job_info_msg_t *msg)
+{
+	struct elastic_request req;
+
+	struct job_entry *v =
+		_cache_grow(c->v, &c->cap, c->n + msg->record_count, sizeof(*c->v));
 
 	if (!v)
-		return;
+		return -1;
+	c->v = v;
 	for (uint32_t i = 0; i < msg->record_count; i++) {
 		const slurm_job_info_t *j = &msg->job_array[i];
-		struct job_entry *e = &v[n++];
+		struct job_entry *e = _cache_slot(c, j->job_id);
 		e->job_id = j->job_id;
-		if (j->job_id > max_id)
-			max_id = j->job_id;
+		if (j->job_id > c->max_id)
+			c->max_id = j->job_id;
 		e->req = -1;
 		if (elastic_tag_is_tag(j->admin_comment) &&
 		    elastic_tag_parse(j->admin_comment, &req, NULL) == 0) {
-			if (nreqs == capreqs) {
-				size_t c = capreqs ? 2 * capreqs : 64;
-				struct elastic_request *r = realloc(reqs, c * sizeof(*r));
-				if (!r) {
-					free(reqs);
-					free(v);
-					return;
-				}
-				reqs = r;
-				capreqs = c;
-			}
-			reqs[nreqs] = req;
-			e->req = (int)nreqs++;
+			struct elastic_request *r = _cache_grow(
+				c->reqs, &c->capreqs, c->nreqs + 1, sizeof(*c->reqs));
+			if (!r)
+				return -1;
+			c->reqs = r;
+			c->reqs[c->nreqs] = req;
+			e->req = (int)c->nreqs++;
 		}
 		if (elastic_tres_gpus(j->tres_per_node, &e->gpus_per_node) <= 0)
 			e->gpus_per_node = -1;
@@ -214,38 +270,210 @@ static void _cache_rebuild(const job_info_msg_t *msg)
 			e->gpus_per_job = -1;
 		e->num_nodes = j->num_nodes;
 	}
-	qsort(v, n, sizeof(*v), _cmp_entry);
+	return 0;
+}
+
+/* A copy of the cache in use, to add to. */
+static int _cache_copy(struct cache *c)
+{
+	int rc = 0;
+
+	*c = (struct cache){0};
+	pthread_mutex_lock(&_lock);
+	c->v = _cache_grow(NULL, &c->cap, _njobs + 1, sizeof(*c->v));
+	c->reqs = _cache_grow(NULL, &c->capreqs, _nreqs + 1, sizeof(*c->reqs));
+	if (!c->v || !c->reqs) {
+		rc = -1;
+	} else {
+		if (_njobs)
+			memcpy(c->v, _jobs, _njobs * sizeof(*c->v));
+		if (_nreqs)
+			memcpy(c->reqs, _reqs, _nreqs * sizeof(*c->reqs));
+		c->n = c->nsorted = _njobs;
+		c->nreqs = _nreqs;
+		c->max_id = _max_job_id;
+	}
+	pthread_mutex_unlock(&_lock);
+	if (rc < 0)
+		_cache_free(c);
+	return rc;
+}
+
+/* Make c the cache job_modify reads (c is emptied). */
+static void _cache_install(struct cache *c)
+{
+	qsort(c->v, c->n, sizeof(*c->v), _cmp_entry);
 	pthread_mutex_lock(&_lock);
 	free(_jobs);
 	free(_reqs);
-	_jobs = v;
-	_njobs = n;
-	_reqs = reqs;
-	if (max_id > _max_job_id)
-		_max_job_id = max_id;
+	_jobs = c->v;
+	_njobs = c->n;
+	_reqs = c->reqs;
+	_nreqs = c->nreqs;
+	if (c->max_id > _max_job_id)
+		_max_job_id = c->max_id;
 	pthread_mutex_unlock(&_lock);
+	*c = (struct cache){0};
+}
+
+static int _cache_active(uint32_t state)
+{
+	uint32_t base = state & JOB_STATE_BASE;
+	return (base == JOB_RUNNING || base == JOB_PENDING) && !(state & JOB_COMPLETING);
+}
+
+static int _cache_load_one(uint32_t id, job_info_msg_t **m)
+{
+	uint16_t flags = SHOW_ALL | SHOW_LOCAL;
+#ifdef HAVE_SLURM_LOAD_JOB_STEP_ID
+	slurm_step_id_t s = {0};
+	s.job_id = id;
+	s.step_het_comp = NO_VAL;
+	s.step_id = NO_VAL;
+	return slurm_load_job(m, s, flags);
+#else
+	return slurm_load_job(m, id, flags);
+#endif
+}
+
+/* The new jobs (ids from *next on, found by one job-state RPC) and the
+ * updated elastic jobs ids[0..n), loaded one by one into a copy of the
+ * cache. -1: read the whole list instead (no job-state RPC in this Slurm,
+ * the RPC failed, too many new jobs). */
+static int _cache_targeted(uint32_t *next, const uint32_t *ids, int n)
+{
+#if HAVE_DECL_SLURM_LOAD_JOB_STATE
+	slurm_selected_step_t sel[CACHE_PROBE_IDS];
+	job_state_response_msg_t *st = NULL;
+	uint32_t load[CACHE_PROBE_IDS + CACHE_RELOAD_MAX], top = 0;
+	int nload = 0, rc = 0;
+	struct cache c;
+
+	for (int k = 0; k < CACHE_PROBE_IDS; k++) {
+		sel[k] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
+		sel[k].step_id.job_id = *next + (uint32_t)k;
+	}
+	if (slurm_load_job_state(CACHE_PROBE_IDS, sel, &st) != SLURM_SUCCESS)
+		return -1;
+	for (uint32_t i = 0; i < st->jobs_count; i++) {
+		uint32_t id = st->jobs[i].job_id;
+		if (id < *next || id >= *next + CACHE_PROBE_IDS)
+			continue; /* another task of an array asked for */
+		if (id > top)
+			top = id;
+		if (_cache_active(st->jobs[i].state) && nload < CACHE_PROBE_IDS)
+			load[nload++] = id;
+	}
+	slurm_free_job_state_response_msg(st);
+	if (top >= *next + CACHE_PROBE_IDS / 2)
+		return -1; /* a burst of submissions: one list is cheaper */
+	for (int i = 0; i < n; i++)
+		load[nload++] = ids[i];
+	if (!nload) {
+		if (top)
+			*next = top + 1;
+		return 0;
+	}
+	if (_cache_copy(&c) < 0)
+		return -1;
+	for (int i = 0; i < nload && rc == 0; i++) {
+		job_info_msg_t *m = NULL;
+		if (_cache_load_one(load[i], &m) != SLURM_SUCCESS)
+			continue; /* ended and purged since */
+		rc = _cache_add(&c, m);
+		slurm_free_job_info_msg(m);
+	}
+	if (rc < 0) {
+		_cache_free(&c);
+		return -1;
+	}
+	_cache_install(&c);
+	if (top)
+		*next = top + 1;
+	return 0;
+#else
+	(void)next;
+	(void)ids;
+	(void)n;
+	return -1;
+#endif
+}
+
+/* The whole job list (when it changed since *last). 0, or -1 with errno. */
+static int _cache_full(time_t *last, uint32_t *next)
+{
+	job_info_msg_t *msg = NULL;
+	struct cache c = {0};
+	int rc;
+
+	if (slurm_load_jobs(*last, &msg, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS)
+		return -1;
+	*last = msg->last_update;
+	rc = _cache_add(&c, msg);
+	slurm_free_job_info_msg(msg);
+	if (rc < 0) {
+		_cache_free(&c);
+		errno = ENOMEM;
+		return -1;
+	}
+	*next = c.max_id + 1;
+	_cache_install(&c);
+	return 0;
+}
+
+/* Wait for the next refresh: TickSeconds, or a kick (then 200 ms more, so
+ * that the RPC that kicked finishes first). Called and returns with _lock
+ * held. */
+static void _cache_wait(void)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += _conf_ok ? _conf.tick_seconds : 2;
+	while (!_stop && !_kick)
+		if (pthread_cond_timedwait(&_cond, &_lock, &until) == ETIMEDOUT)
+			break;
+	if (_kick && !_stop) {
+		struct timespec soon;
+		_kick = 0;
+		clock_gettime(CLOCK_REALTIME, &soon);
+		soon.tv_nsec += 200 * 1000 * 1000;
+		if (soon.tv_nsec >= 1000000000) {
+			soon.tv_sec++;
+			soon.tv_nsec -= 1000000000;
+		}
+		while (!_stop &&
+		       pthread_cond_timedwait(&_cond, &_lock, &soon) != ETIMEDOUT)
+			;
+	}
 }
 
 static void *_cache_thread(void *arg)
 {
-	time_t last = 0;
-	int failing = 0;
+	time_t last = 0, full_at = 0;
+	uint32_t next = 0, ids[CACHE_RELOAD_MAX];
+	int failing = 0, n;
 
+	(void)arg;
 	pthread_mutex_lock(&_lock);
 	while (!_stop) {
-		struct timespec until;
-		job_info_msg_t *msg = NULL;
-		int rc, e;
+		int rc = -1, e = 0;
+		time_t now = time(NULL);
 
+		n = _nreload;
+		memcpy(ids, _reload, (size_t)n * sizeof(ids[0]));
+		_nreload = 0;
 		pthread_mutex_unlock(&_lock);
-		rc = slurm_load_jobs(last, &msg, SHOW_ALL);
-		e = rc == SLURM_SUCCESS ? 0 : errno;
-		if (rc == SLURM_SUCCESS && msg) {
-			last = msg->last_update;
-			_cache_rebuild(msg);
-			slurm_free_job_info_msg(msg);
+		if (next && now < full_at + CACHE_FULL_EVERY_S)
+			rc = _cache_targeted(&next, ids, n);
+		if (rc < 0) {
+			rc = _cache_full(&last, &next);
+			e = rc < 0 ? errno : 0;
+			if (rc == 0 || e == SLURM_NO_CHANGE_IN_DATA)
+				full_at = now;
 		}
 		if (e && e != SLURM_NO_CHANGE_IN_DATA) {
+			next = 0; /* the whole list again next time */
 			/* Say it once per run of failures, not every second. */
 			if (!failing++)
 				slurm_error(
@@ -256,25 +484,7 @@ static void *_cache_thread(void *arg)
 			failing = 0;
 		}
 		pthread_mutex_lock(&_lock);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += _conf_ok ? _conf.tick_seconds : 2;
-		while (!_stop && !_kick)
-			if (pthread_cond_timedwait(&_cond, &_lock, &until) == ETIMEDOUT)
-				break;
-		if (_kick && !_stop) {
-			/* A job was just accepted: let its RPC finish first. */
-			struct timespec soon;
-			_kick = 0;
-			clock_gettime(CLOCK_REALTIME, &soon);
-			soon.tv_nsec += 200 * 1000 * 1000;
-			if (soon.tv_nsec >= 1000000000) {
-				soon.tv_sec++;
-				soon.tv_nsec -= 1000000000;
-			}
-			while (!_stop &&
-			       pthread_cond_timedwait(&_cond, &_lock, &soon) != ETIMEDOUT)
-				;
-		}
+		_cache_wait();
 	}
 	pthread_mutex_unlock(&_lock);
 	return NULL;
@@ -469,6 +679,8 @@ int fini(void)
 	_jobs = NULL;
 	_reqs = NULL;
 	_njobs = 0;
+	_nreqs = 0;
+	_nreload = 0;
 	if (_conf_ok)
 		elastic_site_conf_free(&_conf);
 	_conf_ok = 0;
@@ -686,6 +898,19 @@ static int _modify_locked(job_desc_msg_t *jd, uint32_t uid, char **err_msg)
 	return SLURM_SUCCESS;
 }
 
+/* An update of an elastic job passed: the thread loads it again soon (its
+ * GPU layout may have changed). Called with _lock held. */
+static void _reload_soon(uint32_t job_id)
+{
+	for (int i = 0; i < _nreload; i++)
+		if (_reload[i] == job_id)
+			return;
+	if (_nreload < CACHE_RELOAD_MAX)
+		_reload[_nreload++] = job_id;
+	_kick = 1;
+	pthread_cond_broadcast(&_cond);
+}
+
 int job_modify(job_desc_msg_t *jd, void *job_ptr, uint32_t submit_uid, char **err_msg)
 {
 	int rc;
@@ -693,6 +918,12 @@ int job_modify(job_desc_msg_t *jd, void *job_ptr, uint32_t submit_uid, char **er
 	pthread_mutex_lock(&_lock);
 	_conf_refresh(0);
 	rc = _modify_locked(jd, submit_uid, err_msg);
+	if (rc == SLURM_SUCCESS) {
+		uint32_t id = _update_job_id(jd);
+		const struct job_entry *e = id == NO_VAL ? NULL : _cache_find(id);
+		if (e && e->req >= 0)
+			_reload_soon(id);
+	}
 	pthread_mutex_unlock(&_lock);
 	return rc;
 }
