@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/runmap.h: ELASTIC_RUN_MAP, where each host's ranks run: written
+ * by the launcher, read by the launch agent and the rank wrapper (pure). */
+#ifndef ELASTIC_LAUNCHER_RUNMAP_H
+#define ELASTIC_LAUNCHER_RUNMAP_H
+
+#include <stddef.h>
+
+#include "gpuset.h"
+
+/* The map of set, malloc'd (the caller frees it), or NULL. */
+char *elastic__map_env(const struct elastic_gpuset *set);
+
+/* From map, host's job and its GPU list (into gpus, len bytes): 0 or -1. */
+int elastic__map_find(const char *map, const char *host, unsigned long *job, char *gpus,
+		      size_t len);
+
+#endif
