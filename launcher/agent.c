@@ -13,8 +13,6 @@
 #include "contract.h"
 #include "runmap.h"
 
-/* PRRTE launch agent: "elastic-run --agent HOST CMD..." starts the daemon on
- * HOST inside the Slurm job that holds GPUs there. */
 int elastic__agent_main(int argc, char **argv)
 {
 	const char *map = getenv("ELASTIC_RUN_MAP");

@@ -199,7 +199,6 @@ static int _spawn(struct run *r, const char **av)
 	return 0;
 }
 
-/* LAUNCH: mpirun over every GPU the job holds now. */
 enum run_state elastic__launch(struct run *r)
 {
 	const char *av[MPIRUN_ARGV_MAX];

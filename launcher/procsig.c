@@ -35,8 +35,6 @@ void elastic__on_signal(int sig)
 		kill(elastic__child, sig);
 }
 
-/* elastic-run's own SIGUSR1 (a re-form asked from outside): passed on to
- * the ranks when they can take it (the watch). */
 void elastic__on_usr1(int sig)
 {
 	(void)sig;

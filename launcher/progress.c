@@ -19,12 +19,6 @@ static int _since_launch(const struct run *r, const struct stat *st)
 		st->st_mtim.tv_nsec > r->launch.t0_wall.tv_nsec);
 }
 
-/* Rank 0's progress record "STEP SAMPLES TIME SIZE" (libelastic rewrites it
- * in the file named by ELASTIC_RUN_PROGRESS at most once a second, at once
- * when the world size changed, and at every commit for a second after a
- * planned shrink in place), if written by the current launch:
- * 0, or -1 (none yet, or an older launch's). *size is 0 in a record of a
- * libelastic without the field. */
 int elastic__progress_read(const struct run *r, unsigned long long *step,
 			   unsigned long long *seen, double *t, int *size)
 {
@@ -48,9 +42,6 @@ int elastic__progress_read(const struct run *r, unsigned long long *step,
 	return sscanf(buf, "%llu %llu %lf %d", step, seen, t, size) >= 3 ? 0 : -1;
 }
 
-/* The job's progress: when the committed step moved, tell elasticd the step
- * and the samples/s since the last record (elastic-ctl status). Read at
- * most once a second. */
 void elastic__progress_forward(struct run *r)
 {
 	struct run_progress *pr = &r->progress;
@@ -72,12 +63,6 @@ void elastic__progress_forward(struct run *r)
 	elastic__orders_status(&r->job.ctl, step, pr->rate, elastic__say);
 }
 
-/* Can the ranks of the current launch take SIGUSR1? Only once libelastic
- * installed its handler in every rank: before, the signal's default action
- * ends them (a grant announced 0.2 s after the one that started a re-form
- * killed all 7 ranks of the launch it started). A step committed since the
- * launch (rank 0's progress record is newer) shows it; after 10 s without
- * one the ranks get it anyway (a launch stuck in its start-up). */
 int elastic__ranks_ready(const struct run *r)
 {
 	struct stat st;

@@ -286,9 +286,6 @@ static int _run_in_step(unsigned long owner, char **argv, int *ws)
 	return 0;
 }
 
-/* "elastic-run --rank-in-step PROGRAM ARGS": the rank, started by
- * _run_in_step as a step of the job that holds its GPU: CUDA's number for
- * its GPU in this step, the device check, then the program. */
 int elastic__rank_in_step_main(int argc, char **argv)
 {
 	const char *gpu = getenv("ELASTIC_GPU");

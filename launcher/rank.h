@@ -9,8 +9,10 @@
  * wrapper ends as the program did. Returns the exit status. */
 int elastic__rank_main(int argc, char **argv);
 
-/* "elastic-run --rank-in-step PROGRAM ARGS": the rank as a step of the job
- * that holds its GPU. Returns only on failure: the exit status. */
+/* "elastic-run --rank-in-step PROGRAM ARGS": the rank, started by the
+ * wrapper as a step of the job that holds its GPU: CUDA's number for its
+ * GPU in this step, the device check, then the program. Returns only on
+ * failure: the exit status. */
 int elastic__rank_in_step_main(int argc, char **argv);
 
 #endif

@@ -8,9 +8,6 @@
 
 #include "runmap.h"
 
-/* ELASTIC_RUN_MAP: "host=job:idx,idx;host=job:idx" for the agent and ranks;
- * a GPU of another job than the host's (whose step hosts the daemon) is
- * "idx@job": its rank runs in that job's step (elastic__rank_in_step_main). */
 char *elastic__map_env(const struct elastic_gpuset *set)
 {
 	size_t cap = 64 + set->nhosts * (64 + 24 + ELASTIC_GPUSET_MAX_GPUS * 32),
@@ -34,7 +31,6 @@ char *elastic__map_env(const struct elastic_gpuset *set)
 	return s;
 }
 
-/* From ELASTIC_RUN_MAP, host's job and GPU list. */
 int elastic__map_find(const char *map, const char *host, unsigned long *job, char *gpus,
 		      size_t len)
 {

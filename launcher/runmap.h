@@ -8,7 +8,10 @@
 
 #include "gpuset.h"
 
-/* The map of set, malloc'd (the caller frees it), or NULL. */
+/* The map of set, "host=job:idx,idx;host=job:idx", malloc'd (the caller
+ * frees it), or NULL. A GPU of another job than the host's (whose step
+ * hosts the daemon) is "idx@job": its rank runs in that job's step
+ * (elastic__rank_in_step_main). */
 char *elastic__map_env(const struct elastic_gpuset *set);
 
 /* From map, host's job and its GPU list (into gpus, len bytes): 0 or -1. */

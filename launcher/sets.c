@@ -24,7 +24,6 @@ int elastic__grant_listed(uint32_t grant, const void *set)
 	return elastic__gpuset_has_job(set, grant);
 }
 
-/* Does the set have GPUs of grant? */
 int elastic__grant_has_gpu(uint32_t grant, const void *set)
 {
 	const struct elastic_gpuset *g = set;
@@ -35,13 +34,11 @@ int elastic__grant_has_gpu(uint32_t grant, const void *set)
 	return 0;
 }
 
-/* The grants ordered released (their GPUs' ranks leave). */
 int elastic__released_job(unsigned long job, const void *arg)
 {
 	return elastic__orders_released(arg, (uint32_t)job);
 }
 
-/* GPUs of the running set that belong to grants ordered released. */
 int elastic__released_gpus(const struct run *r)
 {
 	int n = 0;
@@ -53,16 +50,11 @@ int elastic__released_gpus(const struct run *r)
 	return n;
 }
 
-/* 1 if a GPU of the running set belongs to a grant ordered released: the
- * set changes for sure, no need to ask Slurm first. */
 int elastic__uses_released(const struct run *r)
 {
 	return elastic__released_gpus(r) > 0;
 }
 
-/* GPUs of the running set that hold no live rank: their rank ended (its
- * wrapper said where it ran) and the others healed in place around it.
- * released: only those of grants ordered released. */
 int elastic__idle_gpus(const struct run *r, int released)
 {
 	int n = 0;
@@ -78,16 +70,11 @@ int elastic__idle_gpus(const struct run *r, int released)
 	return n;
 }
 
-/* GPUs of the running set that hold a live rank. */
 int elastic__live_gpus(const struct run *r)
 {
 	return r->sets.launched.total - elastic__idle_gpus(r, 0);
 }
 
-/* 1 if grants announced as started add GPUs the job's sizes let it use (by
- * the controller's word: its GRANT message names the grant's GPUs): the set
- * changes for sure, no need to ask Slurm first (a look-up costs 0.1-0.6 s of
- * scontrol/squeue on a busy node, all of it on the grow's critical path). */
 int elastic__grants_add(const struct run *r)
 {
 	int add = elastic__orders_new_gpus(&r->job.orders, elastic__grant_listed,
@@ -98,9 +85,6 @@ int elastic__grants_add(const struct run *r)
 		       r->sets.launched.total;
 }
 
-/* A host whose daemon runs in a released grant's job step while live ranks
- * on GPUs not released stay there (the grant's end would end them too), or
- * -1. */
 int elastic__daemon_released(const struct run *r)
 {
 	for (int h = 0; h < r->sets.launched.nhosts; h++) {

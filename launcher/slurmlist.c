@@ -133,7 +133,6 @@ static int _discover(const struct run *r, struct elastic_gpuset *set,
 	return 0;
 }
 
-/* The job's GPUs now, cut to what it may use (--elastic-gpus MAX, sizes). */
 int elastic__slurm_gpus(const struct run *r, struct elastic_gpuset *set,
 			elastic_error_t *err)
 {

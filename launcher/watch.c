@@ -42,9 +42,9 @@ static int _heal_unsettled(struct run *r)
 /* 1 while the releases seen leave the set above the controller's target
  * (sent before them): the others of the same shrink are on their way
  * (elasticd orders them one grant at a time, a slurmctld call apart). Acting
- * on the first alone re-formed twice, or, in place, let a node's ranks
- * leave while the grant hosting its daemon was released next (its end
- * killed the ranks that stayed). Waits RELEASE_SETTLE_S at most. */
+ * on the first alone would re-form twice, or, in place, let a node's ranks
+ * leave while the grant hosting its daemon is released next (its end kills
+ * the ranks that stay). Waits RELEASE_SETTLE_S at most. */
 static int _releases_to_come(struct run *r, int released)
 {
 	int target = (int)r->job.orders.target;
@@ -76,7 +76,7 @@ static void _follow_orders(struct run *r)
 	int released = elastic__released_gpus(r);
 	if (released) {
 		/* The ranks of a planned shrink in place left and the others
-		 * have not committed a step yet: _shrink_done plans this
+		 * have not committed a step yet: the end of that shrink plans this
 		 * release as a shrink of its own then (planning it now finds
 		 * the shrink under way and stops every rank: a relaunch). A
 		 * heal since (a smaller world) ends that wait. */
@@ -148,8 +148,6 @@ static void _say_ends(struct run *r)
 	}
 }
 
-/* WATCH: wait for mpirun while taking the ranks' reports and the
- * controller's orders; then sum up how the launch ended. */
 enum run_state elastic__watch(struct run *r)
 {
 	int ws;

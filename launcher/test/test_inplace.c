@@ -321,13 +321,15 @@ static void heal_table(void **state)
 	}
 }
 
+/* One test a table, the tables' sets built once. */
+static const struct CMUnitTest tables[] = {
+	cmocka_unit_test(grow_table),
+	cmocka_unit_test(leave_table),
+	cmocka_unit_test(record_table),
+	cmocka_unit_test(heal_table),
+};
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(grow_table),
-		cmocka_unit_test(leave_table),
-		cmocka_unit_test(record_table),
-		cmocka_unit_test(heal_table),
-	};
-	return cmocka_run_group_tests(tests, setup_sets, NULL);
+	return cmocka_run_group_tests(tables, setup_sets, NULL);
 }
