@@ -82,7 +82,7 @@ static int _choose(struct run *r)
 		       !r->launch.sum.missing;
 
 	if (r->sets.seen_fresh) {
-		/* _reform looked just now, after the previous mpirun ended */
+		/* the re-form looked just now, after the previous mpirun ended */
 		r->sets.seen_fresh = 0;
 		memcpy(&r->sets.launched, &r->sets.seen, sizeof(r->sets.launched));
 	} else if (_launch_set_from_slurm(r) < 0) {
@@ -124,6 +124,15 @@ static int _choose(struct run *r)
 
 #define MPIRUN_ARGV_MAX (64 + 32)
 
+/* mpirun's fixed arguments, around the hostfile and the launch agent: ULFM,
+ * no binding, daemons started by PRRTE's ssh launcher through the agent,
+ * PRRTE's Slurm allocator off (the hostfile says where ranks go). */
+static const char *const _mpirun_head[] = {"--with-ft", "ulfm",	      "--bind-to",
+					   "none",	"--hostfile", NULL};
+static const char *const _mpirun_plm[] = {"--prtemca", "plm",		"ssh",
+					  "--prtemca", "plm_ssh_agent", NULL};
+static const char *const _mpirun_ras[] = {"--prtemca", "ras", "^slurm", NULL};
+
 /* A node gone silent (its link down, power lost) is noticed by TCP
  * keepalive on the daemons' connections: probes after 2 s idle, every 1 s,
  * 3 unanswered = lost (defaults: hours). */
@@ -131,26 +140,24 @@ static const char *const _keepalive[] = {"prte_keepalive_time",	  "2",
 					 "prte_keepalive_intvl",  "1",
 					 "prte_keepalive_probes", "3"};
 
+/* Append list (NULL-terminated) to av at n: the new n. */
+static int _append(const char **av, int n, const char *const *list)
+{
+	while (*list)
+		av[n++] = *list++;
+	return n;
+}
+
 /* The mpirun command line of a launch on r->sets.launched (np: its rank count). */
 static void _mpirun_argv(const struct run *r, const char *np, const char **av)
 {
 	int n = 0;
 	av[n++] = r->opt.mpirun;
-	av[n++] = "--with-ft";
-	av[n++] = "ulfm";
-	av[n++] = "--bind-to";
-	av[n++] = "none";
-	av[n++] = "--hostfile";
+	n = _append(av, n, _mpirun_head);
 	av[n++] = r->file.hostfile;
-	av[n++] = "--prtemca";
-	av[n++] = "plm";
-	av[n++] = "ssh";
-	av[n++] = "--prtemca";
-	av[n++] = "plm_ssh_agent";
+	n = _append(av, n, _mpirun_plm);
 	av[n++] = r->file.agent;
-	av[n++] = "--prtemca";
-	av[n++] = "ras";
-	av[n++] = "^slurm";
+	n = _append(av, n, _mpirun_ras);
 	if (r->job.in_place) {
 		for (int k = 0; k < 6; k += 2) {
 			av[n++] = "--prtemca";
