@@ -32,22 +32,28 @@
  * an initialiser would write into the executable */
 static struct run run;
 
+/* The world the survivors healed to during the launch, if they did (0:
+ * none): rank 0's last record (the survivors may have finished before it
+ * was read). */
+static int _healed_world(struct run *r)
+{
+	unsigned long long step, seen;
+	double t;
+	int size = 0;
+
+	if (r->job.in_place && elastic__progress_read(r, &step, &seen, &t, &size) == 0 &&
+	    size > 0 && size < r->ip.world)
+		r->ip.world = size;
+	return r->job.in_place && r->ip.world < r->launch.rep.nranks ? r->ip.world : 0;
+}
+
 /* REFORM: finished, or launch again, or give up (elastic__run_* decide). */
 static enum run_state _reform(struct run *r)
 {
 	const struct elastic_report_summary *sum = &r->launch.sum;
 	elastic_error_t err;
+	int healed = _healed_world(r);
 
-	/* the world the survivors healed to, if they did: rank 0's last
-	 * record (the survivors may have finished before it was read) */
-	unsigned long long step, seen;
-	double t;
-	int size = 0, healed = 0;
-	if (r->job.in_place && elastic__progress_read(r, &step, &seen, &t, &size) == 0 &&
-	    size > 0 && size < r->ip.world)
-		r->ip.world = size;
-	if (r->job.in_place && r->ip.world < r->launch.rep.nranks)
-		healed = r->ip.world;
 	switch (elastic__run_ended(sum, r->launch.mstatus, elastic__got_signal, healed,
 				   &r->launch.status)) {
 	case ELASTIC_RUN_FINISHED:

@@ -101,7 +101,7 @@ int elastic__plan_grow(struct run *r)
 	r->ip.state = ELASTIC_INPLACE_JOINING;
 	r->ip.join_add = p.add, r->ip.join_world = r->ip.world + p.add;
 	r->ip.t_join = elastic__now();
-	memcpy(&r->sets.grown, seen, sizeof(r->sets.grown));
+	elastic__sets_plan_grown(&r->sets);
 	elastic__gpuset_describe(seen, desc, sizeof(desc));
 	elastic__say(
 		"grow in place: %d new rank%s join the %d running at the next step boundary (none restarts), on %s",
@@ -121,7 +121,7 @@ void elastic__grow_from_slurm(struct run *r)
 static void _grow_done(struct run *r, unsigned long long step, int size)
 {
 	char desc[2048];
-	memcpy(&r->sets.launched, &r->sets.grown, sizeof(r->sets.launched));
+	elastic__sets_take_grown(&r->sets);
 	if (elastic__report_grow(&r->launch.rep, size) < 0)
 		elastic__say("out of memory: the joined ranks' ends are not followed");
 	elastic__gpuset_describe(&r->sets.launched, desc, sizeof(desc));
@@ -215,8 +215,7 @@ int elastic__plan_leave(struct run *r)
 	r->ip.leave_ranks = p.leaving, r->ip.leave_world = r->ip.world;
 	r->ip.leave_step = 0;
 	r->ip.t_leave = elastic__now();
-	memcpy(&r->sets.after_leave, &r->sets.launched, sizeof(r->sets.after_leave));
-	elastic__gpuset_drop(&r->sets.after_leave, elastic__released_job, &r->job.orders);
+	elastic__sets_plan_after_leave(&r->sets, elastic__released_job, &r->job.orders);
 	elastic__say(
 		"planned shrink in place: the %d rank%s on released GPUs leave at the next step boundary",
 		r->ip.leave_ranks, r->ip.leave_ranks == 1 ? "" : "s");
@@ -235,7 +234,7 @@ static void _shrink_done(struct run *r, unsigned long long step, int size)
 		r->ip.world = size;
 		/* the GPUs named when the shrink was planned (a grant released
 		 * since has its ranks still running) */
-		memcpy(&r->sets.launched, &r->sets.after_leave, sizeof(r->sets.launched));
+		elastic__sets_take_after_leave(&r->sets);
 		elastic__gpuset_describe(&r->sets.launched, desc, sizeof(desc));
 		elastic__say(
 			"planned shrink in place: %d rank%s left after step %llu, %d go on (%.0f ms after the order); GPUs now: %s",
@@ -298,7 +297,7 @@ static void _heal_shrink_set(struct run *r)
 	if (elastic__slurm_gpus(r, &r->sets.seen, &err) < 0 ||
 	    r->sets.seen.total >= r->sets.launched.total)
 		return;
-	r->sets.launched = r->sets.seen;
+	elastic__sets_take_seen(&r->sets);
 	elastic__gpuset_describe(&r->sets.launched, desc, sizeof(desc));
 	elastic__say("GPUs now: %s", desc);
 	/* (elasticd hears it with the next progress) */

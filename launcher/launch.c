@@ -84,7 +84,7 @@ static int _choose(struct run *r)
 	if (r->sets.seen_fresh) {
 		/* the re-form looked just now, after the previous mpirun ended */
 		r->sets.seen_fresh = 0;
-		memcpy(&r->sets.launched, &r->sets.seen, sizeof(r->sets.launched));
+		elastic__sets_take_seen(&r->sets);
 	} else if (_launch_set_from_slurm(r) < 0) {
 		return -1;
 	}

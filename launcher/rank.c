@@ -209,6 +209,13 @@ static unsigned long _rank_owner_elsewhere(void)
 	return owner && j && strtoul(j, NULL, 10) != owner ? owner : 0;
 }
 
+/* srun's options for a rank in another job's step: one task on the node
+ * named next; then the rank is Open MPI's (no PMI of srun's), with this
+ * environment, and its failure does not end the step's other tasks. */
+static char *const _srun_node[] = {"--overlap", "-N1", "-n1", "-w", NULL};
+static char *const _srun_rank[] = {"--mpi=none", "--export=ALL", "--kill-on-bad-exit=0",
+				   "--quiet", NULL};
+
 /* A rank whose GPU another Slurm job holds (a grant on a node where the
  * job already runs: the node's one daemon runs in the other job's step)
  * runs as a step of that job: `srun --jobid=OWNER --overlap` on this node,
@@ -242,15 +249,11 @@ static int _run_in_step(unsigned long owner, char **argv, int *ws)
 	int n = 0;
 	av[n++] = "srun";
 	av[n++] = jobopt;
-	av[n++] = "--overlap";
-	av[n++] = "-N1";
-	av[n++] = "-n1";
-	av[n++] = "-w";
+	for (char *const *o = _srun_node; *o; o++)
+		av[n++] = *o;
 	av[n++] = host;
-	av[n++] = "--mpi=none"; /* the rank is Open MPI's: no PMI of srun's */
-	av[n++] = "--export=ALL";
-	av[n++] = "--kill-on-bad-exit=0";
-	av[n++] = "--quiet";
+	for (char *const *o = _srun_rank; *o; o++)
+		av[n++] = *o;
 	av[n++] = self;
 	av[n++] = "--rank-in-step";
 	for (int i = 0; i < argc; i++)
@@ -334,25 +337,61 @@ static int _run_cold(char **argv, int *ws)
 	return 0;
 }
 
+/* "--join BASE MAP": started by a growth in place (libelastic's grow.c) as
+ * rank BASE + its rank of the new ranks, on the grown set. Takes them off
+ * *argc, *argv: 0, or -1 after saying what is wrong. */
+static int _rank_join_args(int *argc, char ***argv)
+{
+	char **av = *argv, *end;
+
+	if (*argc < 1 || strcmp(av[0], "--join"))
+		return 0;
+	long base = *argc >= 3 ? strtol(av[1], &end, 10) : -1;
+	if (base < 0 || *end || !*av[2]) {
+		fprintf(stderr,
+			"elastic-run --rank --join: needs BASE MAP (internal mode)\n");
+		return -1;
+	}
+	setenv("ELASTIC_RUN_JOIN_BASE", av[1], 1);
+	setenv("ELASTIC_RUN_MAP", av[2], 1);
+	*argc -= 3;
+	*argv += 3;
+	return 0;
+}
+
+/* End as the program did (wait status ws). A rank that left at a planned
+ * shrink in place (reported as such) must end as a process failure that
+ * ULFM lets the others survive. PRRTE 5 takes a non-zero exit for an error
+ * it makes fatal to the others ("An error occurred in PMIx Event
+ * Notification"), and an exit 0 without MPI_Finalize for a process still
+ * to be waited for (the others' MPI_Finalize then hangs). A process killed
+ * is a failure, as for a lost rank. The same for a program ended from
+ * outside whose handler exits 128 + the signal (SIGTERM from Slurm ending
+ * a cancelled grant's step): the others heal in place. */
+static int _end_as(int ws)
+{
+	const char *ip = getenv("ELASTIC_RUN_IN_PLACE");
+
+	if (WIFSIGNALED(ws)) {
+		signal(WTERMSIG(ws), SIG_DFL);
+		raise(WTERMSIG(ws));
+		return 128 + WTERMSIG(ws);
+	}
+	if (WEXITSTATUS(ws) == ELASTIC_EXIT_LEFT ||
+	    (ip && !strcmp(ip, "1") && elastic__report_killed_status(WEXITSTATUS(ws)))) {
+		fflush(NULL);
+		signal(SIGKILL, SIG_DFL);
+		raise(SIGKILL);
+	}
+	return WEXITSTATUS(ws);
+}
+
 int elastic__rank_main(int argc, char **argv)
 {
 	int ws, rc;
 
-	/* "--join BASE MAP": started by a growth in place (libelastic's
-	 * grow.c) as rank BASE + its rank of the new ranks, on the grown set */
-	if (argc >= 1 && !strcmp(argv[0], "--join")) {
-		char *end;
-		long base = argc >= 3 ? strtol(argv[1], &end, 10) : -1;
-		if (base < 0 || *end || !*argv[2]) {
-			fprintf(stderr,
-				"elastic-run --rank --join: needs BASE MAP (internal mode)\n");
-			return ELASTIC_EXIT_USAGE;
-		}
-		setenv("ELASTIC_RUN_JOIN_BASE", argv[1], 1);
-		setenv("ELASTIC_RUN_MAP", argv[2], 1);
-		argc -= 3;
-		argv += 3;
-	}
+	if (_rank_join_args(&argc, &argv) < 0)
+		return ELASTIC_EXIT_USAGE;
 	if (argc < 1) {
 		fprintf(stderr, "elastic-run --rank: no program (internal mode)\n");
 		return ELASTIC_EXIT_USAGE;
@@ -375,27 +414,5 @@ int elastic__rank_main(int argc, char **argv)
 		return 1;
 	}
 	_rank_report(ws);
-	if (WIFSIGNALED(ws)) {
-		signal(WTERMSIG(ws), SIG_DFL);
-		raise(WTERMSIG(ws));
-		return 128 + WTERMSIG(ws);
-	}
-	/* A rank that left at a planned shrink in place (reported as such
-	 * above) must end as a process failure that ULFM lets the others
-	 * survive. PRRTE 5 takes a non-zero exit for an error it makes fatal to
-	 * the others ("An error occurred in PMIx Event Notification"), and an
-	 * exit 0 without MPI_Finalize for a process still to be waited for (the
-	 * others' MPI_Finalize then hangs). A process killed is a failure, as
-	 * for a lost rank. */
-	/* The same for a program ended from outside whose handler exits
-	 * 128 + the signal (SIGTERM from Slurm ending a cancelled grant's
-	 * step): the others heal in place. */
-	const char *ip = getenv("ELASTIC_RUN_IN_PLACE");
-	if (WEXITSTATUS(ws) == ELASTIC_EXIT_LEFT ||
-	    (ip && !strcmp(ip, "1") && elastic__report_killed_status(WEXITSTATUS(ws)))) {
-		fflush(NULL);
-		signal(SIGKILL, SIG_DFL);
-		raise(SIGKILL);
-	}
-	return WEXITSTATUS(ws);
+	return _end_as(ws);
 }

@@ -52,7 +52,8 @@ struct run_files {
 	char join[PATH_MAX + 32], mapfile[PATH_MAX + 32];
 };
 
-/* The job's GPU sets, each named for what it is. */
+/* The job's GPU sets, each named for what it is; they change shape only
+ * through sets.h's operations. */
 struct run_sets {
 	struct elastic_gpuset launched;	   /* the ranks run on it */
 	struct elastic_gpuset seen;	   /* Slurm's list at the last look-up */

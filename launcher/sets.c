@@ -99,3 +99,31 @@ int elastic__daemon_released(const struct run *r)
 	}
 	return -1;
 }
+
+void elastic__sets_take_seen(struct run_sets *s)
+{
+	memcpy(&s->launched, &s->seen, sizeof(s->launched));
+}
+
+void elastic__sets_plan_grown(struct run_sets *s)
+{
+	memcpy(&s->grown, &s->seen, sizeof(s->grown));
+}
+
+void elastic__sets_take_grown(struct run_sets *s)
+{
+	memcpy(&s->launched, &s->grown, sizeof(s->launched));
+}
+
+void elastic__sets_plan_after_leave(struct run_sets *s,
+				    int (*gone)(unsigned long job, const void *arg),
+				    const void *arg)
+{
+	memcpy(&s->after_leave, &s->launched, sizeof(s->after_leave));
+	elastic__gpuset_drop(&s->after_leave, gone, arg);
+}
+
+void elastic__sets_take_after_leave(struct run_sets *s)
+{
+	memcpy(&s->launched, &s->after_leave, sizeof(s->launched));
+}

@@ -8,6 +8,29 @@
 
 #include "run.h"
 
+/* ---- The run's sets change shape only through these. */
+
+/* The set Slurm listed (seen) becomes the launched one: a launch, or the
+ * smaller set after a heal. */
+void elastic__sets_take_seen(struct run_sets *s);
+
+/* A growth in place onto seen is planned: grown is seen. */
+void elastic__sets_plan_grown(struct run_sets *s);
+
+/* The joining ranks joined: launched is grown. */
+void elastic__sets_take_grown(struct run_sets *s);
+
+/* A planned shrink: after_leave is launched less the GPUs of the jobs
+ * gone(job, arg) says are released. */
+void elastic__sets_plan_after_leave(struct run_sets *s,
+				    int (*gone)(unsigned long job, const void *arg),
+				    const void *arg);
+
+/* The leaving ranks left: launched is after_leave. */
+void elastic__sets_take_after_leave(struct run_sets *s);
+
+/* ---- What the orders and the reports say of the launched set. */
+
 /* 1 if a and b have the same hosts, jobs and GPU counts. */
 int elastic__same_set(const struct elastic_gpuset *a, const struct elastic_gpuset *b);
 
