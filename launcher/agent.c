@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/agent.c: "elastic-run --agent HOST CMD", the launch agent PRRTE
+ * runs to start a daemon on HOST inside the Slurm job holding GPUs there. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "contract.h"
+#include "runmap.h"
+
+int elastic__agent_main(int argc, char **argv)
+{
+	const char *map = getenv("ELASTIC_RUN_MAP");
+	unsigned long job;
+	char gpus[512], jobopt[48], *cmd;
+	size_t len = 1;
+
+	if (argc < 2 || !map) {
+		fprintf(stderr,
+			"elastic-run --agent: needs HOST CMD and ELASTIC_RUN_MAP (internal mode, used by mpirun)\n");
+		return ELASTIC_EXIT_USAGE;
+	}
+	/* a node added to the running mpirun (growth in place) is in the
+	 * map elastic-run wrote then, not in the one mpirun started with */
+	char fmap[8192] = "";
+	const char *mf = getenv("ELASTIC_RUN_MAP_FILE");
+	FILE *f;
+	int found = elastic__map_find(map, argv[0], &job, gpus, sizeof(gpus)) == 0;
+	if (!found && mf && (f = fopen(mf, "r"))) {
+		if (!fgets(fmap, sizeof(fmap), f))
+			fmap[0] = '\0';
+		fclose(f);
+		fmap[strcspn(fmap, "\n")] = '\0';
+		found = elastic__map_find(fmap, argv[0], &job, gpus, sizeof(gpus)) == 0;
+	}
+	if (!found) {
+		fprintf(stderr,
+			"elastic-run --agent: host %s is not in this job's GPU set\n",
+			argv[0]);
+		return 1;
+	}
+	for (int i = 1; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	if (!(cmd = malloc(len)))
+		return 1;
+	cmd[0] = '\0';
+	for (int i = 1; i < argc; i++) {
+		strcat(cmd, argv[i]);
+		if (i + 1 < argc)
+			strcat(cmd, " ");
+	}
+	/* PRRTE 5 starts a remote prted with --daemonize: it would leave the
+	 * srun step at once, out of Slurm's reach (a scancelled grant would
+	 * not stop it, nor its ranks). In the foreground it is the step: the
+	 * step's end ends it, and PRRTE sees the daemon lost. */
+	for (char *d = cmd; (d = strstr(d, " --daemonize"));) {
+		if (d[12] == ' ' || d[12] == '\0')
+			memmove(d, d + 12, strlen(d + 12) + 1);
+		else
+			d += 12;
+	}
+	snprintf(jobopt, sizeof(jobopt), "--jobid=%lu", job);
+	char *sargv[] = {
+		"srun", jobopt,	 "--overlap", "-N1", "-n1", "--kill-on-bad-exit=0",
+		"-w",	argv[0], "/bin/sh",   "-c",  cmd,   NULL};
+	execvp("srun", sargv);
+	fprintf(stderr, "elastic-run --agent: cannot run srun: %s\n", strerror(errno));
+	return 127;
+}

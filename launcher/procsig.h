@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/procsig.h: the signals of an elastic-run process (launcher or
+ * rank wrapper): what it got, and the child it passes them on to. */
+#ifndef ELASTIC_LAUNCHER_PROCSIG_H
+#define ELASTIC_LAUNCHER_PROCSIG_H
+
+#include <signal.h>
+#include <sys/types.h>
+
+/* The last signal the handlers below took (0: none). */
+extern volatile sig_atomic_t elastic__got_signal;
+/* elastic-run got SIGUSR1: a re-form is asked for from outside. */
+extern volatile sig_atomic_t elastic__usr1_pending;
+/* The child (mpirun, or the rank's program) signals are passed on to; -1
+ * when none runs. */
+extern pid_t elastic__child;
+/* The rank wrapper's child is its own fork (a cold rank, or srun into a
+ * grant's step), so in the wrapper's process group, which the daemon
+ * signals whole (PRRTE's odls kills -pgid): such a child has every signal
+ * of the daemon already. A warm rank, forked by the node's zygote, is not. */
+extern volatile sig_atomic_t elastic__child_in_group;
+
+/* Record sig and pass it on to a child outside the process group. */
+void elastic__on_signal(int sig);
+
+/* SIGHUP (the launch that started the wrapper is over): SIGTERM to the
+ * child, then (SIGALRM, 5 s later) SIGKILL. */
+void elastic__on_parent_death(int sig);
+
+/* elastic-run's own SIGUSR1: passed on to the ranks when they can take it. */
+void elastic__on_usr1(int sig);
+
+#endif

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/progress.c: rank 0's progress record (ELASTIC_RUN_PROGRESS): read
+ * for the current launch, and forwarded to elasticd. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "progress.h"
+#include "runlog.h"
+
+/* Was a file last written (st) after the current mpirun was started? */
+static int _since_launch(const struct run *r, const struct stat *st)
+{
+	return st->st_mtim.tv_sec > r->launch.t0_wall.tv_sec ||
+	       (st->st_mtim.tv_sec == r->launch.t0_wall.tv_sec &&
+		st->st_mtim.tv_nsec > r->launch.t0_wall.tv_nsec);
+}
+
+int elastic__progress_read(const struct run *r, unsigned long long *step,
+			   unsigned long long *seen, double *t, int *size)
+{
+	char buf[96];
+	struct stat st;
+	int fd;
+	ssize_t n;
+
+	if ((fd = open(r->file.progress, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1; /* no record yet */
+	if (fstat(fd, &st) < 0 || !_since_launch(r, &st)) {
+		close(fd);
+		return -1;
+	}
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	*size = 0;
+	return sscanf(buf, "%llu %llu %lf %d", step, seen, t, size) >= 3 ? 0 : -1;
+}
+
+void elastic__progress_forward(struct run *r)
+{
+	struct run_progress *pr = &r->progress;
+	unsigned long long step, seen;
+	double t;
+	int size;
+
+	if (elastic__now() - pr->t_read < 1.0)
+		return;
+	pr->t_read = elastic__now();
+	if (elastic__progress_read(r, &step, &seen, &t, &size) < 0 ||
+	    (pr->have_last && step == pr->step_last))
+		return;
+	/* the rate between two records, by the writer's clock */
+	if (pr->have_last && seen >= pr->seen_last && t > pr->t_last)
+		pr->rate = (double)(seen - pr->seen_last) / (t - pr->t_last);
+	pr->step_last = step, pr->seen_last = seen, pr->t_last = t;
+	pr->have_last = 1;
+	elastic__orders_status(&r->job.ctl, step, pr->rate, elastic__say);
+}
+
+int elastic__ranks_ready(const struct run *r)
+{
+	struct stat st;
+	if (elastic__now() - r->launch.t0 > 10.0)
+		return 1;
+	return stat(r->file.progress, &st) == 0 && _since_launch(r, &st);
+}

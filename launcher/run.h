@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/run.h: one run of elastic-run (what the user asked, the job, the
+ * run's files, its GPU sets, the launch under way, the resizes in place) and
+ * the states elastic-run.c drives it through. */
+#ifndef ELASTIC_LAUNCHER_RUN_H
+#define ELASTIC_LAUNCHER_RUN_H
+
+#include <limits.h>
+#include <time.h>
+
+#include "ctlclient.h"
+#include "gpuset.h"
+#include "inplace.h"
+#include "orders.h"
+#include "report.h"
+
+#define EXIT_REFORM  ELASTIC_EXIT_REFORM /* common/contract.h */
+#define EXIT_USAGE   ELASTIC_EXIT_USAGE
+#define EXIT_NOALLOC ELASTIC_EXIT_NOALLOC
+
+#define ELASTIC_RUN_MAX_MPIRUN_ARGS 32
+
+/* What the user asked (options.c). */
+struct run_opts {
+	const char *mpirun, *extra[ELASTIC_RUN_MAX_MPIRUN_ARGS];
+	int nextra, max_relaunch, max_stuck, dry;
+	int grant_wait; /* s a launch waits for grants the controller is starting */
+	char **prog;	/* the program and its arguments, NULL-terminated */
+};
+
+/* The job, its controller and what its MPI runtime can do in place. */
+struct run_job {
+	unsigned long jobid;
+	struct elastic_request req; /* MIN, MAX, sizes (ELASTIC_* variables) */
+	int have_ctl;		    /* ELASTIC_CONTROLLER given: ctl and orders in use */
+	struct elastic_ctlclient ctl;
+	struct elastic_orders orders;
+	/* the MPI runtime survives a lost daemon (Open MPI >= 6: PRRTE 5): ranks
+	 * lost with a node or a cancelled grant are healed in place by the
+	 * survivors, with no relaunch */
+	int in_place;
+	/* the MPI runtime starts ranks on a new node inside a running mpirun
+	 * and merges them under fault tolerance (Open MPI 5.0.x): a grant on a
+	 * node new to the launch is taken in place (libelastic's grow.c) */
+	int grow_in_place;
+};
+
+/* The run's files, all in dir. */
+struct run_files {
+	char self[PATH_MAX], dir[PATH_MAX], hostfile[PATH_MAX + 16];
+	char agent[PATH_MAX + 32], progress[PATH_MAX + 32], leave[PATH_MAX + 32];
+	char join[PATH_MAX + 32], mapfile[PATH_MAX + 32];
+};
+
+/* The job's GPU sets, each named for what it is; they change shape only
+ * through sets.h's operations. */
+struct run_sets {
+	struct elastic_gpuset launched;	   /* the ranks run on it */
+	struct elastic_gpuset seen;	   /* Slurm's list at the last look-up */
+	int seen_fresh;			   /* seen was looked up after mpirun ended */
+	struct elastic_gpuset grown;	   /* launched and the nodes joining in place */
+	struct elastic_gpuset after_leave; /* launched less the leaving ranks' GPUs */
+};
+
+/* The launch under way and how the last one ended. */
+struct run_launch {
+	int launches, stuck, status, stop_sent, mstatus;
+	int unplanned; /* relaunches no controller order asked for */
+	int stop_due;  /* a re-form is due; SIGUSR1 waits until the ranks can take it */
+	struct timespec t0_wall; /* when the current mpirun was started */
+	double t0, t_end;
+	struct elastic_report rep; /* the ranks' reports of their end */
+	struct elastic_report_summary sum;
+};
+
+/* Rank 0's progress record as last read and forwarded to elasticd. */
+struct run_progress {
+	double t_read, t_last, rate;
+	unsigned long long step_last, seen_last;
+	int have_last;	      /* step_last, seen_last and t_last are a record's */
+	double t_record_read; /* last read for a resize in place */
+};
+
+/* One run of the job. main() drives it through the states below. */
+struct run {
+	struct run_opts opt;
+	struct run_job job;
+	struct run_files file;
+	struct run_sets sets;
+	struct run_launch launch;
+	struct elastic_inplace ip;
+	struct run_progress progress;
+};
+
+enum run_state { RUN_LAUNCH, RUN_WATCH, RUN_REFORM, RUN_FINISH };
+
+#endif

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/runlog.h: elastic-run's clock and its log lines on stderr. */
+#ifndef ELASTIC_LAUNCHER_RUNLOG_H
+#define ELASTIC_LAUNCHER_RUNLOG_H
+
+/* -v given this many times: say more. */
+extern int elastic__verbose;
+
+/* Seconds on the monotonic clock. */
+double elastic__now(void);
+
+/* "elastic-run HH:MM:SS.mmm: MESSAGE" on stderr, in one write. */
+void elastic__say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

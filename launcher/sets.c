@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/sets.c: what the controller's orders and the ranks' reports say
+ * of the launched GPU set (pure reads of the run). */
+#include "config.h"
+
+#include <string.h>
+
+#include "sets.h"
+
+int elastic__same_set(const struct elastic_gpuset *a, const struct elastic_gpuset *b)
+{
+	if (a->nhosts != b->nhosts || a->total != b->total)
+		return 0;
+	for (int i = 0; i < a->nhosts; i++)
+		if (strcmp(a->host[i].name, b->host[i].name) ||
+		    a->host[i].job != b->host[i].job ||
+		    a->host[i].ngpus != b->host[i].ngpus)
+			return 0;
+	return 1;
+}
+
+int elastic__grant_listed(uint32_t grant, const void *set)
+{
+	return elastic__gpuset_has_job(set, grant);
+}
+
+int elastic__grant_has_gpu(uint32_t grant, const void *set)
+{
+	const struct elastic_gpuset *g = set;
+	for (int h = 0; h < g->nhosts; h++)
+		for (int i = 0; i < g->host[h].ngpus; i++)
+			if (g->host[h].gpu_job[i] == grant)
+				return 1;
+	return 0;
+}
+
+int elastic__released_job(unsigned long job, const void *arg)
+{
+	return elastic__orders_released(arg, (uint32_t)job);
+}
+
+int elastic__released_gpus(const struct run *r)
+{
+	int n = 0;
+	for (int h = 0; h < r->sets.launched.nhosts; h++)
+		for (int g = 0; g < r->sets.launched.host[h].ngpus; g++)
+			n += elastic__orders_released(
+				&r->job.orders,
+				(uint32_t)r->sets.launched.host[h].gpu_job[g]);
+	return n;
+}
+
+int elastic__uses_released(const struct run *r)
+{
+	return elastic__released_gpus(r) > 0;
+}
+
+int elastic__idle_gpus(const struct run *r, int released)
+{
+	int n = 0;
+	for (int h = 0; h < r->sets.launched.nhosts; h++) {
+		const struct elastic_host *x = &r->sets.launched.host[h];
+		for (int g = 0; g < x->ngpus; g++)
+			n += elastic__report_ended_on(&r->launch.rep, x->name,
+						      x->gpu[g]) &&
+			     (!released ||
+			      elastic__orders_released(&r->job.orders,
+						       (uint32_t)x->gpu_job[g]));
+	}
+	return n;
+}
+
+int elastic__live_gpus(const struct run *r)
+{
+	return r->sets.launched.total - elastic__idle_gpus(r, 0);
+}
+
+int elastic__grants_add(const struct run *r)
+{
+	int add = elastic__orders_new_gpus(&r->job.orders, elastic__grant_listed,
+					   &r->sets.launched);
+	return add > 0 &&
+	       (int)elastic_sizes_fit(&r->job.req.sizes, r->job.req.min_gpus,
+				      r->job.req.max_gpus, r->sets.launched.raw + add) !=
+		       r->sets.launched.total;
+}
+
+int elastic__daemon_released(const struct run *r)
+{
+	for (int h = 0; h < r->sets.launched.nhosts; h++) {
+		const struct elastic_host *x = &r->sets.launched.host[h];
+		if (!elastic__orders_released(&r->job.orders, (uint32_t)x->job))
+			continue;
+		for (int g = 0; g < x->ngpus; g++)
+			if (!elastic__orders_released(&r->job.orders,
+						      (uint32_t)x->gpu_job[g]) &&
+			    !elastic__report_ended_on(&r->launch.rep, x->name, x->gpu[g]))
+				return h;
+	}
+	return -1;
+}
+
+void elastic__sets_take_seen(struct run_sets *s)
+{
+	memcpy(&s->launched, &s->seen, sizeof(s->launched));
+}
+
+void elastic__sets_plan_grown(struct run_sets *s)
+{
+	memcpy(&s->grown, &s->seen, sizeof(s->grown));
+}
+
+void elastic__sets_take_grown(struct run_sets *s)
+{
+	memcpy(&s->launched, &s->grown, sizeof(s->launched));
+}
+
+void elastic__sets_plan_after_leave(struct run_sets *s,
+				    int (*gone)(unsigned long job, const void *arg),
+				    const void *arg)
+{
+	memcpy(&s->after_leave, &s->launched, sizeof(s->after_leave));
+	elastic__gpuset_drop(&s->after_leave, gone, arg);
+}
+
+void elastic__sets_take_after_leave(struct run_sets *s)
+{
+	memcpy(&s->launched, &s->after_leave, sizeof(s->launched));
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/slurmlist.c: the GPUs of the elastic job as Slurm lists them now
+ * (scontrol, squeue): its allocation and its running grant jobs. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runlog.h"
+#include "slurmlist.h"
+
+/* Run argv, capture its stdout (at most 1 MiB). Returns a malloc'd string or
+ * NULL; *status gets the exit status (-1: could not run). */
+static char *_capture(char *const argv[], int *status)
+{
+	int fd[2];
+	pid_t pid;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	*status = -1;
+	if (pipe(fd) < 0)
+		return NULL;
+	if ((pid = fork()) < 0) {
+		close(fd[0]);
+		close(fd[1]);
+		return NULL;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(fd[1], 1);
+		if (null >= 0 && !elastic__verbose)
+			dup2(null, 2);
+		close(fd[0]);
+		close(fd[1]);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fd[1]);
+	for (;;) {
+		if (cap - len < 4096) {
+			char *p = realloc(buf, cap + 65536);
+			if (!p)
+				break;
+			buf = p;
+			cap += 65536;
+		}
+		ssize_t n = read(fd[0], buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || len + n > (1u << 20))
+			break;
+		len += n;
+	}
+	close(fd[0]);
+	int ws;
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	*status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+	if (buf)
+		buf[len] = '\0';
+	return buf;
+}
+
+static char *_expand(const char *hostlist, void *arg)
+{
+	char *argv[] = {"scontrol", "show", "hostnames", (char *)hostlist, NULL};
+	int st;
+	char *out = _capture(argv, &st);
+	if (st != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static int _add_job(struct elastic_gpuset *set, unsigned long job, elastic_error_t *err)
+{
+	char id[32];
+	snprintf(id, sizeof(id), "%lu", job);
+	char *argv[] = {"scontrol", "show", "job", "-d", id, NULL};
+	int st;
+	char *out = _capture(argv, &st);
+	if (!out || st != 0) {
+		free(out);
+		return elastic__errorf(err, "scontrol show job -d %lu failed (status %d)",
+				       job, st);
+	}
+	int rc = elastic__gpuset_add_job(set, job, out, _expand, NULL, err);
+	free(out);
+	return rc;
+}
+
+/* The GPUs of the elastic job now: its own allocation, then its running
+ * grant jobs in job id order. */
+static int _discover(const struct run *r, struct elastic_gpuset *set,
+		     elastic_error_t *err)
+{
+	unsigned long jobid = r->job.jobid;
+	char name[64], user[64];
+	int st;
+
+	memset(set, 0, sizeof(*set));
+	if (_add_job(set, jobid, err) < 0)
+		return -1;
+	snprintf(name, sizeof(name), "elastic:%lu", jobid);
+	snprintf(user, sizeof(user), "%u", (unsigned)getuid());
+	char *argv[] = {"squeue", "-h",	     "-u", user, "-n",	     name,
+			"-t",	  "RUNNING", "-o", "%i", "--sort=i", NULL};
+	char *out = _capture(argv, &st);
+	if (!out || st != 0) {
+		free(out);
+		return elastic__errorf(
+			err, "squeue for the grant jobs failed (status %d)", st);
+	}
+	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+		elastic_error_t e;
+		unsigned long g = strtoul(line, NULL, 10);
+		/* Grants ordered released stay out, even while still running. */
+		if (r->job.have_ctl &&
+		    elastic__orders_released(&r->job.orders, (uint32_t)g))
+			continue;
+		/* A grant that ended between squeue and scontrol is just gone. */
+		if (g && _add_job(set, g, &e) < 0 && elastic__verbose)
+			elastic__say("grant job %lu skipped: %s", g, e.text);
+	}
+	free(out);
+	return 0;
+}
+
+int elastic__slurm_gpus(const struct run *r, struct elastic_gpuset *set,
+			elastic_error_t *err)
+{
+	if (_discover(r, set, err) < 0)
+		return -1;
+	elastic__gpuset_trim(set, &r->job.req);
+	return 0;
+}

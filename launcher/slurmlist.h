@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/slurmlist.h: the GPUs of the elastic job as Slurm lists them. */
+#ifndef ELASTIC_LAUNCHER_SLURMLIST_H
+#define ELASTIC_LAUNCHER_SLURMLIST_H
+
+#include "run.h"
+
+/* The job's GPUs now (its allocation, then its running grant jobs in job id
+ * order, less grants ordered released), cut to what it may use
+ * (--elastic-gpus MAX, sizes), into set: 0, or -1 with err. */
+int elastic__slurm_gpus(const struct run *r, struct elastic_gpuset *set,
+			elastic_error_t *err);
+
+#endif

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/watch.c: WATCH: while mpirun runs, the ranks' reports, rank 0's
+ * progress, the controller's orders and the re-form they make due. */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+
+#include "inplace_run.h"
+#include "procsig.h"
+#include "progress.h"
+#include "runlog.h"
+#include "sets.h"
+#include "slurmlist.h"
+#include "watch.h"
+
+/* How long the releases of one shrink are awaited once the first came. */
+#define RELEASE_SETTLE_S 0.5
+
+/* How long after a heal in place a release waits for the lost ranks'
+ * wrappers to say where they ran (their reports may come after rank 0's
+ * record of the smaller world; a lost node's never come). */
+#define HEAL_SETTLE_S 1.0
+
+/* 1 while a release should wait for that (see HEAL_SETTLE_S). */
+static int _heal_unsettled(struct run *r)
+{
+	if (!r->ip.t_heal || elastic__now() - r->ip.t_heal >= HEAL_SETTLE_S ||
+	    r->ip.world >= elastic__live_gpus(r))
+		return 0;
+	if (!r->ip.t_rel_wait) {
+		r->ip.t_rel_wait = elastic__now();
+		elastic__say(
+			"controller: a release %.0f ms after ranks were lost: waiting up to %.1f s for where they ran",
+			(elastic__now() - r->ip.t_heal) * 1e3, HEAL_SETTLE_S);
+	}
+	return 1;
+}
+
+/* 1 while the releases seen leave the set above the controller's target
+ * (sent before them): the others of the same shrink are on their way
+ * (elasticd orders them one grant at a time, a slurmctld call apart). Acting
+ * on the first alone would re-form twice, or, in place, let a node's ranks
+ * leave while the grant hosting its daemon is released next (its end kills
+ * the ranks that stay). Waits RELEASE_SETTLE_S at most. */
+static int _releases_to_come(struct run *r, int released)
+{
+	int target = (int)r->job.orders.target;
+	if (!target || target >= r->sets.launched.total ||
+	    r->sets.launched.total - released <= target)
+		return 0;
+	if (!r->ip.t_rel_wait) {
+		r->ip.t_rel_wait = elastic__now();
+		elastic__say(
+			"controller: target %d GPUs, %d of %d released so far: waiting up to %.1f s for the other releases",
+			target, released, r->sets.launched.total - target,
+			RELEASE_SETTLE_S);
+	}
+	return elastic__now() - r->ip.t_rel_wait < RELEASE_SETTLE_S;
+}
+
+/* While mpirun runs: an order that changes the job's GPUs makes a re-form
+ * due (_stop_when_ready tells the ranks). A release of GPUs in use, or
+ * started grants that add usable GPUs, settle it at once; otherwise Slurm
+ * is asked (a grant may add no usable GPU, e.g. under --elastic-sizes). */
+static void _follow_orders(struct run *r)
+{
+	elastic_error_t err;
+
+	elastic__progress_forward(r);
+	int act = elastic__orders_poll(&r->job.orders, &r->job.ctl, 50, elastic__say);
+	if (r->launch.stop_sent || r->launch.stop_due || (!act && !r->ip.t_rel_wait))
+		return;
+	int released = elastic__released_gpus(r);
+	if (released) {
+		/* The ranks of a planned shrink in place left and the others
+		 * have not committed a step yet: the end of that shrink plans this
+		 * release as a shrink of its own then (planning it now finds
+		 * the shrink under way and stops every rank: a relaunch). A
+		 * heal since (a smaller world) ends that wait. */
+		if (r->ip.state == ELASTIC_INPLACE_LEAVING &&
+		    r->ip.world == r->ip.leave_world - r->ip.leave_ranks)
+			return;
+		if (_heal_unsettled(r) || _releases_to_come(r, released))
+			return;
+		r->ip.t_rel_wait = 0;
+		r->launch.stop_due = elastic__plan_leave(r);
+		return;
+	}
+	r->ip.t_rel_wait = 0;
+	if (!act)
+		return;
+	if (elastic__grants_add(r)) {
+		r->launch.stop_due = 1;
+		elastic__grow_from_slurm(r);
+		return;
+	}
+	/* Slurm shows a grant ordered released until elasticd cancels it,
+	 * after the job acknowledged the release: such GPUs are no change */
+	if (elastic__slurm_gpus(r, &r->sets.seen, &err) == 0) {
+		elastic__gpuset_drop(&r->sets.seen, elastic__released_job,
+				     &r->job.orders);
+		r->launch.stop_due = !elastic__same_set(&r->sets.launched, &r->sets.seen);
+		if (r->launch.stop_due)
+			elastic__plan_grow(r);
+	}
+}
+
+/* A re-form that is due (an order, or SIGUSR1 to elastic-run) reaches the
+ * ranks as SIGUSR1 once they can take it. */
+static void _stop_when_ready(struct run *r)
+{
+	/* (one asked while the ranks grow is taken once they have) */
+	if (elastic__usr1_pending && r->ip.state != ELASTIC_INPLACE_JOINING) {
+		elastic__usr1_pending = 0;
+		r->launch.stop_due = 1;
+		/* (a set that only grew onto new nodes: in place, where the
+		 * runtime can) */
+		if (!r->launch.stop_sent)
+			elastic__grow_from_slurm(r);
+	}
+	if (r->launch.stop_due && !r->launch.stop_sent && elastic__ranks_ready(r)) {
+		elastic__say(
+			"asking the %d ranks to %s at the next step boundary (SIGUSR1)",
+			r->ip.world,
+			r->ip.state == ELASTIC_INPLACE_JOINING ? "grow" : "re-form");
+		kill(elastic__child, SIGUSR1);
+		r->launch.stop_sent = 1;
+	}
+}
+
+/* With a runtime that heals in place, a rank that ends while mpirun runs
+ * is news: say where it ran (-v). */
+static void _say_ends(struct run *r)
+{
+	for (int i = 0; i < r->launch.rep.nranks; i++) {
+		struct elastic_rank_end *e = &r->launch.rep.end[i];
+		if (e->how == ELASTIC_RANK_UNKNOWN || e->told)
+			continue;
+		e->told = 1;
+		if (elastic__verbose && r->job.in_place && e->value != 0)
+			elastic__say("rank %d ended (%s %d) on %s GPU %d", i,
+				     e->how == ELASTIC_RANK_SIGNALED ? "signal"
+								     : "exit status",
+				     e->value, e->host[0] ? e->host : "?", e->gpu);
+	}
+}
+
+enum run_state elastic__watch(struct run *r)
+{
+	int ws;
+
+	r->launch.stop_sent = r->launch.stop_due = 0;
+	for (;;) {
+		if (elastic__report_poll(&r->launch.rep, r->job.have_ctl ? 50 : 200) > 0)
+			_say_ends(r);
+		pid_t w = waitpid(elastic__child, &ws, WNOHANG);
+		if (w == elastic__child || (w < 0 && errno != EINTR))
+			break;
+		elastic__watch_record(r);
+		if (r->job.have_ctl)
+			_follow_orders(r);
+		_stop_when_ready(r);
+	}
+	elastic__child = -1;
+	r->launch.t_end = elastic__now();
+	/* Reports sent just before the ranks ended may still be in flight. */
+	for (double until = elastic__now() + 0.5; elastic__now() < until;) {
+		struct elastic_report_summary q;
+		elastic__report_summary(&r->launch.rep, EXIT_REFORM, &q);
+		if (!q.missing || elastic__report_poll(&r->launch.rep, 100) == 0)
+			break;
+	}
+	r->launch.mstatus = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+	elastic__report_summary(&r->launch.rep, EXIT_REFORM, &r->launch.sum);
+	r->launch.launches++;
+	if (elastic__verbose) {
+		elastic__say(
+			"mpirun status %d; ranks: %d ok, %d failed, %d re-form, %d signalled, %d silent, %d left",
+			r->launch.mstatus, r->launch.sum.ok, r->launch.sum.failed,
+			r->launch.sum.reform, r->launch.sum.signaled,
+			r->launch.sum.missing, r->launch.sum.left);
+		for (int i = 0; i < r->launch.rep.nranks; i++) {
+			const struct elastic_rank_end *e = &r->launch.rep.end[i];
+			if (e->how == ELASTIC_RANK_SIGNALED ||
+			    (e->how != ELASTIC_RANK_UNKNOWN && e->value != 0 &&
+			     e->value != EXIT_REFORM))
+				elastic__say("rank %d: %s %d", i,
+					     e->how == ELASTIC_RANK_SIGNALED
+						     ? "signal"
+						     : "exit status",
+					     e->value);
+		}
+	}
+	return RUN_REFORM;
+}
