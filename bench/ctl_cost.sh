@@ -9,8 +9,10 @@
 # (PolicyMode=priority, TickSeconds=2). The queue is filled with held jobs of
 # alice to 0, 3,000 and 9,000 pending; each queue is measured without and
 # with churn (alice submits a job and cancels it every 0.5 s). Per cell and
-# mode, over WINDOW seconds (after sdiag --reset): the RPCs of root (only
-# elasticd runs as root then) from sdiag, count and slurmctld time, and the
+# mode, over WINDOW seconds (after sdiag --reset): the RPCs of SlurmUser
+# (elasticd, and the job_submit plugin's job cache inside slurmctld: both
+# are this product's, both run as SlurmUser) from sdiag, count and
+# slurmctld time, and the
 # share of the window that is; the per-type counts of the job and node RPCs
 # elasticd uses (all users: the grants' own squeue polls are in them); CPU of
 # slurmctld and elasticd from /proc. After the window: FLIPS priority
@@ -18,7 +20,7 @@
 # running grants in squeue (the update in force, Slurm's view), median; and
 # one new elastic job, timed from sbatch to elastic-ctl status listing it.
 # Mode "none" is the baseline: no elasticd in the window (slurmctld's CPU
-# without it; root's RPCs are then the bench's own sdiag).
+# without it; SlurmUser's RPCs are then the job_submit plugin's alone).
 #
 # usage: ctl_cost.sh [--window S] [--queues "0 3000 9000"] [--modes "none full targeted"]
 #                    [--flips N] [--no-churn]
@@ -47,6 +49,8 @@ T_NAME=ctl_cost
 ctl_setup
 ctl_conf TickSeconds=2 PolicyMode=priority
 
+# sdiag names users; elasticd and slurmctld run as SlurmUser.
+slurm_user=$(scontrol show config | awk '/^SlurmUser/ { sub(/\(.*/, "", $3); print $3 }')
 ctld_pid=$(cat "$(scontrol show config | awk '/^SlurmctldPidFile/ { print $3 }')")
 cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # clock ticks
 hz=$(getconf CLK_TCK)
@@ -148,7 +152,7 @@ measure_none() { # queue churn
 	sdiag >"$f"
 	c1=$(cpu "$ctld_pid") t1=$(now)
 	[ "$c" = 1 ] && churn_stop
-	read -r rn rt < <(sd "$f" root)
+	read -r rn rt < <(sd "$f" "$slurm_user")
 	rows+=("$(awk -v q="$q" -v c="$c" -v rn="$rn" -v rt="$rt" -v cc="$((c1 - c0))" -v hz="$hz" \
 		-v w="$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" 'BEGIN {
 		printf "| %-9s | %5d | %-5s | %6d | %7.3f s | %5.2f %% | %5s | %5s | %5s | %5s | %5s | %6.2f s | %16s | %7s | %7s |\n",
@@ -183,7 +187,7 @@ measure() { # mode queue churn
 	kill "$CTL_PID"
 	wait "$CTL_PID" 2>/dev/null
 	CTL_PID=""
-	read -r rn rt < <(sd "$f" root)
+	read -r rn rt < <(sd "$f" "$slurm_user")
 	read -r ji jit < <(sd "$f" REQUEST_JOB_INFO)
 	read -r js jst < <(sd "$f" REQUEST_JOB_INFO_SINGLE)
 	read -r st stt < <(sd "$f" REQUEST_JOB_STATE)
@@ -222,6 +226,6 @@ done
 echo
 echo "elasticd's cost to slurmctld (sdiag over ${window} s windows; RPC columns: calls in the window)"
 echo
-echo "| queries   | queue | churn | root RPCs | slurmctld time | share | JOB_INFO | JOB_INFO_SINGLE | JOB_STATE | NODE_INFO | FED_INFO | slurmctld CPU | elasticd CPU | priority in force (median) | new job found |"
+echo "| queries   | queue | churn | SlurmUser RPCs | slurmctld time | share | JOB_INFO | JOB_INFO_SINGLE | JOB_STATE | NODE_INFO | FED_INFO | slurmctld CPU | elasticd CPU | priority in force (median) | new job found |"
 echo "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 printf '%s\n' "${rows[@]}"
