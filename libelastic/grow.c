@@ -247,7 +247,7 @@ int elastic__grow_in_place(elastic_ctx_t *ctx, elastic_error_t *err)
 	/* joiners that never come (their wrapper or program failed to start)
 	 * leave MPI_Comm_spawn waiting: the recovery watchdog (ELASTIC_WATCHDOG)
 	 * bounds the growth, then every rank re-forms */
-	elastic__watchdog_arm(ctx, 1);
+	elastic__watchdog_arm(ctx, ELASTIC__WATCH_RECOVERY);
 	rc = MPI_Comm_spawn(j.wrapper, j.argv, j.n, info, 0, ctx->comm, &inter, codes);
 	MPI_Info_free(&info);
 	free(codes);
@@ -283,7 +283,7 @@ int elastic__grow_in_place(elastic_ctx_t *ctx, elastic_error_t *err)
 	/* and their first step_begin: registration check, then the state */
 	if (elastic__layout_agree(ctx, err) < 0 || elastic__grow_handoff(ctx, err) < 0)
 		return -1;
-	elastic__watchdog_arm(ctx, 0);
+	elastic__watchdog_arm(ctx, ELASTIC__WATCH_OFF);
 	ctx->stats.grows++;
 	elastic__log(
 		ctx, ELASTIC_LOG_INFO,

@@ -47,6 +47,13 @@ struct elastic__progress {
 	double eager_until; /* monotonic: until then, every commit's record */
 };
 
+/* What the watchdog times (elastic__watchdog_arm). */
+enum elastic__watch {
+	ELASTIC__WATCH_OFF = 0,	     /* nothing: disarmed */
+	ELASTIC__WATCH_RECOVERY = 1, /* a recovery or a growth (ELASTIC_WATCHDOG) */
+	ELASTIC__WATCH_STEP = 2,     /* a step (ELASTIC_STEP_TIMEOUT) */
+};
+
 /* The recovery and step watchdog (watchdog.c): a thread that ends the
  * process with ELASTIC_EXIT_REFORM when a recovery or a step overruns. */
 struct elastic__watchdog {
@@ -56,7 +63,7 @@ struct elastic__watchdog {
 	pthread_cond_t cond;
 	double timeout_s;	     /* recovery (elastic_set_watchdog) */
 	_Atomic int64_t deadline_ns; /* CLOCK_MONOTONIC; 0: disarmed */
-	_Atomic int kind;	     /* 1: recovery, 2: step */
+	_Atomic int kind;	     /* enum elastic__watch */
 	/* a peer exited asking for a re-form: 0 none, else its launch rank
 	 * + 2 (1: which was not said); one word, read and written at once */
 	_Atomic int peer_reform;
@@ -195,8 +202,7 @@ void elastic__term_act(elastic_ctx_t *ctx, int how);
 
 /* watchdog.c: start (lock, settings: at init, before anything can fail),
  * run (the thread), stop (join, free; safe after a failed start). Arm it
- * for a recovery (kind 1: ELASTIC_WATCHDOG) or a step (kind 2:
- * ELASTIC_STEP_TIMEOUT), or disarm it (kind 0). */
+ * for a recovery or a step, or disarm it (ELASTIC__WATCH_OFF). */
 int elastic__watchdog_start(elastic_ctx_t *ctx);
 void elastic__watchdog_run(elastic_ctx_t *ctx);
 void elastic__watchdog_stop(elastic_ctx_t *ctx);
@@ -208,7 +214,7 @@ int elastic__watchdog_peer_reform(elastic_ctx_t *ctx, int rank);
  * the watchdog; nothing without PMIx. */
 void elastic__peer_watch_start(elastic_ctx_t *ctx);
 void elastic__peer_watch_stop(elastic_ctx_t *ctx);
-void elastic__watchdog_arm(elastic_ctx_t *ctx, int kind);
+void elastic__watchdog_arm(elastic_ctx_t *ctx, enum elastic__watch kind);
 
 /* survey.c: this node's id (a hash of the host name). One allgather over
  * comm of (host, committed step): the range of committed steps over its

@@ -535,7 +535,7 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 	ctx->in_step = 1;
 	ctx->step_ok = 1;
 	ctx->comm_ok = 1;
-	elastic__watchdog_arm(ctx, 2); /* ELASTIC_STEP_TIMEOUT, if set */
+	elastic__watchdog_arm(ctx, ELASTIC__WATCH_STEP); /* if set */
 	return 0;
 }
 
@@ -576,7 +576,7 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 
 	if (ctx->stats.last_failure_time == 0)
 		ctx->stats.last_failure_time = elastic__now_real();
-	elastic__watchdog_arm(ctx, 1);
+	elastic__watchdog_arm(ctx, ELASTIC__WATCH_RECOVERY);
 	elastic__ft_revoke(cur);
 	for (attempt = 1;; attempt++) {
 		double ts = elastic__now_mono();
@@ -588,7 +588,7 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 				     "recovery: shrink failed (MPI error %d), attempt %d",
 				     rc, attempt);
 			if (attempt >= 20) {
-				elastic__watchdog_arm(ctx, 0);
+				elastic__watchdog_arm(ctx, ELASTIC__WATCH_OFF);
 				return _fail(err, EIO,
 					     "recovery: MPIX_Comm_shrink failed %d times",
 					     attempt);
@@ -631,7 +631,7 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 		    : elastic__snap_host_restore(ctx, lo) < 0) {
 		/* Cannot happen with uniform agreement; never continue on a
 		 * state that differs between ranks. */
-		elastic__watchdog_arm(ctx, 0);
+		elastic__watchdog_arm(ctx, ELASTIC__WATCH_OFF);
 		MPI_Comm_free(&nc);
 		return _fail(
 			err, EIO,
@@ -643,7 +643,7 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 	ctx->committed = lo;
 	pthread_mutex_unlock(&ctx->wd.state);
 	elastic__adopt(ctx, nc, node_rank);
-	elastic__watchdog_arm(ctx, 0);
+	elastic__watchdog_arm(ctx, ELASTIC__WATCH_OFF);
 	ctx->stats.recoveries++;
 	ctx->stats.last_recovery_s = elastic__now_mono() - t0;
 	elastic__log(
@@ -677,7 +677,7 @@ int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (ctx) {
 		/* the caller may change its state once this returns */
 		elastic__persist_wait(ctx);
-		elastic__watchdog_arm(ctx, 0);
+		elastic__watchdog_arm(ctx, ELASTIC__WATCH_OFF);
 	}
 	return r;
 }
