@@ -50,19 +50,11 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 		return _fail(err, EINVAL, "elastic_init: comm is MPI_COMM_NULL");
 	if (!(ctx = calloc(1, sizeof(*ctx))))
 		return _fail(err, ENOMEM, "elastic_init: out of memory");
-	if (elastic_env_parse(&ctx->env, NULL, err) < 0) {
+	if (elastic_env_parse(&ctx->env, NULL, err) < 0 ||
+	    elastic__config_read(&ctx->cfg, &ctx->env, err) < 0) {
 		free(ctx);
 		return -1;
 	}
-	/* Under elastic-run on a runtime that heals a lost node in place
-	 * (ELASTIC_RUN_IN_PLACE=1), a node snapshot only guards against losing
-	 * the whole job (or a watchdog's relaunch): every
-	 * ELASTIC_SNAPSHOT_EVERY_IN_PLACE steps by default instead of every
-	 * step (a planned re-form still writes its last step first). */
-	const char *ip = getenv("ELASTIC_RUN_IN_PLACE"),
-		   *se = getenv("ELASTIC_SNAPSHOT_EVERY");
-	if (ip && !strcmp(ip, "1") && !(se && *se))
-		ctx->env.snapshot_every = ELASTIC_SNAPSHOT_EVERY_IN_PLACE;
 	ctx->comm = MPI_COMM_NULL;
 	ctx->progress.fd = -1;
 	ctx->host.step[0] = ctx->host.step[1] = UINT64_MAX;
@@ -136,6 +128,7 @@ fail:
 	if (ctx->comm != MPI_COMM_NULL)
 		MPI_Comm_free(&ctx->comm);
 	elastic__watchdog_stop(ctx);
+	elastic__config_free(&ctx->cfg);
 	free(ctx);
 	errno = EIO;
 	return -1;
@@ -159,6 +152,7 @@ void elastic_destroy(elastic_ctx_t *ctx)
 	free(ctx->fp);
 	free(ctx->join);
 	free(ctx->regions);
+	elastic__config_free(&ctx->cfg);
 	free(ctx);
 }
 

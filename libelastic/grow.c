@@ -88,12 +88,12 @@ static int _parse(char *text, struct join *j, const char **why)
 
 int elastic__grow_planned(elastic_ctx_t *ctx)
 {
-	const char *path = getenv("ELASTIC_RUN_JOIN"), *why = "";
+	const char *path = ctx->cfg.run_join, *why = "";
 	char text[JOIN_MAX], copy[JOIN_MAX];
 	struct join j;
 	int ok = 0, rc;
 
-	if (!path || !*path) /* the same environment on every rank */
+	if (!path) /* the same environment on every rank */
 		return 0;
 	text[0] = '\0';
 	if (ctx->rank == 0) {
@@ -200,11 +200,10 @@ int elastic__layout_agree(elastic_ctx_t *ctx, elastic_error_t *err)
 int elastic__join_parent(elastic_ctx_t *ctx, MPI_Comm *out)
 {
 	MPI_Comm parent = MPI_COMM_NULL;
-	const char *base = getenv("ELASTIC_RUN_JOIN_BASE");
 	int rc;
 
 	*out = MPI_COMM_NULL;
-	if (!base || !*base || MPI_Comm_get_parent(&parent) != MPI_SUCCESS ||
+	if (!ctx->cfg.join_base || MPI_Comm_get_parent(&parent) != MPI_SUCCESS ||
 	    parent == MPI_COMM_NULL)
 		return 0;
 	MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);

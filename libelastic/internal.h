@@ -101,12 +101,26 @@ struct elastic__callbacks {
 	void *exit_arg;
 };
 
+/* The task's ELASTIC_* variables beyond struct elastic_env: what elastic-run
+ * tells its ranks. Read once at init (env.c); a path is NULL when its
+ * variable is unset or empty. */
+struct elastic__config {
+	char *run_leave;    /* ELASTIC_RUN_LEAVE: GPUs leaving at a planned shrink */
+	char *gpu;	    /* ELASTIC_GPU: this rank's GPU, as the leave list names it */
+	char *run_join;	    /* ELASTIC_RUN_JOIN: the ranks a growth in place adds */
+	int join_base;	    /* ELASTIC_RUN_JOIN_BASE set: started by a growth */
+	char *run_progress; /* ELASTIC_RUN_PROGRESS: where rank 0 tells its progress */
+	int stop_signal;    /* SIGUSR1 asks for a planned re-form (not
+			     * ELASTIC_STOP_SIGNAL=none) */
+};
+
 struct elastic_ctx {
 	MPI_Comm comm; /* current world (ours, ERRORS_RETURN) */
 	int rank, size;
 	int node_rank; /* index among the ranks of comm on this host */
 	uint64_t host_id;
 	struct elastic_env env;
+	struct elastic__config cfg;
 
 	/* state */
 	struct elastic__region *regions;
@@ -160,6 +174,13 @@ void elastic__progress_eager(elastic_ctx_t *ctx);
 void elastic__progress_close(elastic_ctx_t *ctx);
 /* sampler.c: samples taken since the start (epochs x samples + consumed) */
 uint64_t elastic__sampler_seen(const elastic_sampler_t *s);
+
+/* env.c: read cfg from the environment, and the node snapshot interval's
+ * default under elastic-run into env (ELASTIC_RUN_IN_PLACE=1 without
+ * ELASTIC_SNAPSHOT_EVERY): 0, or -1 (ENOMEM, err). Free what it holds. */
+int elastic__config_read(struct elastic__config *cfg, struct elastic_env *env,
+			 elastic_error_t *err);
+void elastic__config_free(struct elastic__config *cfg);
 
 /* log.c (errors: common/contract.h) */
 void elastic__log(elastic_ctx_t *ctx, int level, const char *fmt, ...)

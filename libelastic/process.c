@@ -157,9 +157,7 @@ static void _stop_signal_unblock(void)
 void elastic__stop_signal_install(elastic_ctx_t *ctx)
 {
 	struct sigaction old, sa = {.sa_handler = _on_stop_signal};
-	const char *v = getenv("ELASTIC_STOP_SIGNAL");
-
-	if (v && strcmp(v, "none") == 0) {
+	if (!ctx->cfg.stop_signal) {
 		_stop_signal_unblock();
 		return;
 	}

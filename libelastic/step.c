@@ -348,7 +348,7 @@ static void _await_go(MPI_Comm comm, int from)
  * survivors stopped using the old world. */
 static int _shrink_in_place(elastic_ctx_t *ctx)
 {
-	const char *path = getenv("ELASTIC_RUN_LEAVE"), *gpu = getenv("ELASTIC_GPU");
+	const char *path = ctx->cfg.run_leave, *gpu = ctx->cfg.gpu;
 	char list[8192] = "", host[256] = "";
 	int leave, nleave = 0, flag, rc, old_size = ctx->size, *who = NULL, *stay = NULL,
 		   nstay = 0, first = -1;
@@ -358,7 +358,7 @@ static int _shrink_in_place(elastic_ctx_t *ctx)
 	MPI_Comm nc = MPI_COMM_NULL;
 	MPI_Group g_old = MPI_GROUP_NULL, g_stay = MPI_GROUP_NULL;
 
-	if (!path || !*path) /* the same environment on every rank */
+	if (!path) /* the same environment on every rank */
 		return -1;
 	if (ctx->rank == 0) {
 		FILE *f = fopen(path, "r");
@@ -373,7 +373,7 @@ static int _shrink_in_place(elastic_ctx_t *ctx)
 	rc = MPI_Bcast(list, (int)sizeof(list), MPI_CHAR, 0, ctx->comm);
 	list[rc == MPI_SUCCESS ? sizeof(list) - 1 : 0] = '\0';
 	gethostname(host, sizeof(host) - 1);
-	leave = gpu && *gpu && _listed(list, host, gpu);
+	leave = gpu && _listed(list, host, gpu);
 	who = calloc((size_t)ctx->size, sizeof(int));
 	stay = calloc((size_t)ctx->size, sizeof(int));
 	if (!who || !stay)
