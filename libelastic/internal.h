@@ -255,10 +255,28 @@ void elastic__persist_on_exit(elastic_ctx_t *ctx);
 void elastic__persist_now(elastic_ctx_t *ctx);
 void elastic__persist_final(elastic_ctx_t *ctx);
 
-/* grow.c: growth in place (spawn and merge, on runtimes elastic-run finds
- * able to). At a commit that agreed a planned change no rank leaves:
- * 1 if a join list was agreed (kept for the next begin), else 0;
- * collective. */
+/* resize.c: the world changes size at a step boundary.
+ * The world becomes nc (frees the old one): ranks, this rank's place on its
+ * host, NCCL told which ranks are gone. */
+void elastic__adopt(elastic_ctx_t *ctx, MPI_Comm nc, int node_rank);
+/* After a shrink or a growth in place: elastic-run hears the new size at
+ * once (and every commit for a second), then the program's change callback. */
+void elastic__resized(elastic_ctx_t *ctx);
+/* At a commit that agreed a planned change: a planned shrink in place, when
+ * elastic-run wrote a leave list (ELASTIC_RUN_LEAVE). NONE: not this time
+ * (no list, nobody or everybody listed, an MPI error; the same on every
+ * rank); STAY: the world shrank and this rank is in it; LEAVE: this rank is
+ * listed and the survivors have their world: the caller ends the process
+ * (ELASTIC_EXIT_LEFT). Collective. */
+enum elastic__shrink {
+	ELASTIC__SHRINK_NONE,
+	ELASTIC__SHRINK_STAY,
+	ELASTIC__SHRINK_LEAVE,
+};
+enum elastic__shrink elastic__shrink_in_place(elastic_ctx_t *ctx);
+/* Growth in place (spawn and merge, on runtimes elastic-run finds able
+ * to). At a commit that agreed a planned change no rank leaves: 1 if a join
+ * list was agreed (kept for the next begin), else 0; collective. */
 int elastic__grow_planned(elastic_ctx_t *ctx);
 /* At that begin: start the joiners, merge, hand them the state: 0, or -1
  * (the caller stops for a re-form). Collective. */
@@ -270,8 +288,6 @@ int elastic__join_parent(elastic_ctx_t *ctx, MPI_Comm *out);
 int elastic__grow_handoff(elastic_ctx_t *ctx, elastic_error_t *err);
 /* Every rank registered the same state: 0, or -1 (err). Collective. */
 int elastic__layout_agree(elastic_ctx_t *ctx, elastic_error_t *err);
-/* step.c: the world becomes nc (frees the old one). */
-void elastic__adopt(elastic_ctx_t *ctx, MPI_Comm nc, int node_rank);
 
 /* ft.c: the only file that calls MPIX_*. */
 /* 1 if rc is a ULFM fault (process failed, revoked), 0 if not. */
