@@ -267,13 +267,13 @@ int elastic_gpu_allreduce(elastic_ctx_t *ctx, void *buf, size_t count, MPI_Datat
 	nr = _g.AllReduce(buf, buf, count, nt, ncclSum, comm, (cudaStream_t)stream);
 	if (nr == ncclSuccess &&
 	    (ce = _g.StreamSynchronize((cudaStream_t)stream)) != cudaSuccess) {
-		elastic_step_fail(ctx);
+		ctx->step_ok = 0; /* inside the step (checked above): redone */
 		return _fail(err, EIO, "elastic_gpu_allreduce: %s",
 			     _g.GetErrorString(ce));
 	}
 	if (nr != ncclSuccess) {
 		/* a peer lost: the step is redone after the recovery at commit */
-		elastic_step_fail(ctx);
+		ctx->step_ok = 0;
 		return _fail(err, EIO, "elastic_gpu_allreduce: ncclAllReduce: %s",
 			     _g.NcclErrorString(nr));
 	}
