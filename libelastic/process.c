@@ -93,6 +93,7 @@ static void *_finalize_guard(void *arg)
 		     g.seconds, g.status);
 	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
 	}
+	/* a documented exit (elastic(3), EXIT HOOK): the caller asked for it */
 	elastic__exit_hook(g.fn, g.arg, g.status, "finalize guard");
 	_exit(g.status);
 	return NULL;

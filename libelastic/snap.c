@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* libelastic/snap.c: copies of the committed state: the in-process double buffer (path A)
+/* libelastic/snap.c: copies of the committed state: the in-process double buffer (recovery in place)
  * and snapshot files, double buffered, in node-local shared memory or a checkpoint
- * directory (path B). */
+ * directory (resume after a relaunch). */
 #include "config.h"
 
 #include <errno.h>

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libelastic/step.c: the step protocol (begin, checked communication, commit by
- * agreement), in-place recovery (path A) and resume from a snapshot (path B). */
+ * agreement), recovery in place, resume from a snapshot, and when the world changes size
+ * at a commit (the change itself is resize.c's). */
 #include "config.h"
 
 #include <errno.h>
@@ -8,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -167,7 +167,7 @@ static void _apply(elastic_ctx_t *ctx, const unsigned char *buf)
 		       ctx->regions[i].bytes);
 }
 
-/* Path B: find the best snapshot of this job on any rank's node (or in the
+/* Resume from a snapshot: find the best snapshot of this job on any rank's node (or in the
  * checkpoint directory) and give it to every rank. Collective. */
 static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 {
@@ -256,7 +256,10 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 
 /* Every rank agreed to stop after this committed step: keep it on the node
  * (whatever the snapshot interval), leave MPI and exit so that elastic-run
- * re-forms the job over its new set of GPUs. */
+ * re-forms the job over its new set of GPUs. One of the documented places
+ * where the library ends the process (elastic(3), EXIT HOOK): elastic-run
+ * takes status ELASTIC_EXIT_REFORM as the rank's word, and no return
+ * status of the public calls says "stop". */
 static void _stop_for_reform(elastic_ctx_t *ctx)
 {
 	atomic_store(&ctx->wd.leaving, 1); /* the peers' exits 75 are expected */
@@ -280,9 +283,11 @@ void elastic_reform_now(elastic_ctx_t *ctx)
 
 /* This rank leaves at a planned shrink in place, now that the survivors
  * have their world: it ends here (exit ELASTIC_EXIT_LEFT, not a failure),
- * inside elastic_step_commit, as elastic.3 says. The program is not asked
- * to end itself: a leaver's code is the same as a survivor's, and its GPU
- * goes back to the job's pool as soon as it is gone. */
+ * inside elastic_step_commit, one of the documented places where the
+ * library ends the process (elastic(3), EXIT HOOK). elastic-run reads
+ * status 76 as "left"; elastic_step_commit has no status that says so, and
+ * a leaver's code is the same as a survivor's, so the program is not asked
+ * to end itself. */
 static _Noreturn void _left(elastic_ctx_t *ctx)
 {
 	elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg, ELASTIC_EXIT_LEFT,
@@ -391,7 +396,7 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 	return 0;
 }
 
-/* Path A: rebuild the world from the survivors of ctx->comm and return the
+/* Recovery in place: rebuild the world from the survivors of ctx->comm and return the
  * state to the last step committed everywhere. Collective over survivors. */
 static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 {

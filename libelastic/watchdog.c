@@ -12,7 +12,7 @@
 
 #include "internal.h"
 
-/* The library ends the process here (documented in elastic.h): ULFM
+/* The library ends the process here (elastic(3), EXIT HOOK): ULFM
  * recovery, or a step whose failure went unnoticed, can hang; a peer that
  * asked for a re-form leaves a job that must re-form. The last commit is
  * kept on the node first. */
