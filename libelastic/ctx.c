@@ -35,10 +35,61 @@ int elastic_set_commit_mode(elastic_ctx_t *ctx, int mode, elastic_error_t *err)
 
 /* ---- context ---- */
 
+/* An id for this launch of the job (names its snapshot files), drawn by
+ * rank 0. */
+static uint64_t _launch_id(void)
+{
+	uint64_t id = 0;
+	FILE *f = fopen("/dev/urandom", "rb");
+
+	if (!f || fread(&id, sizeof(id), 1, f) != 1)
+		id = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^
+		     (uint64_t)(elastic__now_real() * 1e6);
+	if (f)
+		fclose(f);
+	return id ? id : 1;
+}
+
+/* The context's world: a joiner's, or a copy of comm; this rank's place in
+ * it and on its host, and the launch's id. 0, or -1 (err). */
+static int _world(elastic_ctx_t *ctx, MPI_Comm comm, elastic_error_t *err)
+{
+	uint64_t lo, hi;
+	int rc;
+
+	/* a rank started by a growth in place joins the ranks that started it
+	 * (resize.c); any other works on a copy of comm */
+	if ((rc = elastic__join_parent(ctx, &ctx->comm)) != MPI_SUCCESS)
+		return elastic__errorf(
+			err,
+			"elastic_init: joining the running ranks failed (MPI error %d)",
+			rc);
+	if (ctx->comm == MPI_COMM_NULL &&
+	    (rc = MPI_Comm_dup(comm, &ctx->comm)) != MPI_SUCCESS)
+		return elastic__errorf(
+			err, "elastic_init: MPI_Comm_dup failed (MPI error %d)", rc);
+	MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
+	ctx->host_id = elastic__host_id();
+	MPI_Comm_rank(ctx->comm, &ctx->rank);
+	MPI_Comm_size(ctx->comm, &ctx->size);
+	if ((rc = elastic__survey(ctx, ctx->comm, &lo, &hi, &ctx->node_rank)) !=
+	    MPI_SUCCESS)
+		return elastic__errorf(
+			err, "elastic_init: MPI_Allgather failed (MPI error %d)", rc);
+	ctx->stats.initial_size = ctx->size;
+	if (ctx->rank == 0)
+		ctx->launch_id = _launch_id();
+	if ((rc = MPI_Bcast(&ctx->launch_id, 1, MPI_UINT64_T, 0, ctx->comm)) !=
+	    MPI_SUCCESS)
+		return elastic__errorf(
+			err, "elastic_init: MPI_Bcast failed (MPI error %d)", rc);
+	return 0;
+}
+
 int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 {
 	elastic_ctx_t *ctx;
-	int inited = 0, rc;
+	int inited = 0;
 
 	if (!out)
 		return _fail(err, EINVAL, "elastic_init: ctx pointer is NULL");
@@ -59,52 +110,8 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 	ctx->progress.fd = -1;
 	ctx->host.step[0] = ctx->host.step[1] = UINT64_MAX;
 	elastic__watchdog_start(ctx);
-	/* a rank started by a growth in place joins the ranks that started it
-	 * (grow.c); any other works on a copy of comm */
-	if ((rc = elastic__join_parent(ctx, &ctx->comm)) != MPI_SUCCESS) {
-		elastic__errorf(
-			err,
-			"elastic_init: joining the running ranks failed (MPI error %d)",
-			rc);
+	if (_world(ctx, comm, err) < 0)
 		goto fail;
-	}
-	if (ctx->comm == MPI_COMM_NULL &&
-	    (rc = MPI_Comm_dup(comm, &ctx->comm)) != MPI_SUCCESS) {
-		elastic__errorf(err, "elastic_init: MPI_Comm_dup failed (MPI error %d)",
-				rc);
-		goto fail;
-	}
-	MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
-	ctx->host_id = elastic__host_id();
-	MPI_Comm_rank(ctx->comm, &ctx->rank);
-	MPI_Comm_size(ctx->comm, &ctx->size);
-	{
-		uint64_t lo, hi;
-		if ((rc = elastic__survey(ctx, ctx->comm, &lo, &hi, &ctx->node_rank)) !=
-		    MPI_SUCCESS) {
-			elastic__errorf(
-				err, "elastic_init: MPI_Allgather failed (MPI error %d)",
-				rc);
-			goto fail;
-		}
-	}
-	ctx->stats.initial_size = ctx->size;
-	/* an id for this launch of the job: names its snapshot files */
-	if (ctx->rank == 0) {
-		FILE *f = fopen("/dev/urandom", "rb");
-		if (!f || fread(&ctx->launch_id, sizeof(ctx->launch_id), 1, f) != 1)
-			ctx->launch_id = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^
-					 (uint64_t)(elastic__now_real() * 1e6);
-		if (f)
-			fclose(f);
-		if (!ctx->launch_id)
-			ctx->launch_id = 1;
-	}
-	if ((rc = MPI_Bcast(&ctx->launch_id, 1, MPI_UINT64_T, 0, ctx->comm)) !=
-	    MPI_SUCCESS) {
-		elastic__errorf(err, "elastic_init: MPI_Bcast failed (MPI error %d)", rc);
-		goto fail;
-	}
 	if (ctx->env.job_id[0])
 		elastic_snap_prefix(ctx->shm_prefix, sizeof(ctx->shm_prefix),
 				    ctx->env.shm_dir, ctx->env.job_id,
