@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <munge.h>
 
+#include "io.h"
 #include "proto.h"
 
 #define _fail elastic__fail
@@ -190,18 +191,12 @@ int elastic_proto_connect(const char *host, int port, int timeout_ms,
 	return fd;
 }
 
-static int _write_all(int fd, const uint8_t *p, size_t n)
+/* send(2) as an elastic__io_fn: MSG_NOSIGNAL, so that a closed peer is an
+ * error here, not a SIGPIPE. */
+static ssize_t _send(int fd, void *p, size_t n, off_t off)
 {
-	while (n > 0) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	(void)off;
+	return send(fd, p, n, MSG_NOSIGNAL);
 }
 
 int elastic_proto_send(int fd, elastic_auth_t *a, const struct elastic_msg *m,
@@ -212,7 +207,7 @@ int elastic_proto_send(int fd, elastic_auth_t *a, const struct elastic_msg *m,
 	int rc;
 	if (elastic_proto_seal(a, m, &frame, &len, err) < 0)
 		return -1;
-	rc = _write_all(fd, frame, len);
+	rc = elastic__io_all(_send, fd, frame, len, 0);
 	free(frame);
 	if (rc < 0)
 		return _fail(err, errno, "send: %s", strerror(errno));

@@ -35,10 +35,61 @@ int elastic_set_commit_mode(elastic_ctx_t *ctx, int mode, elastic_error_t *err)
 
 /* ---- context ---- */
 
+/* An id for this launch of the job (names its snapshot files), drawn by
+ * rank 0. */
+static uint64_t _launch_id(void)
+{
+	uint64_t id = 0;
+	FILE *f = fopen("/dev/urandom", "rb");
+
+	if (!f || fread(&id, sizeof(id), 1, f) != 1)
+		id = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^
+		     (uint64_t)(elastic__now_real() * 1e6);
+	if (f)
+		fclose(f);
+	return id ? id : 1;
+}
+
+/* The context's world: a joiner's, or a copy of comm; this rank's place in
+ * it and on its host, and the launch's id. 0, or -1 (err). */
+static int _world(elastic_ctx_t *ctx, MPI_Comm comm, elastic_error_t *err)
+{
+	uint64_t lo, hi;
+	int rc;
+
+	/* a rank started by a growth in place joins the ranks that started it
+	 * (resize.c); any other works on a copy of comm */
+	if ((rc = elastic__join_parent(ctx, &ctx->comm)) != MPI_SUCCESS)
+		return elastic__errorf(
+			err,
+			"elastic_init: joining the running ranks failed (MPI error %d)",
+			rc);
+	if (ctx->comm == MPI_COMM_NULL &&
+	    (rc = MPI_Comm_dup(comm, &ctx->comm)) != MPI_SUCCESS)
+		return elastic__errorf(
+			err, "elastic_init: MPI_Comm_dup failed (MPI error %d)", rc);
+	MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
+	ctx->host_id = elastic__host_id();
+	MPI_Comm_rank(ctx->comm, &ctx->rank);
+	MPI_Comm_size(ctx->comm, &ctx->size);
+	if ((rc = elastic__survey(ctx, ctx->comm, &lo, &hi, &ctx->node_rank)) !=
+	    MPI_SUCCESS)
+		return elastic__errorf(
+			err, "elastic_init: MPI_Allgather failed (MPI error %d)", rc);
+	ctx->stats.initial_size = ctx->size;
+	if (ctx->rank == 0)
+		ctx->launch_id = _launch_id();
+	if ((rc = MPI_Bcast(&ctx->launch_id, 1, MPI_UINT64_T, 0, ctx->comm)) !=
+	    MPI_SUCCESS)
+		return elastic__errorf(
+			err, "elastic_init: MPI_Bcast failed (MPI error %d)", rc);
+	return 0;
+}
+
 int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 {
 	elastic_ctx_t *ctx;
-	int inited = 0, rc;
+	int inited = 0;
 
 	if (!out)
 		return _fail(err, EINVAL, "elastic_init: ctx pointer is NULL");
@@ -50,69 +101,17 @@ int elastic_init(MPI_Comm comm, elastic_ctx_t **out, elastic_error_t *err)
 		return _fail(err, EINVAL, "elastic_init: comm is MPI_COMM_NULL");
 	if (!(ctx = calloc(1, sizeof(*ctx))))
 		return _fail(err, ENOMEM, "elastic_init: out of memory");
-	if (elastic_env_parse(&ctx->env, NULL, err) < 0) {
+	if (elastic_env_parse(&ctx->env, NULL, err) < 0 ||
+	    elastic__config_read(&ctx->cfg, &ctx->env, err) < 0) {
 		free(ctx);
 		return -1;
 	}
-	/* Under elastic-run on a runtime that heals a lost node in place
-	 * (ELASTIC_RUN_IN_PLACE=1), a node snapshot only guards against losing
-	 * the whole job (or a watchdog's relaunch): every
-	 * ELASTIC_SNAPSHOT_EVERY_IN_PLACE steps by default instead of every
-	 * step (a planned re-form still writes its last step first). */
-	const char *ip = getenv("ELASTIC_RUN_IN_PLACE"),
-		   *se = getenv("ELASTIC_SNAPSHOT_EVERY");
-	if (ip && !strcmp(ip, "1") && !(se && *se))
-		ctx->env.snapshot_every = ELASTIC_SNAPSHOT_EVERY_IN_PLACE;
 	ctx->comm = MPI_COMM_NULL;
 	ctx->progress.fd = -1;
 	ctx->host.step[0] = ctx->host.step[1] = UINT64_MAX;
 	elastic__watchdog_start(ctx);
-	/* a rank started by a growth in place joins the ranks that started it
-	 * (grow.c); any other works on a copy of comm */
-	if ((rc = elastic__join_parent(ctx, &ctx->comm)) != MPI_SUCCESS) {
-		elastic__errorf(
-			err,
-			"elastic_init: joining the running ranks failed (MPI error %d)",
-			rc);
+	if (_world(ctx, comm, err) < 0)
 		goto fail;
-	}
-	if (ctx->comm == MPI_COMM_NULL &&
-	    (rc = MPI_Comm_dup(comm, &ctx->comm)) != MPI_SUCCESS) {
-		elastic__errorf(err, "elastic_init: MPI_Comm_dup failed (MPI error %d)",
-				rc);
-		goto fail;
-	}
-	MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
-	ctx->host_id = elastic__host_id();
-	MPI_Comm_rank(ctx->comm, &ctx->rank);
-	MPI_Comm_size(ctx->comm, &ctx->size);
-	{
-		uint64_t lo, hi;
-		if ((rc = elastic__survey(ctx, ctx->comm, &lo, &hi, &ctx->node_rank)) !=
-		    MPI_SUCCESS) {
-			elastic__errorf(
-				err, "elastic_init: MPI_Allgather failed (MPI error %d)",
-				rc);
-			goto fail;
-		}
-	}
-	ctx->stats.initial_size = ctx->size;
-	/* an id for this launch of the job: names its snapshot files */
-	if (ctx->rank == 0) {
-		FILE *f = fopen("/dev/urandom", "rb");
-		if (!f || fread(&ctx->launch_id, sizeof(ctx->launch_id), 1, f) != 1)
-			ctx->launch_id = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^
-					 (uint64_t)(elastic__now_real() * 1e6);
-		if (f)
-			fclose(f);
-		if (!ctx->launch_id)
-			ctx->launch_id = 1;
-	}
-	if ((rc = MPI_Bcast(&ctx->launch_id, 1, MPI_UINT64_T, 0, ctx->comm)) !=
-	    MPI_SUCCESS) {
-		elastic__errorf(err, "elastic_init: MPI_Bcast failed (MPI error %d)", rc);
-		goto fail;
-	}
 	if (ctx->env.job_id[0])
 		elastic_snap_prefix(ctx->shm_prefix, sizeof(ctx->shm_prefix),
 				    ctx->env.shm_dir, ctx->env.job_id,
@@ -136,6 +135,7 @@ fail:
 	if (ctx->comm != MPI_COMM_NULL)
 		MPI_Comm_free(&ctx->comm);
 	elastic__watchdog_stop(ctx);
+	elastic__config_free(&ctx->cfg);
 	free(ctx);
 	errno = EIO;
 	return -1;
@@ -159,6 +159,7 @@ void elastic_destroy(elastic_ctx_t *ctx)
 	free(ctx->fp);
 	free(ctx->join);
 	free(ctx->regions);
+	elastic__config_free(&ctx->cfg);
 	free(ctx);
 }
 
@@ -185,49 +186,6 @@ void elastic_set_exit_hook(elastic_ctx_t *ctx, elastic_exit_fn fn, void *arg)
 		return;
 	ctx->cb.exit_fn = fn;
 	ctx->cb.exit_arg = arg;
-}
-
-int elastic_register(elastic_ctx_t *ctx, const char *name, void *ptr, size_t bytes,
-		     elastic_error_t *err)
-{
-	struct elastic__region *r;
-	size_t nl;
-
-	if (!ctx)
-		return _fail(err, EINVAL, "elastic_register: ctx is NULL");
-	if (!name || !(nl = strlen(name)) || nl >= ELASTIC__NAME_MAX)
-		return _fail(err, EINVAL,
-			     "elastic_register: name must be 1..%d characters",
-			     ELASTIC__NAME_MAX - 1);
-	if (!ptr)
-		return _fail(err, EINVAL, "elastic_register('%s'): buffer is NULL", name);
-	if (bytes == 0)
-		return _fail(err, EINVAL, "elastic_register('%s'): size is 0", name);
-	if (ctx->started)
-		return _fail(
-			err, EBUSY,
-			"elastic_register('%s'): the first step has begun; register all state before elastic_step_begin",
-			name);
-	for (int i = 0; i < ctx->nregions; i++)
-		if (!strcmp(ctx->regions[i].name, name))
-			return _fail(err, EEXIST,
-				     "elastic_register('%s'): name already registered",
-				     name);
-	if (bytes > SIZE_MAX / 4 - ctx->state_bytes)
-		return _fail(err, EOVERFLOW,
-			     "elastic_register('%s'): %zu bytes is too large", name,
-			     bytes);
-	if (!(r = realloc(ctx->regions, (ctx->nregions + 1) * sizeof(*r))))
-		return _fail(err, ENOMEM, "elastic_register('%s'): out of memory", name);
-	ctx->regions = r;
-	r = &ctx->regions[ctx->nregions++];
-	memset(r, 0, sizeof(*r));
-	memcpy(r->name, name, nl + 1);
-	r->ptr = ptr;
-	r->bytes = bytes;
-	r->offset = ctx->state_bytes;
-	ctx->state_bytes += (bytes + 63) & ~(size_t)63;
-	return 0;
 }
 
 MPI_Comm elastic_comm(const elastic_ctx_t *ctx)

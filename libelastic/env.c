@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libelastic/env.c: the ELASTIC_* environment of a task (elastic_env_parse): the job
- * contract's part through common/contract.h, and libelastic's own knobs. */
+ * contract's part through common/contract.h, libelastic's own knobs, and what
+ * elastic-run tells its ranks (elastic__config_read). The only reader of the
+ * environment in libelastic. */
 #include "config.h"
 
 #include <ctype.h>
@@ -243,4 +245,50 @@ int elastic_env_parse(struct elastic_env *env, const char *(*getenv_fn)(const ch
 		return -1;
 	*env = e;
 	return 0;
+}
+
+/* A copy of var's value into *out, NULL when unset or empty: 0, or -1. */
+static int _env_dup(const char *var, char **out)
+{
+	const char *v = getenv(var);
+
+	*out = NULL;
+	return v && *v && !(*out = strdup(v)) ? -1 : 0;
+}
+
+int elastic__config_read(struct elastic__config *cfg, struct elastic_env *env,
+			 elastic_error_t *err)
+{
+	const char *ip = getenv("ELASTIC_RUN_IN_PLACE"),
+		   *se = getenv("ELASTIC_SNAPSHOT_EVERY"),
+		   *ss = getenv("ELASTIC_STOP_SIGNAL"),
+		   *jb = getenv("ELASTIC_RUN_JOIN_BASE");
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (_env_dup("ELASTIC_RUN_LEAVE", &cfg->run_leave) < 0 ||
+	    _env_dup("ELASTIC_GPU", &cfg->gpu) < 0 ||
+	    _env_dup("ELASTIC_RUN_JOIN", &cfg->run_join) < 0 ||
+	    _env_dup("ELASTIC_RUN_PROGRESS", &cfg->run_progress) < 0) {
+		elastic__config_free(cfg);
+		return _fail(err, ENOMEM, "elastic_init: out of memory");
+	}
+	cfg->join_base = jb && *jb;
+	cfg->stop_signal = !(ss && !strcmp(ss, "none"));
+	/* Under elastic-run on a runtime that heals a lost node in place
+	 * (ELASTIC_RUN_IN_PLACE=1), a node snapshot only guards against losing
+	 * the whole job (or a watchdog's relaunch): every
+	 * ELASTIC_SNAPSHOT_EVERY_IN_PLACE steps by default instead of every
+	 * step (a planned re-form still writes its last step first). */
+	if (ip && !strcmp(ip, "1") && !(se && *se))
+		env->snapshot_every = ELASTIC_SNAPSHOT_EVERY_IN_PLACE;
+	return 0;
+}
+
+void elastic__config_free(struct elastic__config *cfg)
+{
+	free(cfg->run_leave);
+	free(cfg->gpu);
+	free(cfg->run_join);
+	free(cfg->run_progress);
+	memset(cfg, 0, sizeof(*cfg));
 }

@@ -153,28 +153,7 @@ int elastic__gpu_busid(elastic_ctx_t *ctx, int *dev, char *busid, size_t len, ch
 	return 0;
 }
 
-#ifndef HAVE_NCCL
-int elastic_nccl_comm(elastic_ctx_t *ctx, void *out, elastic_error_t *err)
-{
-	return _fail(err, ENODEV,
-		     "elastic_nccl_comm: this libelastic was built without NCCL");
-}
-
-int elastic_gpu_allreduce(elastic_ctx_t *ctx, void *buf, size_t count, MPI_Datatype type,
-			  void *stream, elastic_error_t *err)
-{
-	return _fail(err, ENODEV,
-		     "elastic_gpu_allreduce: this libelastic was built without NCCL");
-}
-
-void elastic__nccl_on_change(elastic_ctx_t *ctx, const int *lost, int nlost)
-{
-}
-
-void elastic__nccl_free(elastic_ctx_t *ctx)
-{
-}
-#else
+#ifdef HAVE_NCCL /* else: nccl_none.c */
 struct elastic__nccl {
 	ncclComm_t comm;
 	int valid;
@@ -288,13 +267,13 @@ int elastic_gpu_allreduce(elastic_ctx_t *ctx, void *buf, size_t count, MPI_Datat
 	nr = _g.AllReduce(buf, buf, count, nt, ncclSum, comm, (cudaStream_t)stream);
 	if (nr == ncclSuccess &&
 	    (ce = _g.StreamSynchronize((cudaStream_t)stream)) != cudaSuccess) {
-		elastic_step_fail(ctx);
+		ctx->step_ok = 0; /* inside the step (checked above): redone */
 		return _fail(err, EIO, "elastic_gpu_allreduce: %s",
 			     _g.GetErrorString(ce));
 	}
 	if (nr != ncclSuccess) {
 		/* a peer lost: the step is redone after the recovery at commit */
-		elastic_step_fail(ctx);
+		ctx->step_ok = 0;
 		return _fail(err, EIO, "elastic_gpu_allreduce: ncclAllReduce: %s",
 			     _g.NcclErrorString(nr));
 	}

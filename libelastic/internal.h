@@ -47,6 +47,13 @@ struct elastic__progress {
 	double eager_until; /* monotonic: until then, every commit's record */
 };
 
+/* What the watchdog times (elastic__watchdog_arm). */
+enum elastic__watch {
+	ELASTIC__WATCH_OFF = 0,	     /* nothing: disarmed */
+	ELASTIC__WATCH_RECOVERY = 1, /* a recovery or a growth (ELASTIC_WATCHDOG) */
+	ELASTIC__WATCH_STEP = 2,     /* a step (ELASTIC_STEP_TIMEOUT) */
+};
+
 /* The recovery and step watchdog (watchdog.c): a thread that ends the
  * process with ELASTIC_EXIT_REFORM when a recovery or a step overruns. */
 struct elastic__watchdog {
@@ -56,7 +63,7 @@ struct elastic__watchdog {
 	pthread_cond_t cond;
 	double timeout_s;	     /* recovery (elastic_set_watchdog) */
 	_Atomic int64_t deadline_ns; /* CLOCK_MONOTONIC; 0: disarmed */
-	_Atomic int kind;	     /* 1: recovery, 2: step */
+	_Atomic int kind;	     /* enum elastic__watch */
 	/* a peer exited asking for a re-form: 0 none, else its launch rank
 	 * + 2 (1: which was not said); one word, read and written at once */
 	_Atomic int peer_reform;
@@ -94,12 +101,26 @@ struct elastic__callbacks {
 	void *exit_arg;
 };
 
+/* The task's ELASTIC_* variables beyond struct elastic_env: what elastic-run
+ * tells its ranks. Read once at init (env.c); a path is NULL when its
+ * variable is unset or empty. */
+struct elastic__config {
+	char *run_leave;    /* ELASTIC_RUN_LEAVE: GPUs leaving at a planned shrink */
+	char *gpu;	    /* ELASTIC_GPU: this rank's GPU, as the leave list names it */
+	char *run_join;	    /* ELASTIC_RUN_JOIN: the ranks a growth in place adds */
+	int join_base;	    /* ELASTIC_RUN_JOIN_BASE set: started by a growth */
+	char *run_progress; /* ELASTIC_RUN_PROGRESS: where rank 0 tells its progress */
+	int stop_signal;    /* SIGUSR1 asks for a planned re-form (not
+			     * ELASTIC_STOP_SIGNAL=none) */
+};
+
 struct elastic_ctx {
 	MPI_Comm comm; /* current world (ours, ERRORS_RETURN) */
 	int rank, size;
 	int node_rank; /* index among the ranks of comm on this host */
 	uint64_t host_id;
 	struct elastic_env env;
+	struct elastic__config cfg;
 
 	/* state */
 	struct elastic__region *regions;
@@ -154,6 +175,13 @@ void elastic__progress_close(elastic_ctx_t *ctx);
 /* sampler.c: samples taken since the start (epochs x samples + consumed) */
 uint64_t elastic__sampler_seen(const elastic_sampler_t *s);
 
+/* env.c: read cfg from the environment, and the node snapshot interval's
+ * default under elastic-run into env (ELASTIC_RUN_IN_PLACE=1 without
+ * ELASTIC_SNAPSHOT_EVERY): 0, or -1 (ENOMEM, err). Free what it holds. */
+int elastic__config_read(struct elastic__config *cfg, struct elastic_env *env,
+			 elastic_error_t *err);
+void elastic__config_free(struct elastic__config *cfg);
+
 /* log.c (errors: common/contract.h) */
 void elastic__log(elastic_ctx_t *ctx, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -195,8 +223,7 @@ void elastic__term_act(elastic_ctx_t *ctx, int how);
 
 /* watchdog.c: start (lock, settings: at init, before anything can fail),
  * run (the thread), stop (join, free; safe after a failed start). Arm it
- * for a recovery (kind 1: ELASTIC_WATCHDOG) or a step (kind 2:
- * ELASTIC_STEP_TIMEOUT), or disarm it (kind 0). */
+ * for a recovery or a step, or disarm it (ELASTIC__WATCH_OFF). */
 int elastic__watchdog_start(elastic_ctx_t *ctx);
 void elastic__watchdog_run(elastic_ctx_t *ctx);
 void elastic__watchdog_stop(elastic_ctx_t *ctx);
@@ -208,7 +235,7 @@ int elastic__watchdog_peer_reform(elastic_ctx_t *ctx, int rank);
  * the watchdog; nothing without PMIx. */
 void elastic__peer_watch_start(elastic_ctx_t *ctx);
 void elastic__peer_watch_stop(elastic_ctx_t *ctx);
-void elastic__watchdog_arm(elastic_ctx_t *ctx, int kind);
+void elastic__watchdog_arm(elastic_ctx_t *ctx, enum elastic__watch kind);
 
 /* survey.c: this node's id (a hash of the host name). One allgather over
  * comm of (host, committed step): the range of committed steps over its
@@ -228,10 +255,28 @@ void elastic__persist_on_exit(elastic_ctx_t *ctx);
 void elastic__persist_now(elastic_ctx_t *ctx);
 void elastic__persist_final(elastic_ctx_t *ctx);
 
-/* grow.c: growth in place (spawn and merge, on runtimes elastic-run finds
- * able to). At a commit that agreed a planned change no rank leaves:
- * 1 if a join list was agreed (kept for the next begin), else 0;
- * collective. */
+/* resize.c: the world changes size at a step boundary.
+ * The world becomes nc (frees the old one): ranks, this rank's place on its
+ * host, NCCL told which ranks are gone. */
+void elastic__adopt(elastic_ctx_t *ctx, MPI_Comm nc, int node_rank);
+/* After a shrink or a growth in place: elastic-run hears the new size at
+ * once (and every commit for a second), then the program's change callback. */
+void elastic__resized(elastic_ctx_t *ctx);
+/* At a commit that agreed a planned change: a planned shrink in place, when
+ * elastic-run wrote a leave list (ELASTIC_RUN_LEAVE). NONE: not this time
+ * (no list, nobody or everybody listed, an MPI error; the same on every
+ * rank); STAY: the world shrank and this rank is in it; LEAVE: this rank is
+ * listed and the survivors have their world: the caller ends the process
+ * (ELASTIC_EXIT_LEFT). Collective. */
+enum elastic__shrink {
+	ELASTIC__SHRINK_NONE,
+	ELASTIC__SHRINK_STAY,
+	ELASTIC__SHRINK_LEAVE,
+};
+enum elastic__shrink elastic__shrink_in_place(elastic_ctx_t *ctx);
+/* Growth in place (spawn and merge, on runtimes elastic-run finds able
+ * to). At a commit that agreed a planned change no rank leaves: 1 if a join
+ * list was agreed (kept for the next begin), else 0; collective. */
 int elastic__grow_planned(elastic_ctx_t *ctx);
 /* At that begin: start the joiners, merge, hand them the state: 0, or -1
  * (the caller stops for a re-form). Collective. */
@@ -243,8 +288,6 @@ int elastic__join_parent(elastic_ctx_t *ctx, MPI_Comm *out);
 int elastic__grow_handoff(elastic_ctx_t *ctx, elastic_error_t *err);
 /* Every rank registered the same state: 0, or -1 (err). Collective. */
 int elastic__layout_agree(elastic_ctx_t *ctx, elastic_error_t *err);
-/* step.c: the world becomes nc (frees the old one). */
-void elastic__adopt(elastic_ctx_t *ctx, MPI_Comm nc, int node_rank);
 
 /* ft.c: the only file that calls MPIX_*. */
 /* 1 if rc is a ULFM fault (process failed, revoked), 0 if not. */

@@ -93,6 +93,7 @@ static void *_finalize_guard(void *arg)
 		     g.seconds, g.status);
 	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
 	}
+	/* a documented exit (elastic(3), EXIT HOOK): the caller asked for it */
 	elastic__exit_hook(g.fn, g.arg, g.status, "finalize guard");
 	_exit(g.status);
 	return NULL;
@@ -157,9 +158,7 @@ static void _stop_signal_unblock(void)
 void elastic__stop_signal_install(elastic_ctx_t *ctx)
 {
 	struct sigaction old, sa = {.sa_handler = _on_stop_signal};
-	const char *v = getenv("ELASTIC_STOP_SIGNAL");
-
-	if (v && strcmp(v, "none") == 0) {
+	if (!ctx->cfg.stop_signal) {
 		_stop_signal_unblock();
 		return;
 	}

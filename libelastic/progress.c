@@ -26,8 +26,8 @@ void elastic__progress_commit(elastic_ctx_t *ctx)
 	if (ctx->rank != 0 || p->off)
 		return;
 	if (p->fd < 0) {
-		const char *path = getenv("ELASTIC_RUN_PROGRESS");
-		if (!path || !*path ||
+		const char *path = ctx->cfg.run_progress;
+		if (!path ||
 		    (p->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0) {
 			p->off =
 				1; /* not under elastic-run, or not writable: never again */

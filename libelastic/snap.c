@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* libelastic/snap.c: copies of the committed state: the in-process double buffer (path A)
+/* libelastic/snap.c: copies of the committed state: the in-process double buffer (recovery in place)
  * and snapshot files, double buffered, in node-local shared memory or a checkpoint
- * directory (path B). */
+ * directory (resume after a relaunch). */
 #include "config.h"
 
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include <pthread.h>
 
 #include "internal.h"
+#include "io.h"
 
 #define SNAP_MAGIC "ELSNAP01"
 
@@ -118,36 +119,15 @@ uint64_t elastic__snap_layout(const elastic_ctx_t *ctx)
 	return h;
 }
 
+/* The whole buffer, at off, or -1. */
 static int _pwrite_all(int fd, const void *buf, size_t n, off_t off)
 {
-	const char *p = buf;
-	while (n > 0) {
-		ssize_t w = pwrite(fd, p, n, off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-		off += w;
-	}
-	return 0;
+	return elastic__io_all(elastic__io_pwrite, fd, (void *)buf, n, off);
 }
 
 static int _pread_all(int fd, void *buf, size_t n, off_t off)
 {
-	char *p = buf;
-	while (n > 0) {
-		ssize_t r = pread(fd, p, n, off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		p += r;
-		n -= (size_t)r;
-		off += r;
-	}
-	return 0;
+	return elastic__io_all(pread, fd, buf, n, off);
 }
 
 /* launch and host in the name: two writers never share a file, even where

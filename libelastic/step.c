@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* libelastic/step.c: the step protocol (begin, checked communication, commit by
- * agreement), in-place recovery (path A) and resume from a snapshot (path B). */
+ * agreement), recovery in place, resume from a snapshot, and when the world changes size
+ * at a commit (the change itself is resize.c's). */
 #include "config.h"
 
 #include <errno.h>
@@ -8,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -167,7 +167,7 @@ static void _apply(elastic_ctx_t *ctx, const unsigned char *buf)
 		       ctx->regions[i].bytes);
 }
 
-/* Path B: find the best snapshot of this job on any rank's node (or in the
+/* Resume from a snapshot: find the best snapshot of this job on any rank's node (or in the
  * checkpoint directory) and give it to every rank. Collective. */
 static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 {
@@ -256,7 +256,10 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 
 /* Every rank agreed to stop after this committed step: keep it on the node
  * (whatever the snapshot interval), leave MPI and exit so that elastic-run
- * re-forms the job over its new set of GPUs. */
+ * re-forms the job over its new set of GPUs. One of the documented places
+ * where the library ends the process (elastic(3), EXIT HOOK): elastic-run
+ * takes status ELASTIC_EXIT_REFORM as the rank's word, and no return
+ * status of the public calls says "stop". */
 static void _stop_for_reform(elastic_ctx_t *ctx)
 {
 	atomic_store(&ctx->wd.leaving, 1); /* the peers' exits 75 are expected */
@@ -278,183 +281,41 @@ void elastic_reform_now(elastic_ctx_t *ctx)
 	_stop_for_reform(ctx);
 }
 
-static int _lost_ranks(MPI_Comm old, MPI_Comm cur, int **out);
-
-/* The world becomes nc (the survivors of a recovery, or those that stayed
- * at a planned shrink): ranks, this rank's place on its host, and NCCL told
- * which ranks are gone. */
-void elastic__adopt(elastic_ctx_t *ctx, MPI_Comm nc, int node_rank)
+/* This rank leaves at a planned shrink in place, now that the survivors
+ * have their world: it ends here (exit ELASTIC_EXIT_LEFT, not a failure),
+ * inside elastic_step_commit, one of the documented places where the
+ * library ends the process (elastic(3), EXIT HOOK). elastic-run reads
+ * status 76 as "left"; elastic_step_commit has no status that says so, and
+ * a leaver's code is the same as a survivor's, so the program is not asked
+ * to end itself. */
+static _Noreturn void _left(elastic_ctx_t *ctx)
 {
-	int *lost = NULL, nlost = _lost_ranks(ctx->comm, nc, &lost);
-	MPI_Comm_free(&ctx->comm);
-	ctx->comm = nc;
-	MPI_Comm_rank(nc, &ctx->rank);
-	MPI_Comm_size(nc, &ctx->size);
-	ctx->node_rank = node_rank;
-	elastic__nccl_on_change(ctx, lost, nlost);
-	free(lost);
+	elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg, ELASTIC_EXIT_LEFT,
+			   "planned shrink: left");
+	fflush(NULL);
+	_exit(ELASTIC_EXIT_LEFT);
 }
 
-/* Is this rank named in the leave list ("HOST GPU" lines)? */
-static int _listed(const char *list, const char *host, const char *gpu)
+/* Every rank agreed on a planned change at this commit: shrink in place
+ * (this rank leaves, or goes on in the smaller world), else grow in place
+ * at the next begin, else stop for a re-form. */
+static void _planned_change(elastic_ctx_t *ctx)
 {
-	size_t hl = strlen(host);
-	for (const char *l = list; *l;) {
-		const char *e = strchr(l, '\n');
-		size_t n = e ? (size_t)(e - l) : strlen(l);
-		if (n > hl && !strncmp(l, host, hl) && l[hl] == ' ' &&
-		    n - hl - 1 == strlen(gpu) && !strncmp(l + hl + 1, gpu, n - hl - 1))
-			return 1;
-		l += n + (e ? 1 : 0);
-	}
-	return 0;
-}
-
-/* Tag of the planned shrink's messages on the old world: the survivors'
- * MPI_Comm_create_group, and the "go" each leaver waits for. */
-#define SHRINK_TAG 0x454c
-
-/* A leaving rank waits for the survivors' "go" asleep (0.5 ms naps), not
- * in MPI's polling: on oversubscribed cores a spinning leaver takes the
- * CPU the survivors need to build their world. An error (the sender
- * failed) ends the wait too. */
-static void _await_go(MPI_Comm comm, int from)
-{
-	MPI_Request rq;
-	int done = 0;
-	if (MPI_Irecv(NULL, 0, MPI_BYTE, from, SHRINK_TAG, comm, &rq) != MPI_SUCCESS)
+	switch (elastic__shrink_in_place(ctx)) {
+	case ELASTIC__SHRINK_LEAVE:
+		_left(ctx);
+	case ELASTIC__SHRINK_STAY:
 		return;
-	while (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
-		struct timespec ts = {0, 500000};
-		nanosleep(&ts, NULL);
+	case ELASTIC__SHRINK_NONE:
+		break;
 	}
-}
-
-/* Planned shrink in place (a runtime that survives a lost daemon: Open MPI
- * 6). Before its SIGUSR1, elastic-run wrote the GPUs being released as
- * "HOST GPU" lines into the file ELASTIC_RUN_LEAVE names; rank 0 (on
- * elastic-run's host) reads it and tells the others. The ranks on those
- * GPUs leave after this committed step (exit ELASTIC_EXIT_LEFT, not a
- * failure); the others go on as a smaller world from it, with no relaunch
- * and no snapshot read. 0: shrunk, this rank stays; -1: not this time (no
- * list, nobody or everybody listed, an MPI error): stop and re-form as
- * before. Collective; the decision is agreed, so it is the same on every
- * rank.
- * Cost, on the survivors' path: one broadcast (the list), one allgather
- * (who leaves), the agreement, then the survivors alone build their world
- * (MPI_Comm_create_group: the leavers take no part) and survey it. Each
- * leaver waits for a zero-byte "go" from the new world's first rank before
- * it exits, so its end (a lost process to the runtime) comes only after the
- * survivors stopped using the old world. */
-static int _shrink_in_place(elastic_ctx_t *ctx)
-{
-	const char *path = getenv("ELASTIC_RUN_LEAVE"), *gpu = getenv("ELASTIC_GPU");
-	char list[8192] = "", host[256] = "";
-	int leave, nleave = 0, flag, rc, old_size = ctx->size, *who = NULL, *stay = NULL,
-		   nstay = 0, first = -1;
-	uint64_t lo, hi;
-	int node_rank = 0;
-	double t0 = elastic__now_mono();
-	MPI_Comm nc = MPI_COMM_NULL;
-	MPI_Group g_old = MPI_GROUP_NULL, g_stay = MPI_GROUP_NULL;
-
-	if (!path || !*path) /* the same environment on every rank */
-		return -1;
-	if (ctx->rank == 0) {
-		FILE *f = fopen(path, "r");
-		if (f) {
-			size_t n = fread(list, 1, sizeof(list) - 1, f);
-			list[n] = '\0';
-			fclose(f);
-		}
-	}
-	/* one fixed-size broadcast: a second one for the length costs more
-	 * than the bytes on these small worlds */
-	rc = MPI_Bcast(list, (int)sizeof(list), MPI_CHAR, 0, ctx->comm);
-	list[rc == MPI_SUCCESS ? sizeof(list) - 1 : 0] = '\0';
-	gethostname(host, sizeof(host) - 1);
-	leave = gpu && *gpu && _listed(list, host, gpu);
-	who = calloc((size_t)ctx->size, sizeof(int));
-	stay = calloc((size_t)ctx->size, sizeof(int));
-	if (!who || !stay)
-		rc = MPI_ERR_NO_MEM;
-	if (rc == MPI_SUCCESS)
-		rc = MPI_Allgather(&leave, 1, MPI_INT, who, 1, MPI_INT, ctx->comm);
-	if (rc == MPI_SUCCESS)
-		for (int i = 0; i < ctx->size; i++) {
-			if (who[i])
-				nleave++;
-			else
-				stay[nstay++] = i;
-		}
-	flag = rc == MPI_SUCCESS && nleave > 0 && nleave < ctx->size;
-	double t_list = elastic__now_mono();
-	if (elastic__ft_agree(ctx->comm, &flag) != MPI_SUCCESS || !flag) {
-		free(who);
-		free(stay);
-		return -1;
-	}
-	double t_agree = elastic__now_mono();
-	first = stay[0];
-	if (leave) {
-		/* its GPU goes back once the survivors have their world */
-		elastic__log(
-			ctx, ELASTIC_LOG_INFO,
-			"planned shrink in place: leaving after committed step %llu (exit %d)",
-			(unsigned long long)ctx->committed, ELASTIC_EXIT_LEFT);
-		atomic_store(&ctx->wd.leaving, 1);
-		_await_go(ctx->comm, first);
-		elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg, ELASTIC_EXIT_LEFT,
-				   "planned shrink: left");
-		fflush(NULL);
-		_exit(ELASTIC_EXIT_LEFT);
-	}
-	rc = MPI_Comm_group(ctx->comm, &g_old);
-	if (rc == MPI_SUCCESS)
-		rc = MPI_Group_incl(g_old, nstay, stay, &g_stay);
-	if (rc == MPI_SUCCESS)
-		rc = MPI_Comm_create_group(ctx->comm, g_stay, SHRINK_TAG, &nc);
-	if (g_stay != MPI_GROUP_NULL)
-		MPI_Group_free(&g_stay);
-	if (g_old != MPI_GROUP_NULL)
-		MPI_Group_free(&g_old);
-	double t_split = elastic__now_mono();
-	if (ctx->rank == first)
-		for (int i = 0; i < old_size; i++)
-			if (who[i]) /* zero bytes: sent at once, whatever the leaver does */
-				(void)MPI_Send(NULL, 0, MPI_BYTE, i, SHRINK_TAG,
-					       ctx->comm);
-	free(who);
-	free(stay);
-	if (rc != MPI_SUCCESS)
-		return -1;
-	MPI_Comm_set_errhandler(nc, MPI_ERRORS_RETURN);
-	if (elastic__survey(ctx, nc, &lo, &hi, &node_rank) != MPI_SUCCESS)
-		node_rank = ctx->node_rank;
-	double t_survey = elastic__now_mono();
-	elastic__adopt(ctx, nc, node_rank);
-	elastic__log(
-		ctx, ELASTIC_LOG_DEBUG,
-		"planned shrink in place: list + who leaves %.3f ms, agree %.3f, new world %.3f, survey %.3f, adopt %.3f",
-		(t_list - t0) * 1e3, (t_agree - t_list) * 1e3, (t_split - t_agree) * 1e3,
-		(t_survey - t_split) * 1e3, (elastic__now_mono() - t_survey) * 1e3);
-	elastic__stop_clear();
-	ctx->stop_pending = 0;
-	ctx->stats.shrinks++;
-	elastic__log(
-		ctx, ELASTIC_LOG_INFO,
-		"planned shrink in place: size %d -> %d in %.3f ms after committed step %llu",
-		old_size, ctx->size, (elastic__now_mono() - t0) * 1e3,
-		(unsigned long long)ctx->committed);
-	ctx->progress.last = 0; /* elastic-run learns the new size at once */
-	elastic__progress_commit(ctx);
-	/* and, for a second, every commit after: the first one elastic-run
-	 * reads after the new size acknowledges the releases, and the other
-	 * jobs get the GPUs (a record a second made that up to 1 s later) */
-	elastic__progress_eager(ctx);
-	if (ctx->cb.change_fn)
-		ctx->cb.change_fn(ctx, ctx->cb.change_arg);
-	return 0;
+	if (elastic__grow_planned(ctx))
+		return;
+	/* with update after commit the caller has not applied this step yet:
+	 * stop at the next begin, once it has */
+	if (ctx->mode == ELASTIC_COPY_AT_COMMIT)
+		_stop_for_reform(ctx);
+	ctx->stop_pending = 1;
 }
 
 /* A growth in place agreed at the last commit, now that every rank holds
@@ -469,11 +330,7 @@ static void _grow(elastic_ctx_t *ctx)
 		_stop_for_reform(ctx);
 	}
 	elastic__stop_clear();
-	ctx->progress.last = 0; /* elastic-run learns the new size at once */
-	elastic__progress_commit(ctx);
-	elastic__progress_eager(ctx);
-	if (ctx->cb.change_fn)
-		ctx->cb.change_fn(ctx, ctx->cb.change_arg);
+	elastic__resized(ctx);
 }
 
 int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
@@ -535,36 +392,11 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 	ctx->in_step = 1;
 	ctx->step_ok = 1;
 	ctx->comm_ok = 1;
-	elastic__watchdog_arm(ctx, 2); /* ELASTIC_STEP_TIMEOUT, if set */
+	elastic__watchdog_arm(ctx, ELASTIC__WATCH_STEP); /* if set */
 	return 0;
 }
 
-/* Ranks of old that are not in cur, as ranks of old (same on every rank). */
-static int _lost_ranks(MPI_Comm old, MPI_Comm cur, int **out)
-{
-	MPI_Group go, gc, gd;
-	int n = 0;
-
-	*out = NULL;
-	MPI_Comm_group(old, &go);
-	MPI_Comm_group(cur, &gc);
-	MPI_Group_difference(go, gc, &gd);
-	MPI_Group_size(gd, &n);
-	if (n > 0 && (*out = malloc(2 * sizeof(int) * (size_t)n))) {
-		int *in = *out + n;
-		for (int i = 0; i < n; i++)
-			in[i] = i;
-		MPI_Group_translate_ranks(gd, n, in, go, *out);
-	} else {
-		n = 0;
-	}
-	MPI_Group_free(&gd);
-	MPI_Group_free(&gc);
-	MPI_Group_free(&go);
-	return n;
-}
-
-/* Path A: rebuild the world from the survivors of ctx->comm and return the
+/* Recovery in place: rebuild the world from the survivors of ctx->comm and return the
  * state to the last step committed everywhere. Collective over survivors. */
 static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 {
@@ -576,7 +408,7 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 
 	if (ctx->stats.last_failure_time == 0)
 		ctx->stats.last_failure_time = elastic__now_real();
-	elastic__watchdog_arm(ctx, 1);
+	elastic__watchdog_arm(ctx, ELASTIC__WATCH_RECOVERY);
 	elastic__ft_revoke(cur);
 	for (attempt = 1;; attempt++) {
 		double ts = elastic__now_mono();
@@ -588,7 +420,7 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 				     "recovery: shrink failed (MPI error %d), attempt %d",
 				     rc, attempt);
 			if (attempt >= 20) {
-				elastic__watchdog_arm(ctx, 0);
+				elastic__watchdog_arm(ctx, ELASTIC__WATCH_OFF);
 				return _fail(err, EIO,
 					     "recovery: MPIX_Comm_shrink failed %d times",
 					     attempt);
@@ -631,7 +463,7 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 		    : elastic__snap_host_restore(ctx, lo) < 0) {
 		/* Cannot happen with uniform agreement; never continue on a
 		 * state that differs between ranks. */
-		elastic__watchdog_arm(ctx, 0);
+		elastic__watchdog_arm(ctx, ELASTIC__WATCH_OFF);
 		MPI_Comm_free(&nc);
 		return _fail(
 			err, EIO,
@@ -643,7 +475,7 @@ static int _recover(elastic_ctx_t *ctx, elastic_error_t *err)
 	ctx->committed = lo;
 	pthread_mutex_unlock(&ctx->wd.state);
 	elastic__adopt(ctx, nc, node_rank);
-	elastic__watchdog_arm(ctx, 0);
+	elastic__watchdog_arm(ctx, ELASTIC__WATCH_OFF);
 	ctx->stats.recoveries++;
 	ctx->stats.last_recovery_s = elastic__now_mono() - t0;
 	elastic__log(
@@ -677,7 +509,7 @@ int elastic_step_commit(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (ctx) {
 		/* the caller may change its state once this returns */
 		elastic__persist_wait(ctx);
-		elastic__watchdog_arm(ctx, 0);
+		elastic__watchdog_arm(ctx, ELASTIC__WATCH_OFF);
 	}
 	return r;
 }
@@ -740,14 +572,8 @@ static int _commit(elastic_ctx_t *ctx, elastic_error_t *err)
 		ctx->stats.commits++;
 		ctx->stats.last_failure_time = 0;
 		elastic__progress_commit(ctx);
-		if (!(flag & AGREE_NO_STOP) && _shrink_in_place(ctx) < 0 &&
-		    !elastic__grow_planned(ctx)) {
-			/* with update after commit the caller has not applied this
-			 * step yet: stop at the next begin, once it has */
-			if (ctx->mode == ELASTIC_COPY_AT_COMMIT)
-				_stop_for_reform(ctx);
-			ctx->stop_pending = 1;
-		}
+		if (!(flag & AGREE_NO_STOP))
+			_planned_change(ctx);
 		return ELASTIC_COMMITTED;
 	}
 	ctx->in_step = 0;

@@ -12,7 +12,7 @@
 
 #include "internal.h"
 
-/* The library ends the process here (documented in elastic.h): ULFM
+/* The library ends the process here (elastic(3), EXIT HOOK): ULFM
  * recovery, or a step whose failure went unnoticed, can hang; a peer that
  * asked for a re-form leaves a job that must re-form. The last commit is
  * kept on the node first. */
@@ -72,18 +72,18 @@ static void *_watchdog(void *arg)
 			double left = d * 1e-9 - elastic__now_mono();
 			if (left <= 0) {
 				char msg[200];
-				int kind = atomic_load(&ctx->wd.kind);
+				int step =
+					atomic_load(&ctx->wd.kind) == ELASTIC__WATCH_STEP;
 				int n = snprintf(
 					msg, sizeof(msg),
 					"libelastic[%d]: %s did not finish in %g s: exiting %d so that the job is re-formed\n",
-					ctx->rank, kind == 2 ? "a step" : "recovery",
-					kind == 2 ? ctx->env.step_timeout_s
-						  : ctx->wd.timeout_s,
+					ctx->rank, step ? "a step" : "recovery",
+					step ? ctx->env.step_timeout_s
+					     : ctx->wd.timeout_s,
 					ELASTIC_EXIT_REFORM);
 				pthread_mutex_unlock(&ctx->wd.lock);
 				_escalate(ctx, msg, n,
-					  kind == 2 ? "step timeout"
-						    : "recovery watchdog");
+					  step ? "step timeout" : "recovery watchdog");
 			}
 			if (left < wait)
 				wait = left;
@@ -99,18 +99,20 @@ static void *_watchdog(void *arg)
 	return NULL;
 }
 
-void elastic__watchdog_arm(elastic_ctx_t *ctx, int kind)
+void elastic__watchdog_arm(elastic_ctx_t *ctx, enum elastic__watch kind)
 {
-	double t = kind == 1   ? ctx->wd.timeout_s
-		   : kind == 2 ? ctx->env.step_timeout_s
-			       : 0;
+	double t = kind == ELASTIC__WATCH_RECOVERY ? ctx->wd.timeout_s
+		   : kind == ELASTIC__WATCH_STEP   ? ctx->env.step_timeout_s
+						   : 0;
 
 	if (!ctx->wd.running)
 		return;
 	atomic_store(&ctx->wd.kind, kind);
 	atomic_store(&ctx->wd.deadline_ns,
-		     kind && t > 0 ? (int64_t)((elastic__now_mono() + t) * 1e9) : 0);
-	if (kind == 1) {
+		     kind != ELASTIC__WATCH_OFF && t > 0
+			     ? (int64_t)((elastic__now_mono() + t) * 1e9)
+			     : 0);
+	if (kind == ELASTIC__WATCH_RECOVERY) {
 		/* recovery (rare): wake the thread for an exact deadline */
 		pthread_mutex_lock(&ctx->wd.lock);
 		pthread_cond_signal(&ctx->wd.cond);

@@ -192,35 +192,48 @@ static void _rejects(const char *text, int e, const char *what)
 	assert_memory_equal(&m, &before, sizeof(m));
 }
 
+/* A decode refusal (EINVAL): the text, words of the error. */
+struct reject {
+	const char *text, *what;
+};
+
+static void _rejects_all(const struct reject *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		_rejects(cases[i].text, EINVAL, cases[i].what);
+}
+
 /* admin: an action is required, a node optional, nothing else. */
 static void admin_rules(void **state)
 {
+	static const struct reject cases[] = {
+		{"type=admin\nnode=node2\n", "action"},
+		{"type=admin\naction=drain\njob=3\n", "job"},
+		{"type=admin\naction=pause now\n", "action"},
+	};
 	(void)state;
-	_rejects("type=admin\nnode=node2\n", EINVAL, "action");
-	_rejects("type=admin\naction=drain\njob=3\n", EINVAL, "job");
-	_rejects("type=admin\naction=pause now\n", EINVAL, "action");
+	_rejects_all(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static void decode_rejects_bad_structure(void **state)
 {
-	_rejects("", EINVAL, "empty payload");
-	_rejects("type=hello\njob=1\nhost=a\ngpus=1\nstep=1", EINVAL, "newline");
-	_rejects("job=1\ntype=status\n", EINVAL, "first line is not type");
-	_rejects("type=launch\n", EINVAL, "unknown message type 'launch'");
-	_rejects("type=\n", EINVAL, "unknown message type");
-	_rejects("type=status\njob=1\ngpus 1\nstep=1\n", EINVAL,
-		 "line 3 is not Key=Value");
-	_rejects("type=status\njob=1\n\nstep=1\n", EINVAL, "line 3 is not Key=Value");
-	_rejects("type=status\njob=1\ngpus=1\nstep=1\nuid=0\n", EINVAL,
-		 "unknown key 'uid'");
-	_rejects("type=status\njob=1\ngpus=1\njob=2\nstep=1\n", EINVAL,
-		 "key 'job' given twice");
-	_rejects("type=status\njob=1\ngpus=1\n", EINVAL, "without required key 'step'");
-	_rejects("type=hello\njob=1\ngpus=1\nstep=1\n", EINVAL,
-		 "without required key 'host'");
-	_rejects("type=status\njob=1\ngpus=1\nstep=1\ngrant=4\n", EINVAL,
-		 "key 'grant' is not allowed in a status message");
-	_rejects("type=end\n", EINVAL, "without required key 'count'");
+	static const struct reject cases[] = {
+		{"", "empty payload"},
+		{"type=hello\njob=1\nhost=a\ngpus=1\nstep=1", "newline"},
+		{"job=1\ntype=status\n", "first line is not type"},
+		{"type=launch\n", "unknown message type 'launch'"},
+		{"type=\n", "unknown message type"},
+		{"type=status\njob=1\ngpus 1\nstep=1\n", "line 3 is not Key=Value"},
+		{"type=status\njob=1\n\nstep=1\n", "line 3 is not Key=Value"},
+		{"type=status\njob=1\ngpus=1\nstep=1\nuid=0\n", "unknown key 'uid'"},
+		{"type=status\njob=1\ngpus=1\njob=2\nstep=1\n", "key 'job' given twice"},
+		{"type=status\njob=1\ngpus=1\n", "without required key 'step'"},
+		{"type=hello\njob=1\ngpus=1\nstep=1\n", "without required key 'host'"},
+		{"type=status\njob=1\ngpus=1\nstep=1\ngrant=4\n",
+		 "key 'grant' is not allowed in a status message"},
+		{"type=end\n", "without required key 'count'"},
+	};
+	_rejects_all(cases, sizeof(cases) / sizeof(cases[0]));
 	/* Oversized payload. */
 	char big[ELASTIC_PROTO_MAX_PAYLOAD + 64];
 	memset(big, 'x', sizeof(big) - 1);
@@ -230,56 +243,53 @@ static void decode_rejects_bad_structure(void **state)
 
 static void decode_rejects_bad_values(void **state)
 {
-	_rejects("type=status\njob=0\ngpus=1\nstep=1\n", EINVAL,
-		 "key 'job': '0' is not a number");
-	_rejects("type=status\njob=-1\ngpus=1\nstep=1\n", EINVAL, "key 'job'");
-	_rejects("type=status\njob=+1\ngpus=1\nstep=1\n", EINVAL, "key 'job'");
-	_rejects("type=status\njob=01\ngpus=1\nstep=1\n", EINVAL, "key 'job'");
-	_rejects("type=status\njob= 1\ngpus=1\nstep=1\n", EINVAL, "key 'job'");
-	_rejects("type=status\njob=4294967295\ngpus=1\nstep=1\n", EINVAL, "key 'job'");
-	_rejects("type=status\njob=1\ngpus=1048577\nstep=1\n", EINVAL, "key 'gpus'");
-	_rejects("type=status\njob=1\ngpus=1\nstep=18446744073709551616\n", EINVAL,
-		 "key 'step'");
-	_rejects("type=status\njob=1\ngpus=1\nstep=1x\n", EINVAL, "key 'step'");
-	_rejects("type=status\njob=1\ngpus=1\nstep=\n", EINVAL, "key 'step'");
-	_rejects("type=status\njob=1\ngpus=1\nstep=1\nrate=1.2.3\n", EINVAL,
-		 "key 'rate'");
-	_rejects("type=status\njob=1\ngpus=1\nstep=1\nrate=1.1234567\n", EINVAL,
-		 "key 'rate'");
-	_rejects("type=status\njob=1\ngpus=1\nstep=1\nrate=1.\n", EINVAL, "key 'rate'");
-	_rejects("type=status\njob=1\ngpus=1\nstep=1\nrate=nan\n", EINVAL, "key 'rate'");
-	_rejects("type=status\njob=1\ngpus=1\nstep=1\nrate=1e9\n", EINVAL, "key 'rate'");
-	_rejects("type=hello\njob=1\nhost=no de\ngpus=1\nstep=1\n", EINVAL,
-		 "key 'host': character 0x20");
-	_rejects("type=hello\njob=1\nhost=a;rm\ngpus=1\nstep=1\n", EINVAL,
-		 "key 'host': character 0x3b");
-	_rejects("type=hello\njob=1\nhost=\ngpus=1\nstep=1\n", EINVAL,
-		 "key 'host': value length 0");
+	static const struct reject cases[] = {
+		{"type=status\njob=0\ngpus=1\nstep=1\n",
+		 "key 'job': '0' is not a number"},
+		{"type=status\njob=-1\ngpus=1\nstep=1\n", "key 'job'"},
+		{"type=status\njob=+1\ngpus=1\nstep=1\n", "key 'job'"},
+		{"type=status\njob=01\ngpus=1\nstep=1\n", "key 'job'"},
+		{"type=status\njob= 1\ngpus=1\nstep=1\n", "key 'job'"},
+		{"type=status\njob=4294967295\ngpus=1\nstep=1\n", "key 'job'"},
+		{"type=status\njob=1\ngpus=1048577\nstep=1\n", "key 'gpus'"},
+		{"type=status\njob=1\ngpus=1\nstep=18446744073709551616\n", "key 'step'"},
+		{"type=status\njob=1\ngpus=1\nstep=1x\n", "key 'step'"},
+		{"type=status\njob=1\ngpus=1\nstep=\n", "key 'step'"},
+		{"type=status\njob=1\ngpus=1\nstep=1\nrate=1.2.3\n", "key 'rate'"},
+		{"type=status\njob=1\ngpus=1\nstep=1\nrate=1.1234567\n", "key 'rate'"},
+		{"type=status\njob=1\ngpus=1\nstep=1\nrate=1.\n", "key 'rate'"},
+		{"type=status\njob=1\ngpus=1\nstep=1\nrate=nan\n", "key 'rate'"},
+		{"type=status\njob=1\ngpus=1\nstep=1\nrate=1e9\n", "key 'rate'"},
+		{"type=hello\njob=1\nhost=no de\ngpus=1\nstep=1\n",
+		 "key 'host': character 0x20"},
+		{"type=hello\njob=1\nhost=a;rm\ngpus=1\nstep=1\n",
+		 "key 'host': character 0x3b"},
+		{"type=hello\njob=1\nhost=\ngpus=1\nstep=1\n",
+		 "key 'host': value length 0"},
+		{"type=ack\njob=1\norder=1\nresult=maybe\n", "'maybe' is not ok|refused"},
+		{"type=ack\njob=1\norder=1\nresult=ok\nreason=tab\there\n",
+		 "key 'reason': character 0x09"},
+		{"type=jobinfo\njob=1\nuser=a\nmin=1\nmax=2\ntarget=1\ngpus=1\nstate=idle\n"
+		 "resized=0\nconnected=0\ngrants=0\n",
+		 "key 'state'"},
+		{"type=jobinfo\njob=1\nuser=a\nmin=1\nmax=2\ntarget=1\ngpus=1\nstate=steady\n"
+		 "resized=0\nconnected=2\ngrants=0\n",
+		 "key 'connected'"},
+		/* high-bit bytes in text */
+		{"type=ack\njob=1\norder=1\nresult=refused\nreason=\xc3\xa9\n",
+		 "character 0xc3"},
+	};
+	_rejects_all(cases, sizeof(cases) / sizeof(cases[0]));
 	char longhost[200];
 	snprintf(longhost, sizeof(longhost),
 		 "type=hello\njob=1\nhost=%064d\ngpus=1\nstep=1\n", 0);
 	_rejects(longhost, EINVAL, "key 'host': value length 64");
-	_rejects("type=ack\njob=1\norder=1\nresult=maybe\n", EINVAL,
-		 "'maybe' is not ok|refused");
-	_rejects("type=ack\njob=1\norder=1\nresult=ok\nreason=tab\there\n", EINVAL,
-		 "key 'reason': character 0x09");
-	_rejects(
-		"type=jobinfo\njob=1\nuser=a\nmin=1\nmax=2\ntarget=1\ngpus=1\nstate=idle\n"
-		"resized=0\nconnected=0\ngrants=0\n",
-		EINVAL, "key 'state'");
-	_rejects(
-		"type=jobinfo\njob=1\nuser=a\nmin=1\nmax=2\ntarget=1\ngpus=1\nstate=steady\n"
-		"resized=0\nconnected=2\ngrants=0\n",
-		EINVAL, "key 'connected'");
 	/* A NUL byte inside a line. */
 	const char nul[] = "type=status\njob=1\ngpus=1\nstep=1\0\n";
 	struct elastic_msg m;
 	elastic_error_t err;
 	assert_int_equal(elastic_proto_decode(nul, sizeof(nul) - 1, &m, &err), -1);
 	assert_non_null(strstr(err.text, "NUL"));
-	/* High-bit bytes in text. */
-	_rejects("type=ack\njob=1\norder=1\nresult=refused\nreason=\xc3\xa9\n", EINVAL,
-		 "character 0xc3");
 }
 
 static void encode_rejects_bad_messages(void **state)

@@ -93,21 +93,25 @@ static void full_environment(void **state)
  * stamp unless ELASTIC_JOB_STAMP says otherwise; another job's is not. */
 static void stamp_from_the_job(void **state)
 {
-	struct elastic_env e;
-	elastic_error_t err;
-	const char *own[] = {"ELASTIC_JOB_ID=77", "SLURM_JOB_ID=77",
-			     "SLURM_JOB_START_TIME=1795319255", NULL};
-	const char *other[] = {"ELASTIC_JOB_ID=77", "SLURM_JOB_ID=78",
-			       "SLURM_JOB_START_TIME=1795319255", NULL};
-	const char *set[] = {"ELASTIC_JOB_ID=77", "SLURM_JOB_ID=77",
-			     "SLURM_JOB_START_TIME=1795319255", "ELASTIC_JOB_STAMP=x1",
-			     NULL};
-	assert_int_equal(parse(&e, &err, own), 0);
-	assert_string_equal(e.job_stamp, "1795319255");
-	assert_int_equal(parse(&e, &err, other), 0);
-	assert_string_equal(e.job_stamp, "");
-	assert_int_equal(parse(&e, &err, set), 0);
-	assert_string_equal(e.job_stamp, "x1");
+	static const struct {
+		const char *vars[5], *stamp;
+	} cases[] = {
+		{{"ELASTIC_JOB_ID=77", "SLURM_JOB_ID=77",
+		  "SLURM_JOB_START_TIME=1795319255"},
+		 "1795319255"},
+		{{"ELASTIC_JOB_ID=77", "SLURM_JOB_ID=78",
+		  "SLURM_JOB_START_TIME=1795319255"},
+		 ""},
+		{{"ELASTIC_JOB_ID=77", "SLURM_JOB_ID=77",
+		  "SLURM_JOB_START_TIME=1795319255", "ELASTIC_JOB_STAMP=x1"},
+		 "x1"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct elastic_env e;
+		elastic_error_t err;
+		assert_int_equal(parse(&e, &err, cases[i].vars), 0);
+		assert_string_equal(e.job_stamp, cases[i].stamp);
+	}
 }
 
 /* Each bad value fails with EINVAL, names the variable, and changes nothing. */
@@ -163,51 +167,62 @@ static void bad_values_are_refused(void **state)
 	}
 }
 
-static void min_max_and_sizes_are_consistent(void **state)
+/* MIN, MAX and the allowed sizes, alone and together: the sizes allowed
+ * (sorted), or a refusal with words of its error. */
+static void min_max_and_sizes(void **state)
 {
-	struct elastic_env e;
-	elastic_error_t err;
-	const char *a[] = {"ELASTIC_MIN_GPUS=4", "ELASTIC_MAX_GPUS=2", NULL};
-	assert_int_equal(parse(&e, &err, a), -1);
-	assert_string_equal(err.text,
-			    "ELASTIC_MAX_GPUS='2': expected an integer in 4..4096");
-	const char *b[] = {"ELASTIC_MIN_GPUS=2", "ELASTIC_MAX_GPUS=4",
-			   "ELASTIC_SIZES=1,2", NULL};
-	assert_int_equal(parse(&e, &err, b), -1);
-	assert_non_null(strstr(err.text, "1 is outside --elastic-gpus=2-4"));
-	const char *c[] = {"ELASTIC_MIN_GPUS=2", "ELASTIC_MAX_GPUS=4",
-			   "ELASTIC_SIZES=2,3,4", NULL};
-	assert_int_equal(parse(&e, &err, c), 0);
-	assert_int_equal(e.nsizes, 3);
-}
-
-static void sizes_any_and_pow2(void **state)
-{
-	struct elastic_env e;
-	elastic_error_t err;
-	const char *a[] = {"ELASTIC_SIZES=any", NULL};
-	assert_int_equal(parse(&e, &err, a), 0);
-	assert_int_equal(e.nsizes, 0);
-	const char *b[] = {"ELASTIC_MIN_GPUS=4", "ELASTIC_MAX_GPUS=20",
-			   "ELASTIC_SIZES=pow2", NULL};
-	assert_int_equal(parse(&e, &err, b), 0);
-	assert_int_equal(e.nsizes, 3);
-	assert_int_equal(e.sizes[0], 4);
-	assert_int_equal(e.sizes[1], 8);
-	assert_int_equal(e.sizes[2], 16);
-	const char *c[] = {"ELASTIC_MIN_GPUS=5", "ELASTIC_MAX_GPUS=7",
-			   "ELASTIC_SIZES=pow2", NULL};
-	assert_int_equal(parse(&e, &err, c), -1);
-	assert_non_null(strstr(err.text, "MIN=5 GPUs, which is not one of its sizes"));
-	/* Lists are sorted, as the option's are. */
-	const char *l[] = {"ELASTIC_SIZES=4,1,2", NULL};
-	assert_int_equal(parse(&e, &err, l), 0);
-	assert_int_equal(e.nsizes, 3);
-	assert_int_equal(e.sizes[0], 1);
-	assert_int_equal(e.sizes[2], 4);
-	const char *d[] = {"ELASTIC_SIZES=pow3", NULL};
-	assert_int_equal(parse(&e, &err, d), -1);
-	assert_non_null(strstr(err.text, "any, pow2"));
+	static const struct {
+		const char *vars[4];
+		int rc, nsizes, sizes[3];
+		const char *expect;
+	} cases[] = {
+		{{"ELASTIC_MIN_GPUS=4", "ELASTIC_MAX_GPUS=2"},
+		 -1,
+		 0,
+		 {0},
+		 "ELASTIC_MAX_GPUS='2': expected an integer in 4..4096"},
+		{{"ELASTIC_MIN_GPUS=2", "ELASTIC_MAX_GPUS=4", "ELASTIC_SIZES=1,2"},
+		 -1,
+		 0,
+		 {0},
+		 "1 is outside --elastic-gpus=2-4"},
+		{{"ELASTIC_MIN_GPUS=2", "ELASTIC_MAX_GPUS=4", "ELASTIC_SIZES=2,3,4"},
+		 0,
+		 3,
+		 {2, 3, 4},
+		 NULL},
+		{{"ELASTIC_SIZES=any"}, 0, 0, {0}, NULL},
+		{{"ELASTIC_MIN_GPUS=4", "ELASTIC_MAX_GPUS=20", "ELASTIC_SIZES=pow2"},
+		 0,
+		 3,
+		 {4, 8, 16},
+		 NULL},
+		{{"ELASTIC_MIN_GPUS=5", "ELASTIC_MAX_GPUS=7", "ELASTIC_SIZES=pow2"},
+		 -1,
+		 0,
+		 {0},
+		 "MIN=5 GPUs, which is not one of its sizes"},
+		{{"ELASTIC_SIZES=4,1,2"},
+		 0,
+		 3,
+		 {1, 2, 4},
+		 NULL}, /* sorted, as the option's */
+		{{"ELASTIC_SIZES=pow3"}, -1, 0, {0}, "any, pow2"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct elastic_env e;
+		elastic_error_t err = {""};
+		assert_int_equal(parse(&e, &err, cases[i].vars), cases[i].rc);
+		if (cases[i].rc < 0) {
+			if (!strstr(err.text, cases[i].expect))
+				fail_msg("case %zu: message '%s' lacks '%s'", i, err.text,
+					 cases[i].expect);
+			continue;
+		}
+		assert_int_equal(e.nsizes, cases[i].nsizes);
+		for (int k = 0; k < cases[i].nsizes; k++)
+			assert_int_equal(e.sizes[k], cases[i].sizes[k]);
+	}
 }
 
 static void null_arguments(void **state)
@@ -239,8 +254,7 @@ int main(void)
 		cmocka_unit_test(full_environment),
 		cmocka_unit_test(bad_values_are_refused),
 		cmocka_unit_test(stamp_from_the_job),
-		cmocka_unit_test(min_max_and_sizes_are_consistent),
-		cmocka_unit_test(sizes_any_and_pow2),
+		cmocka_unit_test(min_max_and_sizes),
 		cmocka_unit_test(null_arguments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -46,26 +46,27 @@ static void plan_covers_global_batch(void **state)
 			}
 }
 
+/* global 256, at most 32 per micro-batch, over several world sizes */
 static void plan_follows_world_size(void **state)
 {
-	struct elastic_batch_plan p;
-	/* global 256, at most 32 per micro-batch */
-	assert_int_equal(elastic_batch_plan(256, 32, 8, 0, NULL, 0, &p, NULL), 0);
-	assert_int_equal(p.share, 32);
-	assert_int_equal(p.accum, 1);
-	assert_int_equal(p.micro, 32);
-	assert_int_equal(elastic_batch_plan(256, 32, 4, 3, NULL, 0, &p, NULL), 0);
-	assert_int_equal(p.share, 64);
-	assert_int_equal(p.offset, 192);
-	assert_int_equal(p.accum, 2);
-	assert_int_equal(p.micro, 32);
-	assert_int_equal(elastic_batch_plan(256, 32, 3, 0, NULL, 0, &p, NULL), 0);
-	assert_int_equal(p.share, 86);
-	assert_int_equal(p.accum, 3);
-	assert_int_equal(p.micro, 29);
-	assert_int_equal(elastic_batch_plan(256, 32, 3, 2, NULL, 0, &p, NULL), 0);
-	assert_int_equal(p.share, 85);
-	assert_int_equal(p.offset, 171);
+	static const struct {
+		int size, rank, share, offset, accum, micro;
+	} cases[] = {
+		{8, 0, 32, 0, 1, 32},
+		{4, 3, 64, 192, 2, 32},
+		{3, 0, 86, 0, 3, 29},
+		{3, 2, 85, 171, 3, 29},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct elastic_batch_plan p;
+		assert_int_equal(elastic_batch_plan(256, 32, cases[i].size, cases[i].rank,
+						    NULL, 0, &p, NULL),
+				 0);
+		assert_int_equal(p.share, cases[i].share);
+		assert_int_equal(p.offset, cases[i].offset);
+		assert_int_equal(p.accum, cases[i].accum);
+		assert_int_equal(p.micro, cases[i].micro);
+	}
 }
 
 static void plan_allowed_sizes(void **state)
@@ -89,23 +90,36 @@ static void plan_allowed_sizes(void **state)
 	assert_non_null(strstr(err.text, "no allowed size"));
 }
 
+/* Each bad input fails (with words of the error where given) and a failed
+ * call changes nothing. */
 static void plan_bad_input(void **state)
 {
-	struct elastic_batch_plan p;
-	elastic_error_t err;
-	memset(&p, 0x5a, sizeof(p));
-	struct elastic_batch_plan before = p;
-
-	assert_int_equal(elastic_batch_plan(0, 1, 1, 0, NULL, 0, &p, &err), -1);
-	assert_non_null(strstr(err.text, "global batch 0"));
-	assert_int_equal(elastic_batch_plan(8, 0, 1, 0, NULL, 0, &p, &err), -1);
-	assert_non_null(strstr(err.text, "micro-batch"));
-	assert_int_equal(elastic_batch_plan(8, 1, 2, 2, NULL, 0, &p, &err), -1);
-	assert_non_null(strstr(err.text, "rank 2"));
-	assert_int_equal(elastic_batch_plan(8, 1, 0, 0, NULL, 0, &p, &err), -1);
-	assert_int_equal(elastic_batch_plan(8, 1, 2, 0, NULL, 2, &p, &err), -1);
-	assert_int_equal(elastic_batch_plan(8, 1, 2, 0, NULL, 0, NULL, &err), -1);
-	assert_memory_equal(&p, &before, sizeof(p)); /* a failed call changes nothing */
+	static const struct {
+		int global, max_micro, size, rank, nsizes, no_plan;
+		const char *expect;
+	} cases[] = {
+		{0, 1, 1, 0, 0, 0, "global batch 0"},
+		{8, 0, 1, 0, 0, 0, "micro-batch"},
+		{8, 1, 2, 2, 0, 0, "rank 2"},
+		{8, 1, 0, 0, 0, 0, NULL},
+		{8, 1, 2, 0, 2, 0, NULL}, /* sizes NULL, but 2 of them */
+		{8, 1, 2, 0, 0, 1, NULL}, /* plan NULL */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct elastic_batch_plan p, before;
+		elastic_error_t err = {""};
+		memset(&p, 0x5a, sizeof(p));
+		before = p;
+		assert_int_equal(elastic_batch_plan(cases[i].global, cases[i].max_micro,
+						    cases[i].size, cases[i].rank, NULL,
+						    cases[i].nsizes,
+						    cases[i].no_plan ? NULL : &p, &err),
+				 -1);
+		if (cases[i].expect && !strstr(err.text, cases[i].expect))
+			fail_msg("case %zu: message '%s' lacks '%s'", i, err.text,
+				 cases[i].expect);
+		assert_memory_equal(&p, &before, sizeof(p));
+	}
 }
 
 static uint64_t _rng(uint64_t *x)

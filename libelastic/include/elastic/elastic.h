@@ -30,9 +30,10 @@
  * success and -1 with errno set on failure, plus text in the optional
  * elastic_error_t. A failed call changes nothing. *_destroy accepts NULL.
  * The library never prints unless a log callback is set or ELASTIC_DEBUG is
- * set, and never ends the process, with two documented exceptions: the
- * recovery watchdog (ELASTIC_WATCHDOG, see elastic_init) and the guard of
- * elastic_finalize().
+ * set, and never ends the process, except where elastic(3) (EXIT HOOK) says:
+ * a planned re-form or shrink at a step boundary, the watchdog
+ * (ELASTIC_WATCHDOG, ELASTIC_STEP_TIMEOUT, a peer's re-form) and the guard
+ * of elastic_finalize().
  */
 
 #include <stddef.h>
@@ -181,8 +182,8 @@ void elastic_set_change_callback(elastic_ctx_t *ctx, elastic_change_fn fn, void 
 
 /*
  * Exit hook (NULL: none): called once just before the library ends the
- * process with _exit (planned re-form, recovery watchdog, step timeout,
- * finalize guard), with the exit status and a short reason, so that a
+ * process with _exit (planned re-form, leaving at a planned shrink,
+ * recovery watchdog, step timeout, a peer's re-form, finalize guard), with the exit status and a short reason, so that a
  * runtime above it (Python) can flush its buffered output and run its own
  * cleanup; C stdio is flushed after it. It runs on a thread of its own and
  * is given ELASTIC_EXIT_HOOK_TIMEOUT seconds (5): a hook that blocks (for
