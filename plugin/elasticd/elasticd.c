@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 #include "channel.h"
 #include "ctl.h"
+#include "hint.h"
 #include "log.h"
 #include "metrics.h"
 #include "options.h"
@@ -31,6 +33,11 @@ static volatile sig_atomic_t _stop, _hup;
  * see start, a release to finish): the next step of a resize waits for it. */
 #define EVENT_POLL_MS	   250
 #define EVENT_POLL_BUSY_MS 50
+/* Hints: at most one look at the elastic jobs per HINT_MIN_MS, however
+ * many come; the plugin says "alive" every tick, and HINT_ALIVE_TICKS
+ * ticks without a hint put the polling back. */
+#define HINT_MIN_MS	 100
+#define HINT_ALIVE_TICKS 3
 
 static void _on_signal(int sig)
 {
@@ -54,6 +61,8 @@ struct ed_daemon {
 	ed_channel_t *ch;
 	struct ed_ctl *ctl;
 	ed_metrics_t *metrics; /* NULL: MetricsAddress not set */
+	ed_hint_t *hint;       /* NULL: no UDP socket (the elastic jobs are polled) */
+	int hints_alive;       /* hints arrived lately: elastic jobs not polled */
 	/* ELASTICD_TIMING=slow (elasticd(8), for benches): events every
 	 * EVENT_POLL_MS whatever is under way, and a job just started held by
 	 * the cool-down before it grows. */
@@ -144,10 +153,27 @@ static void _reload(struct ed_daemon *d)
 		d->conf.hysteresis, d->conf.cool_down, d->conf.debug ? "yes" : "no");
 }
 
+/* Hints from job_submit/elastic (hint.h) that came within HINT_ALIVE_TICKS
+ * ticks: elasticd then learns of updates of elastic jobs from them and
+ * stops polling those jobs between ticks; without hints it polls again. */
+static void _hints_follow(struct ed_daemon *d, uint64_t now, uint64_t tick_ms)
+{
+	int alive = ed_hint_alive(d->hint, now, HINT_ALIVE_TICKS * tick_ms);
+
+	if (alive == d->hints_alive)
+		return;
+	d->hints_alive = alive;
+	if (alive)
+		ed_info("hints arrive from job_submit/elastic: the elastic jobs are asked about when they change, not polled between ticks");
+	else
+		ed_info("no hint from job_submit/elastic for %d ticks: polling the elastic jobs between ticks",
+			HINT_ALIVE_TICKS);
+}
+
 /* The event loop, until SIGTERM or SIGINT. */
 static void _run(struct ed_daemon *d)
 {
-	uint64_t next = ed_now_ms(), last_tick = 0, next_event = 0;
+	uint64_t next = ed_now_ms(), last_tick = 0, next_event = 0, next_hint = 0;
 
 	while (!_stop) {
 		uint64_t tick_ms = (uint64_t)d->conf.tick_seconds * 1000u;
@@ -170,14 +196,21 @@ static void _run(struct ed_daemon *d)
 		 * an elastic job or grant (a priority update, a job started or
 		 * ended) is acted on at once. */
 		int event = 0;
-		if (now >= next_event) {
+		_hints_follow(d, now, tick_ms);
+		if (now >= next_hint && ed_hint_take(d->hint)) {
+			/* An elastic job was updated: look now (and a flood of
+			 * hints costs at most one look per HINT_MIN_MS). */
+			next_hint = now + HINT_MIN_MS;
+			event = now < next && ed_slurm_jobs_changed(1);
+		}
+		if (!event && now >= next_event) {
 			next_event = now + (!d->slow && ed_ctl_busy(d->ctl)
 						    ? EVENT_POLL_BUSY_MS
 						    : EVENT_POLL_MS);
-			event = now < next && ed_slurm_jobs_changed();
-			if (event)
-				ed_debug("slurmctld's job list changed: tick now");
+			event = now < next && ed_slurm_jobs_changed(!d->hints_alive);
 		}
+		if (event)
+			ed_debug("slurmctld's job list changed: tick now");
 		if (event || now >= next || (dl && now >= dl) ||
 		    ed_ctl_tick_wanted(d->ctl)) {
 			ed_ctl_tick(d->ctl);
@@ -192,6 +225,8 @@ static void _run(struct ed_daemon *d)
 				dl = last_tick + 200;
 		}
 		uint64_t wake = next < next_event ? next : next_event;
+		if (next_hint > now && next_hint < wake)
+			wake = next_hint; /* a hint held back by HINT_MIN_MS */
 		if (dl && dl > now && dl < wake)
 			wake = dl;
 		ed_channel_poll(d->ch, (int)(wake > now ? wake - now : 0));
@@ -199,14 +234,25 @@ static void _run(struct ed_daemon *d)
 	ed_info("stopping on signal %d", (int)_stop);
 }
 
-static int _metrics_fill(void *m, struct pollfd *pf, int max)
+/* The channel's poll also watches the hint socket (first) and the
+ * metrics endpoint's sockets. */
+static int _extra_fill(void *arg, struct pollfd *pf, int max)
 {
-	return ed_metrics_pollfds(m, pf, max);
+	struct ed_daemon *d = arg;
+	int n = ed_hint_pollfds(d->hint, pf, max);
+	if (d->metrics)
+		n += ed_metrics_pollfds(d->metrics, pf + n, max - n);
+	return n;
 }
 
-static void _metrics_ready(void *m, const struct pollfd *pf, int n)
+static void _extra_ready(void *arg, const struct pollfd *pf, int n)
 {
-	ed_metrics_handle(m, pf, n);
+	struct ed_daemon *d = arg;
+	int h = d->hint ? 1 : 0;
+	if (h && n >= 1)
+		ed_hint_handle(d->hint, pf, 1);
+	if (d->metrics && n > h)
+		ed_metrics_handle(d->metrics, pf + h, n - h);
 }
 
 /* ---- the stages of the start, each undone in reverse at the stop ---- */
@@ -386,8 +432,6 @@ static int _metrics_init(struct ed_daemon *d)
 		ed_error("%s", err.text);
 		return -1;
 	}
-	struct ed_poll_extra x = {_metrics_fill, _metrics_ready, d->metrics};
-	ed_channel_set_extra(d->ch, &x);
 	ed_info("serving OpenMetrics on %s (port %d), GET /metrics",
 		d->conf.metrics_address, ed_metrics_port(d->metrics));
 	return 0;
@@ -396,6 +440,25 @@ static int _metrics_init(struct ed_daemon *d)
 static void _metrics_fini(struct ed_daemon *d)
 {
 	ed_metrics_destroy(d->metrics);
+}
+
+/* The hint socket: UDP on the channel's address and port. Optional: without
+ * it the elastic jobs are polled between ticks, as without the plugin. */
+static int _hint_init(struct ed_daemon *d)
+{
+	elastic_error_t err = {""};
+	struct ed_poll_extra x = {_extra_fill, _extra_ready, d};
+
+	d->hint = ed_hint_create(d->conf.controller_host, ed_channel_port(d->ch), &err);
+	if (!d->hint)
+		ed_error("%s: the elastic jobs are polled between ticks", err.text);
+	ed_channel_set_extra(d->ch, &x);
+	return 0;
+}
+
+static void _hint_fini(struct ed_daemon *d)
+{
+	ed_hint_destroy(d->hint);
 }
 
 /* Started as root, elasticd becomes SlurmUser once its socket is bound and
@@ -484,6 +547,7 @@ static const struct ed_stage {
 	{_channel_init, _channel_fini}, /* the job channel's socket */
 	{_ctl_init, _ctl_fini},		/* the controller, the channel's handlers */
 	{_metrics_init, _metrics_fini}, /* MetricsAddress */
+	{_hint_init, _hint_fini},	/* hints from job_submit/elastic (UDP) */
 	{_user_init, NULL},		/* SlurmUser, when started as root */
 	{_admin_init, NULL},		/* pauses and drains from StateFile */
 };

@@ -860,13 +860,13 @@ static int _jobs_changed_full(void)
  * nodes) and, while one is pending, the grants' states in one job-state
  * RPC. Jobs that are neither are not asked about: one that ends frees GPUs
  * for the next tick. */
-static int _jobs_changed_watched(void)
+static int _jobs_changed_watched(int jobs)
 {
 	uint64_t fp = 0, fpg = 0;
 
 	if (!_watch_valid)
 		return 1;
-	for (int i = 0; i < _nwatch_jobs; i++) {
+	for (int i = 0; jobs && i < _nwatch_jobs; i++) {
 		job_info_msg_t *m = NULL;
 		if (_load_one(_watch_jobs[i], &m, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS)
 			return errno == ESLURM_INVALID_JOB_ID; /* gone; or no answer */
@@ -897,12 +897,12 @@ static int _jobs_changed_watched(void)
 			return 1;
 	}
 #endif
-	return fp != _watch_fp;
+	return jobs && fp != _watch_fp;
 }
 
-int ed_slurm_jobs_changed(void)
+int ed_slurm_jobs_changed(int jobs)
 {
-	return _query_full ? _jobs_changed_full() : _jobs_changed_watched();
+	return _query_full ? _jobs_changed_full() : _jobs_changed_watched(jobs);
 }
 
 void ed_snapshot_free(struct ed_snapshot *s)

@@ -24,8 +24,10 @@ int ed_slurm_snapshot(const char *grant_prefix, struct ed_snapshot *s,
 void ed_snapshot_free(struct ed_snapshot *s);
 /* 1 if what elasticd acts on changed since the last snapshot, 0 if not or
  * when slurmctld does not answer: cheap RPCs for reacting between ticks (the
- * elastic jobs and grants only; all jobs with ELASTICD_QUERY=full). */
-int ed_slurm_jobs_changed(void);
+ * elastic jobs and grants only; all jobs with ELASTICD_QUERY=full). With
+ * jobs 0 the elastic jobs are not asked about (hints say when they change),
+ * only the grants while one is pending. */
+int ed_slurm_jobs_changed(int jobs);
 /* "targeted" or "full" (ELASTICD_QUERY=full, or no job-state RPC). */
 const char *ed_slurm_query_mode(void);
 int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +21,7 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
+#include "job_cache.h"
 #include "request.h"
 #include "tres.h"
 
@@ -136,358 +139,6 @@ static int _conf_refresh(int first)
 			*_conf.allowed_users ? _conf.allowed_users : "(any)");
 	}
 	return 0;
-}
-
-/* ---- job cache ------------------------------------------------------------
- * job_modify() gets the job as an opaque job_record_t (its layout is not
- * public) and runs with slurmctld's job lock held, so it cannot ask
- * slurmctld about the job. A thread keeps what job_modify needs from the
- * public API: which jobs are elastic, their tag and GPU layout. Every RPC it
- * makes is one slurmctld serves to itself, so it asks little:
- * - the whole job list at the start and every CACHE_FULL_EVERY_S (ids that
- *   jumped, MaxJobId wrapping), or when the job-state RPC is missing/fails;
- * - each TickSeconds, and soon after an elastic job was accepted, one
- *   job-state RPC over the ids after the last one seen (Slurm numbers jobs
- *   in order), and one load per new job still pending or running;
- * - soon after an update of an elastic job passed job_modify, a load of that
- *   job (its GPU layout may have changed).
- * A job modified before the thread saw it (within a moment of its
- * submission) is checked on the fields of the update alone. Entries are
- * small; requests are kept for elastic jobs only. */
-struct job_entry {
-	uint32_t job_id;
-	uint32_t num_nodes;
-	int req;			  /* index into _reqs, or -1: not elastic */
-	long gpus_per_node, gpus_per_job; /* from its TRES request; -1: none */
-};
-
-#define CACHE_FULL_EVERY_S 120
-#define CACHE_PROBE_IDS	   256
-#define CACHE_RELOAD_MAX   64 /* updated elastic jobs waiting for a load */
-
-static struct job_entry *_jobs;
-static size_t _njobs;
-static struct elastic_request *_reqs;
-static size_t _nreqs;
-static uint32_t _max_job_id;
-static pthread_t _thread;
-static int _thread_started, _stop, _kick;
-static pthread_cond_t _cond = PTHREAD_COND_INITIALIZER;
-static uint32_t _reload[CACHE_RELOAD_MAX]; /* updated elastic jobs to load */
-static int _nreload;
-
-static int _cmp_entry(const void *a, const void *b)
-{
-	uint32_t x = ((const struct job_entry *)a)->job_id;
-	uint32_t y = ((const struct job_entry *)b)->job_id;
-	return (x > y) - (x < y);
-}
-
-static const struct job_entry *_cache_find(uint32_t job_id)
-{
-	struct job_entry key = {.job_id = job_id};
-	return bsearch(&key, _jobs, _njobs, sizeof(*_jobs), _cmp_entry);
-}
-
-/* A cache being built by the thread, outside _lock: the first nsorted
- * entries are sorted by id (a copy of the cache in use), the rest new. */
-struct cache {
-	struct job_entry *v;
-	size_t n, cap, nsorted;
-	struct elastic_request *reqs;
-	size_t nreqs, capreqs;
-	uint32_t max_id;
-};
-
-static void _cache_free(struct cache *c)
-{
-	free(c->v);
-	free(c->reqs);
-	*c = (struct cache){0};
-}
-
-/* v with room for need items of size bytes (*cap updated), or NULL (v is
- * left as it was). */
-static void *_cache_grow(void *v, size_t *cap, size_t need, size_t size)
-{
-	size_t c = *cap ? *cap : 64;
-	void *n;
-
-	if (need <= *cap)
-		return v;
-	while (c < need)
-		c *= 2;
-	if (!(n = realloc(v, c * size)))
-		return NULL;
-	*cap = c;
-	return n;
-}
-
-/* The entry of job id in c, or a new one at its end. */
-static struct job_entry *_cache_slot(struct cache *c, uint32_t id)
-{
-	struct job_entry key = {.job_id = id}, *e;
-
-	if ((e = bsearch(&key, c->v, c->nsorted, sizeof(*c->v), _cmp_entry)))
-		return e;
-	for (size_t i = c->nsorted; i < c->n; i++)
-		if (c->v[i].job_id == id)
-			return &c->v[i];
-	return &c->v[c->n++];
-}
-
-/* Add the records of msg to c; a job already there takes the new record. */
-static int _cache_add(struct cache *c, const job_info_msg_t *msg)
-{
-	struct elastic_request req;
-
-	struct job_entry *v =
-		_cache_grow(c->v, &c->cap, c->n + msg->record_count, sizeof(*c->v));
-
-	if (!v)
-		return -1;
-	c->v = v;
-	for (uint32_t i = 0; i < msg->record_count; i++) {
-		const slurm_job_info_t *j = &msg->job_array[i];
-		struct job_entry *e = _cache_slot(c, j->job_id);
-		e->job_id = j->job_id;
-		if (j->job_id > c->max_id)
-			c->max_id = j->job_id;
-		e->req = -1;
-		if (elastic_tag_is_tag(j->admin_comment) &&
-		    elastic_tag_parse(j->admin_comment, &req, NULL) == 0) {
-			struct elastic_request *r = _cache_grow(
-				c->reqs, &c->capreqs, c->nreqs + 1, sizeof(*c->reqs));
-			if (!r)
-				return -1;
-			c->reqs = r;
-			c->reqs[c->nreqs] = req;
-			e->req = (int)c->nreqs++;
-		}
-		if (elastic_tres_gpus(j->tres_per_node, &e->gpus_per_node) <= 0)
-			e->gpus_per_node = -1;
-		if (elastic_tres_gpus(j->tres_per_job, &e->gpus_per_job) <= 0)
-			e->gpus_per_job = -1;
-		e->num_nodes = j->num_nodes;
-	}
-	return 0;
-}
-
-/* A copy of the cache in use, to add to. */
-static int _cache_copy(struct cache *c)
-{
-	int rc = 0;
-
-	*c = (struct cache){0};
-	pthread_mutex_lock(&_lock);
-	c->v = _cache_grow(NULL, &c->cap, _njobs + 1, sizeof(*c->v));
-	c->reqs = _cache_grow(NULL, &c->capreqs, _nreqs + 1, sizeof(*c->reqs));
-	if (!c->v || !c->reqs) {
-		rc = -1;
-	} else {
-		if (_njobs)
-			memcpy(c->v, _jobs, _njobs * sizeof(*c->v));
-		if (_nreqs)
-			memcpy(c->reqs, _reqs, _nreqs * sizeof(*c->reqs));
-		c->n = c->nsorted = _njobs;
-		c->nreqs = _nreqs;
-		c->max_id = _max_job_id;
-	}
-	pthread_mutex_unlock(&_lock);
-	if (rc < 0)
-		_cache_free(c);
-	return rc;
-}
-
-/* Make c the cache job_modify reads (c is emptied). */
-static void _cache_install(struct cache *c)
-{
-	qsort(c->v, c->n, sizeof(*c->v), _cmp_entry);
-	pthread_mutex_lock(&_lock);
-	free(_jobs);
-	free(_reqs);
-	_jobs = c->v;
-	_njobs = c->n;
-	_reqs = c->reqs;
-	_nreqs = c->nreqs;
-	if (c->max_id > _max_job_id)
-		_max_job_id = c->max_id;
-	pthread_mutex_unlock(&_lock);
-	*c = (struct cache){0};
-}
-
-static int _cache_active(uint32_t state)
-{
-	uint32_t base = state & JOB_STATE_BASE;
-	return (base == JOB_RUNNING || base == JOB_PENDING) && !(state & JOB_COMPLETING);
-}
-
-static int _cache_load_one(uint32_t id, job_info_msg_t **m)
-{
-	uint16_t flags = SHOW_ALL | SHOW_LOCAL;
-#ifdef HAVE_SLURM_LOAD_JOB_STEP_ID
-	slurm_step_id_t s = {0};
-	s.job_id = id;
-	s.step_het_comp = NO_VAL;
-	s.step_id = NO_VAL;
-	return slurm_load_job(m, s, flags);
-#else
-	return slurm_load_job(m, id, flags);
-#endif
-}
-
-/* The new jobs (ids from *next on, found by one job-state RPC) and the
- * updated elastic jobs ids[0..n), loaded one by one into a copy of the
- * cache. -1: read the whole list instead (no job-state RPC in this Slurm,
- * the RPC failed, too many new jobs). */
-static int _cache_targeted(uint32_t *next, const uint32_t *ids, int n)
-{
-#if HAVE_DECL_SLURM_LOAD_JOB_STATE
-	slurm_selected_step_t sel[CACHE_PROBE_IDS];
-	job_state_response_msg_t *st = NULL;
-	uint32_t load[CACHE_PROBE_IDS + CACHE_RELOAD_MAX], top = 0;
-	int nload = 0, rc = 0;
-	struct cache c;
-
-	for (int k = 0; k < CACHE_PROBE_IDS; k++) {
-		sel[k] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
-		sel[k].step_id.job_id = *next + (uint32_t)k;
-	}
-	if (slurm_load_job_state(CACHE_PROBE_IDS, sel, &st) != SLURM_SUCCESS)
-		return -1;
-	for (uint32_t i = 0; i < st->jobs_count; i++) {
-		uint32_t id = st->jobs[i].job_id;
-		if (id < *next || id >= *next + CACHE_PROBE_IDS)
-			continue; /* another task of an array asked for */
-		if (id > top)
-			top = id;
-		if (_cache_active(st->jobs[i].state) && nload < CACHE_PROBE_IDS)
-			load[nload++] = id;
-	}
-	slurm_free_job_state_response_msg(st);
-	if (top >= *next + CACHE_PROBE_IDS / 2)
-		return -1; /* a burst of submissions: one list is cheaper */
-	for (int i = 0; i < n; i++)
-		load[nload++] = ids[i];
-	if (!nload) {
-		if (top)
-			*next = top + 1;
-		return 0;
-	}
-	if (_cache_copy(&c) < 0)
-		return -1;
-	for (int i = 0; i < nload && rc == 0; i++) {
-		job_info_msg_t *m = NULL;
-		if (_cache_load_one(load[i], &m) != SLURM_SUCCESS)
-			continue; /* ended and purged since */
-		rc = _cache_add(&c, m);
-		slurm_free_job_info_msg(m);
-	}
-	if (rc < 0) {
-		_cache_free(&c);
-		return -1;
-	}
-	_cache_install(&c);
-	if (top)
-		*next = top + 1;
-	return 0;
-#else
-	(void)next;
-	(void)ids;
-	(void)n;
-	return -1;
-#endif
-}
-
-/* The whole job list (when it changed since *last). 0, or -1 with errno. */
-static int _cache_full(time_t *last, uint32_t *next)
-{
-	job_info_msg_t *msg = NULL;
-	struct cache c = {0};
-	int rc;
-
-	if (slurm_load_jobs(*last, &msg, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS)
-		return -1;
-	*last = msg->last_update;
-	rc = _cache_add(&c, msg);
-	slurm_free_job_info_msg(msg);
-	if (rc < 0) {
-		_cache_free(&c);
-		errno = ENOMEM;
-		return -1;
-	}
-	*next = c.max_id + 1;
-	_cache_install(&c);
-	return 0;
-}
-
-/* Wait for the next refresh: TickSeconds, or a kick (then 200 ms more, so
- * that the RPC that kicked finishes first). Called and returns with _lock
- * held. */
-static void _cache_wait(void)
-{
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += _conf_ok ? _conf.tick_seconds : 2;
-	while (!_stop && !_kick)
-		if (pthread_cond_timedwait(&_cond, &_lock, &until) == ETIMEDOUT)
-			break;
-	if (_kick && !_stop) {
-		struct timespec soon;
-		_kick = 0;
-		clock_gettime(CLOCK_REALTIME, &soon);
-		soon.tv_nsec += 200 * 1000 * 1000;
-		if (soon.tv_nsec >= 1000000000) {
-			soon.tv_sec++;
-			soon.tv_nsec -= 1000000000;
-		}
-		while (!_stop &&
-		       pthread_cond_timedwait(&_cond, &_lock, &soon) != ETIMEDOUT)
-			;
-	}
-}
-
-static void *_cache_thread(void *arg)
-{
-	time_t last = 0, full_at = 0;
-	uint32_t next = 0, ids[CACHE_RELOAD_MAX];
-	int failing = 0, n;
-
-	(void)arg;
-	pthread_mutex_lock(&_lock);
-	while (!_stop) {
-		int rc = -1, e = 0;
-		time_t now = time(NULL);
-
-		n = _nreload;
-		memcpy(ids, _reload, (size_t)n * sizeof(ids[0]));
-		_nreload = 0;
-		pthread_mutex_unlock(&_lock);
-		if (next && now < full_at + CACHE_FULL_EVERY_S)
-			rc = _cache_targeted(&next, ids, n);
-		if (rc < 0) {
-			rc = _cache_full(&last, &next);
-			e = rc < 0 ? errno : 0;
-			if (rc == 0 || e == SLURM_NO_CHANGE_IN_DATA)
-				full_at = now;
-		}
-		if (e && e != SLURM_NO_CHANGE_IN_DATA) {
-			next = 0; /* the whole list again next time */
-			/* Say it once per run of failures, not every second. */
-			if (!failing++)
-				slurm_error(
-					"elastic: job cache refresh (slurm_load_jobs) failed: %s; job updates are checked on their own fields",
-					slurm_strerror(e));
-		} else if (failing) {
-			slurm_info("elastic: job cache refresh works again");
-			failing = 0;
-		}
-		pthread_mutex_lock(&_lock);
-		_cache_wait();
-	}
-	pthread_mutex_unlock(&_lock);
-	return NULL;
 }
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -640,6 +291,76 @@ extern int job_submit(job_desc_msg_t *jd, uint32_t submit_uid, char **err_msg);
 extern int job_modify(job_desc_msg_t *jd, void *job_ptr, uint32_t submit_uid,
 		      char **err_msg);
 
+/* ---- hints to elasticd ----------------------------------------------------
+ * One UDP datagram to ControllerHost:ControllerPort (plugin/elasticd/hint.h):
+ * "elastic-hint job N" when an update of elastic job N passed job_modify,
+ * "elastic-hint alive" at each refresh of the job cache. With them elasticd
+ * asks slurmctld about its elastic jobs when they change instead of polling
+ * them. A send never blocks and its failure is ignored: hints only make
+ * elasticd look sooner. The address is resolved by the cache thread, never
+ * inside an RPC. */
+static int _hint_fd = -1;
+static struct sockaddr_storage _hint_sa;
+static socklen_t _hint_salen; /* 0: no address (yet) */
+static int _hint_family;
+static char _hint_host[256]; /* the address resolved is for these */
+static long _hint_port;
+
+static void _hint_send(const char *text)
+{
+	if (_hint_fd >= 0 && _hint_salen)
+		(void)sendto(_hint_fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL,
+			     (const struct sockaddr *)&_hint_sa, _hint_salen);
+}
+
+/* The cache thread's round: resolve elasticd's address when elastic.conf
+ * named another one, then say alive. */
+static void _hint_round(void)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_DGRAM}, *res = NULL;
+	char host[sizeof(_hint_host)], service[16];
+	long port;
+
+	pthread_mutex_lock(&_lock);
+	snprintf(host, sizeof(host), "%s",
+		 _conf_ok && _conf.controller_host ? _conf.controller_host : "");
+	port = _conf_ok ? _conf.controller_port : 0;
+	if (port != _hint_port || strcmp(host, _hint_host) != 0) {
+		snprintf(_hint_host, sizeof(_hint_host), "%s", host);
+		_hint_port = port;
+		_hint_salen = 0;
+		pthread_mutex_unlock(&_lock);
+		snprintf(service, sizeof(service), "%ld", port);
+		if (*host && port > 0 && getaddrinfo(host, service, &hints, &res) == 0) {
+			pthread_mutex_lock(&_lock);
+			if (_hint_fd >= 0 && _hint_family != res->ai_family) {
+				close(_hint_fd);
+				_hint_fd = -1;
+			}
+			if (_hint_fd < 0)
+				_hint_fd = socket(
+					res->ai_family,
+					SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+			_hint_family = res->ai_family;
+			if (res->ai_addrlen <= sizeof(_hint_sa)) {
+				memcpy(&_hint_sa, res->ai_addr, res->ai_addrlen);
+				_hint_salen = res->ai_addrlen;
+			}
+			pthread_mutex_unlock(&_lock);
+			freeaddrinfo(res);
+		}
+		pthread_mutex_lock(&_lock);
+	}
+	_hint_send("elastic-hint alive");
+	pthread_mutex_unlock(&_lock);
+}
+
+/* The cache thread's period, read with _lock held. */
+static long _tick_seconds(void)
+{
+	return _conf_ok ? _conf.tick_seconds : 2;
+}
+
 int init(void)
 {
 	int rc;
@@ -648,39 +369,29 @@ int init(void)
 	pthread_mutex_lock(&_lock);
 	_conf_refresh(1); /* a bad file is logged; it must not stop slurmctld */
 	rc = _conf_ok ? 0 : -1;
-	_stop = 0;
 	pthread_mutex_unlock(&_lock);
 	if (rc < 0) {
 		slurm_error("elastic: out of memory loading the built-in defaults");
 		return SLURM_ERROR;
 	}
-	if (pthread_create(&_thread, NULL, _cache_thread, NULL) != 0) {
+	if (elastic__jc_start(&_lock, _tick_seconds, _hint_round) < 0) {
 		slurm_error("elastic: cannot start the job cache thread: %s",
 			    strerror(errno));
 		return SLURM_ERROR;
 	}
-	_thread_started = 1;
 	return SLURM_SUCCESS;
 }
 
 int fini(void)
 {
-	if (_thread_started) {
-		pthread_mutex_lock(&_lock);
-		_stop = 1;
-		pthread_cond_broadcast(&_cond);
-		pthread_mutex_unlock(&_lock);
-		pthread_join(_thread, NULL);
-		_thread_started = 0;
-	}
+	elastic__jc_stop();
 	pthread_mutex_lock(&_lock);
-	free(_jobs);
-	free(_reqs);
-	_jobs = NULL;
-	_reqs = NULL;
-	_njobs = 0;
-	_nreqs = 0;
-	_nreload = 0;
+	if (_hint_fd >= 0)
+		close(_hint_fd);
+	_hint_fd = -1;
+	_hint_salen = 0;
+	_hint_host[0] = '\0';
+	_hint_port = 0;
 	if (_conf_ok)
 		elastic_site_conf_free(&_conf);
 	_conf_ok = 0;
@@ -782,8 +493,7 @@ static int _submit_locked(job_desc_msg_t *jd, uint32_t submit_uid, char **err_ms
 	if (elastic_tag_format(&req, tag, sizeof(tag)) < 0)
 		return _refuse(err_msg, SLURM_ERROR, "elastic tag too long");
 	_set_field(&jd->admin_comment, tag);
-	_kick = 1;
-	pthread_cond_broadcast(&_cond);
+	elastic__jc_kick();
 	slurm_info("elastic: job of user %u (%s) accepted as elastic: %s", jd->user_id,
 		   jd->name ? jd->name : "", tag);
 	return SLURM_SUCCESS;
@@ -829,7 +539,8 @@ static uint32_t _update_job_id(const job_desc_msg_t *jd)
 static int _modify_locked(job_desc_msg_t *jd, uint32_t uid, char **err_msg)
 {
 	uint32_t job_id = _update_job_id(jd);
-	const struct job_entry *e = job_id == NO_VAL ? NULL : _cache_find(job_id);
+	const struct elastic_job_entry *e =
+		job_id == NO_VAL ? NULL : elastic__jc_find(job_id);
 	struct elastic_request req;
 	elastic_error_t err = {""};
 	int rc, elastic = e && e->req >= 0;
@@ -838,7 +549,7 @@ static int _modify_locked(job_desc_msg_t *jd, uint32_t uid, char **err_msg)
 	if ((rc = _check_reserved(jd, uid, err_msg)) != SLURM_SUCCESS)
 		return rc;
 	if (elastic)
-		req = _reqs[e->req];
+		req = *elastic__jc_request(e);
 	if (jd->admin_comment) {
 		if (elastic_tag_is_tag(jd->admin_comment)) {
 			if (elastic_tag_parse(jd->admin_comment, &req, &err) < 0)
@@ -862,7 +573,7 @@ static int _modify_locked(job_desc_msg_t *jd, uint32_t uid, char **err_msg)
 		}
 	}
 	if (!elastic) {
-		if (!e && job_id != NO_VAL && job_id > _max_job_id)
+		if (!e && job_id != NO_VAL && job_id > elastic__jc_max_id())
 			slurm_debug(
 				"elastic: job %u not in the job cache yet; update checked on its own fields",
 				job_id);
@@ -898,19 +609,6 @@ static int _modify_locked(job_desc_msg_t *jd, uint32_t uid, char **err_msg)
 	return SLURM_SUCCESS;
 }
 
-/* An update of an elastic job passed: the thread loads it again soon (its
- * GPU layout may have changed). Called with _lock held. */
-static void _reload_soon(uint32_t job_id)
-{
-	for (int i = 0; i < _nreload; i++)
-		if (_reload[i] == job_id)
-			return;
-	if (_nreload < CACHE_RELOAD_MAX)
-		_reload[_nreload++] = job_id;
-	_kick = 1;
-	pthread_cond_broadcast(&_cond);
-}
-
 int job_modify(job_desc_msg_t *jd, void *job_ptr, uint32_t submit_uid, char **err_msg)
 {
 	int rc;
@@ -920,9 +618,14 @@ int job_modify(job_desc_msg_t *jd, void *job_ptr, uint32_t submit_uid, char **er
 	rc = _modify_locked(jd, submit_uid, err_msg);
 	if (rc == SLURM_SUCCESS) {
 		uint32_t id = _update_job_id(jd);
-		const struct job_entry *e = id == NO_VAL ? NULL : _cache_find(id);
-		if (e && e->req >= 0)
-			_reload_soon(id);
+		const struct elastic_job_entry *e =
+			id == NO_VAL ? NULL : elastic__jc_find(id);
+		if (e && e->req >= 0) {
+			char text[48];
+			snprintf(text, sizeof(text), "elastic-hint job %u", id);
+			_hint_send(text);
+			elastic__jc_reload(id);
+		}
 	}
 	pthread_mutex_unlock(&_lock);
 	return rc;
