@@ -268,6 +268,8 @@ static void bad_options(void **state)
 		 "--elastic-sizes=1,8: 8 is outside --elastic-gpus=1-4"},
 		{"1-4", NULL, "2,4", NULL,
 		 "--elastic-sizes=2,4: the job starts at MIN=1 GPUs, which is not one of its sizes"},
+		{"1-4", NULL, "4,2", NULL,
+		 "--elastic-sizes=4,2: the job starts at MIN=1 GPUs, which is not one of its sizes"},
 		{"3-8", NULL, "pow2", NULL,
 		 "--elastic-sizes=pow2: the job starts at MIN=3 GPUs"},
 		{"1-4", NULL, NULL, "0",

@@ -35,6 +35,8 @@ es_refused alice "elastic: --elastic-sizes=1,8: 8 is outside --elastic-gpus=1-4"
 	--elastic-gpus=1-4 --elastic-sizes=1,8
 es_refused alice "elastic: --elastic-sizes=2,4: the job starts at MIN=1 GPUs, which is not one of its sizes" \
 	--elastic-gpus=1-4 --elastic-sizes=2,4
+es_refused alice "elastic: --elastic-sizes=4,2: the job starts at MIN=1 GPUs, which is not one of its sizes" \
+	--elastic-gpus=1-4 --elastic-sizes=4,2
 es_refused alice "elastic: --elastic-sizes=pow2: the job starts at MIN=3 GPUs" \
 	--elastic-gpus=3-8 --elastic-sizes=pow2
 es_refused alice "elastic: --elastic-policy-weight=0: must be at least 1 (allowed: 1 to 1000)" \
