@@ -17,6 +17,7 @@
 #include "grants.h"
 #include "log.h"
 #include "slurm.h"
+#include "slurm_compat.h"
 
 /* What a grant's AdminComment starts with; only administrators can set it,
  * so a user naming a job "elastic:<id>" does not make it a grant. */
@@ -62,19 +63,6 @@ static int _kill_job(uint32_t id, uint16_t sig)
 	return slurm_kill_job(s, sig, 0);
 #else
 	return slurm_kill_job(id, sig, 0);
-#endif
-}
-
-static int _load_one(uint32_t id, job_info_msg_t **m, uint16_t flags)
-{
-#ifdef HAVE_SLURM_LOAD_JOB_STEP_ID
-	slurm_step_id_t s = {0};
-	s.job_id = id;
-	s.step_het_comp = NO_VAL;
-	s.step_id = NO_VAL;
-	return slurm_load_job(m, s, flags);
-#else
-	return slurm_load_job(m, id, flags);
 #endif
 }
 
@@ -345,18 +333,12 @@ static int _not_eligible(const slurm_job_info_t *ji)
 	}
 }
 
-static int _active(uint32_t state)
-{
-	uint32_t base = state & JOB_STATE_BASE;
-	return (base == JOB_RUNNING || base == JOB_PENDING) && !(state & JOB_COMPLETING);
-}
-
 enum { KIND_OTHER, KIND_ELASTIC, KIND_GRANT };
 
 static int _kind(const slurm_job_info_t *ji, const char *prefix)
 {
 	uint64_t release_by;
-	if (!_active(ji->job_state))
+	if (!elastic__slurm_job_active(ji->job_state))
 		return KIND_OTHER;
 	if (elastic_tag_is_tag(ji->admin_comment))
 		return KIND_ELASTIC;
@@ -474,7 +456,7 @@ static int _probe(uint32_t *ids, int *more)
 			continue; /* another task of an array asked for */
 		if (id > top)
 			top = id;
-		if (_active(st->jobs[i].state) && !_has(ids, n, id))
+		if (elastic__slurm_job_active(st->jobs[i].state) && !_has(ids, n, id))
 			ids[n++] = id;
 	}
 	slurm_free_job_state_response_msg(st);
@@ -522,13 +504,14 @@ static int _jobset_targeted(struct jobset *J, const char *prefix)
 	for (int i = 0; i < n; i++) {
 		job_info_msg_t *m = NULL;
 		int interesting = 0, fresh = 0;
-		if (_load_one(ids[i], &m, SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) !=
+		if (elastic__slurm_load_job(ids[i], &m,
+					    SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) !=
 		    SLURM_SUCCESS)
 			continue; /* ended and purged since */
 		for (uint32_t r = 0; r < m->record_count; r++) {
 			if (_kind(&m->job_array[r], prefix) != KIND_OTHER)
 				interesting = 1;
-			else if (_active(m->job_array[r].job_state) &&
+			else if (elastic__slurm_job_active(m->job_array[r].job_state) &&
 				 m->job_array[r].submit_time + OTHER_AFTER_S > now)
 				fresh = 1;
 		}
@@ -575,7 +558,7 @@ static void _probe_from(const struct jobset *J, const int *kind)
 		if (!last || ji->submit_time > last->submit_time ||
 		    (ji->submit_time == last->submit_time && ji->job_id > last->job_id))
 			last = ji;
-		if (!kind[i] && _active(ji->job_state) &&
+		if (!kind[i] && elastic__slurm_job_active(ji->job_state) &&
 		    ji->submit_time + OTHER_AFTER_S > now)
 			v[n++] = ji->job_id;
 	}
@@ -868,7 +851,8 @@ static int _jobs_changed_watched(int jobs)
 		return 1;
 	for (int i = 0; jobs && i < _nwatch_jobs; i++) {
 		job_info_msg_t *m = NULL;
-		if (_load_one(_watch_jobs[i], &m, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS)
+		if (elastic__slurm_load_job(_watch_jobs[i], &m, SHOW_ALL | SHOW_LOCAL) !=
+		    SLURM_SUCCESS)
 			return errno == ESLURM_INVALID_JOB_ID; /* gone; or no answer */
 		for (uint32_t r = 0; r < m->record_count; r++)
 			if (m->job_array[r].job_id == _watch_jobs[i])

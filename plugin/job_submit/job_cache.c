@@ -14,6 +14,7 @@
 #include <slurm/slurm_errno.h>
 
 #include "job_cache.h"
+#include "slurm_compat.h"
 #include "tres.h"
 
 extern void slurm_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -177,26 +178,6 @@ static void _cache_install(struct cache *c)
 	*c = (struct cache){0};
 }
 
-static int _cache_active(uint32_t state)
-{
-	uint32_t base = state & JOB_STATE_BASE;
-	return (base == JOB_RUNNING || base == JOB_PENDING) && !(state & JOB_COMPLETING);
-}
-
-static int _cache_load_one(uint32_t id, job_info_msg_t **m)
-{
-	uint16_t flags = SHOW_ALL | SHOW_LOCAL;
-#ifdef HAVE_SLURM_LOAD_JOB_STEP_ID
-	slurm_step_id_t s = {0};
-	s.job_id = id;
-	s.step_het_comp = NO_VAL;
-	s.step_id = NO_VAL;
-	return slurm_load_job(m, s, flags);
-#else
-	return slurm_load_job(m, id, flags);
-#endif
-}
-
 /* The new jobs (ids from *next on, found by one job-state RPC) and the
  * updated elastic jobs ids[0..n), loaded one by one into a copy of the
  * cache. -1: read the whole list instead (no job-state RPC in this Slurm,
@@ -222,7 +203,8 @@ static int _cache_targeted(uint32_t *next, const uint32_t *ids, int n)
 			continue; /* another task of an array asked for */
 		if (id > top)
 			top = id;
-		if (_cache_active(st->jobs[i].state) && nload < CACHE_PROBE_IDS)
+		if (elastic__slurm_job_active(st->jobs[i].state) &&
+		    nload < CACHE_PROBE_IDS)
 			load[nload++] = id;
 	}
 	slurm_free_job_state_response_msg(st);
@@ -239,7 +221,8 @@ static int _cache_targeted(uint32_t *next, const uint32_t *ids, int n)
 		return -1;
 	for (int i = 0; i < nload && rc == 0; i++) {
 		job_info_msg_t *m = NULL;
-		if (_cache_load_one(load[i], &m) != SLURM_SUCCESS)
+		if (elastic__slurm_load_job(load[i], &m, SHOW_ALL | SHOW_LOCAL) !=
+		    SLURM_SUCCESS)
 			continue; /* ended and purged since */
 		rc = _cache_add(&c, m);
 		slurm_free_job_info_msg(m);
