@@ -236,7 +236,7 @@ static void churn(int njobs, int nnodes, int per_node, int ndecisions)
 	for (int fresh = 0; fresh < 2; fresh++)
 		churn_run(njobs, nnodes, per_node, ndecisions, fresh, &mv[fresh],
 			  &rs[fresh], &ms[fresh]);
-	printf("churn: %d jobs, %d GPUs, every priority drifting +-0.2%% per decision, %d decisions 10 s apart (priority mode, hysteresis 1 GPU, cool-down 10 s): GPUs moved per decision: %.1f largest remainder alone (the rule before), %.1f stable allocations; jobs resized per decision: %.1f vs %.1f; median decision %.2f vs %.2f ms\n",
+	printf("churn: %d jobs, %d GPUs, every priority drifting +-0.2%% per decision, %d decisions 10 s apart (priority mode, hysteresis 1 GPU, cool-down 10 s): GPUs moved per decision: %.1f largest remainder alone, %.1f stable allocations; jobs resized per decision: %.1f vs %.1f; median decision %.2f vs %.2f ms\n",
 	       njobs, nnodes * per_node, ndecisions, mv[1], mv[0], rs[1], rs[0], ms[1],
 	       ms[0]);
 }

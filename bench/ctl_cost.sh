@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # bench/ctl_cost.sh: what elasticd costs slurmctld, with the whole job list
-# read on every tick and change check (ELASTICD_QUERY=full, the way before)
+# read on every tick and change check (ELASTICD_QUERY=full)
 # beside the targeted queries (the default), in one run.
 #
 # Two elastic jobs share node1 and node2 (8 GPUs; node3 and node4 blocked),

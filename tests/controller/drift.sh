@@ -4,8 +4,8 @@
 # jobs share 7 GPUs (node3 and node4 blocked, one GPU of node2 too) at 4/3; their
 # priorities, 5001 and 5000, swap six times, each swap given time for two
 # decisions (CoolDown=0, Hysteresis=1): no GPU moves (squeue polled all along)
-# and elasticd orders no grow or shrink. Under largest remainder alone a GPU
-# moved at every swap (issue 13). Allocations are read from squeue.
+# and elasticd orders no grow or shrink (largest remainder alone would move a
+# GPU at every swap). Allocations are read from squeue.
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
