@@ -223,19 +223,22 @@ build() {
 	inc="-I$b -I$src/libelastic -I$src/libelastic/include -I$src/common -I$bundle/include"
 	[ $have_cuda = yes ] && inc="$inc -I$CUDA/include"
 	[ $have_nccl = yes ] && inc="$inc -I$nccl_inc"
-	# libelastic: every source but the GPU file of the other kind
-	srcs="$src/common/contract.c"
+	# libelastic as libelastic/Makefile.am builds it: every source but the
+	# GPU file of the other kind, the no-NCCL stubs only without NCCL, and
+	# common's contract and write-all loop (their symbols hidden)
+	srcs="$src/common/contract.c $src/common/io.c"
 	for f in "$src"/libelastic/*.c; do
 		case "${f##*/}" in
 		gpu.c) [ $have_cuda = yes ] || continue ;;
 		gpu_none.c) [ $have_cuda = no ] || continue ;;
+		nccl_none.c) [ $have_nccl = no ] || continue ;;
 		esac
 		srcs="$srcs $f"
 	done
 	# shellcheck disable=SC2086,SC2016
 	printf '%s\n' $srcs | xargs -P "$jobs" -I{} sh -c '
 		f={}; o=$0/obj/$(basename "$f" .c).o
-		case "$f" in */contract.c) extra=-fvisibility=hidden ;; *) extra= ;; esac
+		case "$f" in */common/*.c) extra=-fvisibility=hidden ;; *) extra= ;; esac
 		exec $1 $2 $extra $3 -c "$f" -o "$o"' "$b" "$cc" "$cflags" "$inc" || return 1
 	printf '{ global: elastic_[a-z]*; local: *; };\n' >"$b/obj/elastic.map"
 	local pmix="" gpulibs=""
