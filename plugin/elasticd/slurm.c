@@ -89,8 +89,6 @@ static int _query_full;
  * hand, ids that jumped (scontrol's --jobid, MaxJobId wrapping). At 9,000
  * jobs that is one list (tens of ms of slurmctld) in 2 minutes. */
 #define FULL_EVERY_S 120
-/* Ids asked for at once after the last one seen. */
-#define PROBE_IDS 256
 static time_t _full_at; /* when the whole list was read last */
 /* Without SHOW_LOCAL every job load first asks for the federation
  * (REQUEST_FED_INFO): one more RPC per load. elasticd acts on its own
@@ -362,14 +360,6 @@ static uint64_t _watch_hash_grant(uint32_t id, uint32_t state)
 	return _fnv(h, &state, sizeof(state));
 }
 
-static int _has(const uint32_t *v, int n, uint32_t id)
-{
-	for (int i = 0; i < n; i++)
-		if (v[i] == id)
-			return 1;
-	return 0;
-}
-
 /* The jobs one snapshot reads: the whole list, or targeted loads. */
 struct jobset {
 	const slurm_job_info_t **v;
@@ -433,34 +423,18 @@ static int _jobset_full(struct jobset *J, elastic_error_t *err)
 }
 
 #if HAVE_DECL_SLURM_LOAD_JOB_STATE
-/* Adds to ids (room for PROBE_IDS more) the active jobs among the PROBE_IDS
- * ids from _next_id, and moves _next_id past the last one found. Returns
- * the count added, or -1 when the RPC failed; *more: the last id found is
- * in the upper half (more may follow). */
+/* Adds to ids (room for ELASTIC_SLURM_PROBE_IDS more) the active jobs after
+ * the last one seen (elastic__slurm_probe), and moves _next_id past the last
+ * one found. Returns the count added, or -1 when the RPC failed; *more: the
+ * last id found is in the upper half (more may follow). */
 static int _probe(uint32_t *ids, int *more)
 {
-	slurm_selected_step_t sel[PROBE_IDS];
-	job_state_response_msg_t *st = NULL;
-	uint32_t top = 0;
-	int n = 0;
+	uint32_t top;
+	int n = elastic__slurm_probe(_next_id, ids, &top);
 
-	for (int k = 0; k < PROBE_IDS; k++) {
-		sel[k] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
-		sel[k].step_id.job_id = _next_id + (uint32_t)k;
-	}
-	if (slurm_load_job_state(PROBE_IDS, sel, &st) != SLURM_SUCCESS)
+	if (n < 0)
 		return -1;
-	for (uint32_t i = 0; i < st->jobs_count; i++) {
-		uint32_t id = st->jobs[i].job_id;
-		if (id < _next_id || id >= _next_id + PROBE_IDS)
-			continue; /* another task of an array asked for */
-		if (id > top)
-			top = id;
-		if (elastic__slurm_job_active(st->jobs[i].state) && !_has(ids, n, id))
-			ids[n++] = id;
-	}
-	slurm_free_job_state_response_msg(st);
-	*more = top >= _next_id + PROBE_IDS / 2;
+	*more = top >= _next_id + ELASTIC_SLURM_PROBE_IDS / 2;
 	if (top)
 		_next_id = top + 1;
 	return n;
@@ -475,8 +449,8 @@ static int _probe(uint32_t *ids, int *more)
 static int _jobset_targeted(struct jobset *J, const char *prefix)
 {
 #if HAVE_DECL_SLURM_LOAD_JOB_STATE
-	int cap =
-		_nwatch_jobs + _nwatch_grants + _nyoung + TARGETED_MAX_LOADS + PROBE_IDS;
+	int cap = _nwatch_jobs + _nwatch_grants + _nyoung + TARGETED_MAX_LOADS +
+		  ELASTIC_SLURM_PROBE_IDS;
 	uint32_t *ids = NULL, *young = NULL;
 	int n = 0, nyoung = 0, nnew = 0, more = 1, got;
 	time_t now = time(NULL);

@@ -21,7 +21,6 @@ extern void slurm_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 extern void slurm_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #define CACHE_FULL_EVERY_S 120
-#define CACHE_PROBE_IDS	   256
 #define CACHE_RELOAD_MAX   64 /* updated elastic jobs waiting for a load */
 
 static pthread_mutex_t *_lock; /* the plugin's: guards the cache and _tick */
@@ -185,30 +184,13 @@ static void _cache_install(struct cache *c)
 static int _cache_targeted(uint32_t *next, const uint32_t *ids, int n)
 {
 #if HAVE_DECL_SLURM_LOAD_JOB_STATE
-	slurm_selected_step_t sel[CACHE_PROBE_IDS];
-	job_state_response_msg_t *st = NULL;
-	uint32_t load[CACHE_PROBE_IDS + CACHE_RELOAD_MAX], top = 0;
-	int nload = 0, rc = 0;
+	uint32_t load[ELASTIC_SLURM_PROBE_IDS + CACHE_RELOAD_MAX], top;
+	int nload, rc = 0;
 	struct cache c;
 
-	for (int k = 0; k < CACHE_PROBE_IDS; k++) {
-		sel[k] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
-		sel[k].step_id.job_id = *next + (uint32_t)k;
-	}
-	if (slurm_load_job_state(CACHE_PROBE_IDS, sel, &st) != SLURM_SUCCESS)
+	if ((nload = elastic__slurm_probe(*next, load, &top)) < 0)
 		return -1;
-	for (uint32_t i = 0; i < st->jobs_count; i++) {
-		uint32_t id = st->jobs[i].job_id;
-		if (id < *next || id >= *next + CACHE_PROBE_IDS)
-			continue; /* another task of an array asked for */
-		if (id > top)
-			top = id;
-		if (elastic__slurm_job_active(st->jobs[i].state) &&
-		    nload < CACHE_PROBE_IDS)
-			load[nload++] = id;
-	}
-	slurm_free_job_state_response_msg(st);
-	if (top >= *next + CACHE_PROBE_IDS / 2)
+	if (top >= *next + ELASTIC_SLURM_PROBE_IDS / 2)
 		return -1; /* a burst of submissions: one list is cheaper */
 	for (int i = 0; i < n; i++)
 		load[nload++] = ids[i];
