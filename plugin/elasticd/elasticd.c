@@ -192,9 +192,10 @@ static void _run(struct ed_daemon *d)
 		 * retried at most every 200 ms, not in a busy loop. */
 		if (dl && dl < last_tick + 200)
 			dl = last_tick + 200;
-		/* Between ticks, a cheap check every EVENT_POLL_MS: a change of
-		 * an elastic job or grant (a priority update, a job started or
-		 * ended) is acted on at once. */
+		/* Between ticks a change is acted on at once: an update of an
+		 * elastic job that a hint names, and what a cheap check every
+		 * EVENT_POLL_MS finds (a grant that started; the elastic jobs'
+		 * changes too while no hints arrive). */
 		int event = 0;
 		_hints_follow(d, now, tick_ms);
 		if (now >= next_hint && ed_hint_take(d->hint)) {

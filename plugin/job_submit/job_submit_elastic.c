@@ -536,6 +536,18 @@ static uint32_t _update_job_id(const job_desc_msg_t *jd)
 	return (uint32_t)v;
 }
 
+/* An update of elastic job job_id passed: elasticd hears of it at once (a
+ * hint), the job cache reads the job again soon (its GPU layout may have
+ * changed). Called with _lock held. */
+static void _elastic_updated(uint32_t job_id)
+{
+	char text[48];
+
+	snprintf(text, sizeof(text), "elastic-hint job %u", job_id);
+	_hint_send(text);
+	elastic__jc_reload(job_id);
+}
+
 static int _modify_locked(job_desc_msg_t *jd, uint32_t uid, char **err_msg)
 {
 	uint32_t job_id = _update_job_id(jd);
@@ -606,6 +618,8 @@ static int _modify_locked(job_desc_msg_t *jd, uint32_t uid, char **err_msg)
 				"job %u is elastic: its GPU request cannot be removed",
 				job_id);
 	}
+	if (e && e->req >= 0)
+		_elastic_updated(job_id);
 	return SLURM_SUCCESS;
 }
 
@@ -616,17 +630,6 @@ int job_modify(job_desc_msg_t *jd, void *job_ptr, uint32_t submit_uid, char **er
 	pthread_mutex_lock(&_lock);
 	_conf_refresh(0);
 	rc = _modify_locked(jd, submit_uid, err_msg);
-	if (rc == SLURM_SUCCESS) {
-		uint32_t id = _update_job_id(jd);
-		const struct elastic_job_entry *e =
-			id == NO_VAL ? NULL : elastic__jc_find(id);
-		if (e && e->req >= 0) {
-			char text[48];
-			snprintf(text, sizeof(text), "elastic-hint job %u", id);
-			_hint_send(text);
-			elastic__jc_reload(id);
-		}
-	}
 	pthread_mutex_unlock(&_lock);
 	return rc;
 }
