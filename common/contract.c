@@ -241,13 +241,18 @@ static int _check_gpus(const struct elastic_request *req, long glim, elastic_err
 	return 0;
 }
 
-static int _check_sizes(const struct elastic_request *req, elastic_error_t *err)
+/* given: the list as the user typed it, for the refusals (NULL: req's,
+ * which the parser sorted). */
+static int _check_sizes(const struct elastic_request *req, const char *given,
+			elastic_error_t *err)
 {
 	const struct elastic_sizes *s = &req->sizes;
 	char text[ELASTIC_TAG_MAX], what[160];
 
 	if (elastic_sizes_format(s, ',', text, sizeof(text)) < 0)
 		return _fail(err, EINVAL, "--%s: list too long", ELASTIC_OPT_SIZES);
+	if (given)
+		snprintf(text, sizeof(text), "%s", given);
 	if (s->kind == ELASTIC_SIZES_LIST) {
 		if (s->n < 1)
 			return elastic__opt_fail(err, ELASTIC_OPT_SIZES, text,
@@ -282,6 +287,13 @@ static int _check_sizes(const struct elastic_request *req, elastic_error_t *err)
 int elastic_request_check_limits(const struct elastic_request *req, long max_gpus,
 				 long max_grace, elastic_error_t *err)
 {
+	return elastic__request_check_as_given(req, max_gpus, max_grace, NULL, err);
+}
+
+int elastic__request_check_as_given(const struct elastic_request *req, long max_gpus,
+				    long max_grace, const char *sizes_given,
+				    elastic_error_t *err)
+{
 	char val[64], what[160], allowed[96];
 
 	if (_check_gpus(req, max_gpus, err) < 0)
@@ -301,7 +313,7 @@ int elastic_request_check_limits(const struct elastic_request *req, long max_gpu
 	if (req->weight < 1 || req->weight > ELASTIC_WEIGHT_MAX)
 		return elastic__opt_fail(err, ELASTIC_OPT_WEIGHT, val, "out of range",
 					 allowed);
-	return _check_sizes(req, err);
+	return _check_sizes(req, sizes_given, err);
 }
 
 int elastic_request_size_ok(const struct elastic_request *req, long n)

@@ -121,6 +121,11 @@ struct elastic_request {
  * be at least 1 (allowed: MIN[-MAX] with 1 <= MIN <= MAX <= 8)". */
 int elastic_request_check_limits(const struct elastic_request *req, long max_gpus,
 				 long max_grace, elastic_error_t *err);
+/* The same, naming the list of sizes as the user typed it (sizes_given;
+ * NULL: as req holds it, sorted) when it is refused. */
+int elastic__request_check_as_given(const struct elastic_request *req, long max_gpus,
+				    long max_grace, const char *sizes_given,
+				    elastic_error_t *err);
 
 /* The request as a task sees it (ELASTIC_MIN_GPUS, ELASTIC_MAX_GPUS,
  * ELASTIC_GRACE, ELASTIC_SIZES, ELASTIC_WEIGHT through get, NULL: getenv).

@@ -109,25 +109,6 @@ static int _parse_bounded(const char *opt, const char *s, long lo, long hi, long
 	return 0;
 }
 
-/* The parser sorts a list of sizes; a refusal names it as the user typed
- * it ("--elastic-sizes=4,2", not "=2,4"). */
-static void _sizes_as_given(elastic_error_t *err, const struct elastic_sizes *s,
-			    const char *given)
-{
-	char fmt[ELASTIC_TAG_MAX], key[ELASTIC_TAG_MAX + 32], out[sizeof(err->text)];
-	const char *at;
-
-	if (!err || !given || elastic_sizes_format(s, ',', fmt, sizeof(fmt)) < 0 ||
-	    strcmp(fmt, given) == 0)
-		return;
-	snprintf(key, sizeof(key), "--%s=%s:", ELASTIC_OPT_SIZES, fmt);
-	if (!(at = strstr(err->text, key)))
-		return;
-	snprintf(out, sizeof(out), "%.*s--%s=%s:%s", (int)(at - err->text), err->text,
-		 ELASTIC_OPT_SIZES, given, at + strlen(key));
-	snprintf(err->text, sizeof(err->text), "%s", out);
-}
-
 int elastic_request_from_options(struct elastic_request *req, const char *gpus,
 				 const char *grace, const char *sizes, const char *weight,
 				 const struct elastic_site_conf *site,
@@ -165,10 +146,10 @@ int elastic_request_from_options(struct elastic_request *req, const char *gpus,
 	if (sizes && elastic_sizes_parse(sizes, ',', &r.sizes, &sub) < 0)
 		return elastic__opt_fail(err, ELASTIC_OPT_SIZES, sizes, sub.text,
 					 ELASTIC__SIZES_ALLOWED);
-	if (elastic_request_check(&r, site, err) < 0) {
-		_sizes_as_given(err, &r.sizes, sizes);
+	/* The parser sorts a list of sizes: a refusal names it as typed. */
+	if (elastic__request_check_as_given(&r, _limit_gpus(site), _limit_grace(site),
+					    sizes, err) < 0)
 		return -1;
-	}
 	*req = r;
 	return 0;
 }
