@@ -11,6 +11,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,6 +48,36 @@ static int _healed_world(struct run *r)
 	return r->job.in_place && r->ip.world < r->launch.rep.nranks ? r->ip.world : 0;
 }
 
+static int _reports(const char *host, const void *arg)
+{
+	return elastic__report_from(arg, host);
+}
+
+/* Nodes whose ranks never said how they ended (their daemon or the node
+ * lost) are held out of the next launches while Slurm lists them (lost.h). */
+static void _hold_out_lost(struct run *r)
+{
+	const char *self = getenv("SLURMD_NODENAME");
+	char hn[256] = "";
+
+	if (!r->launch.sum.missing)
+		return;
+	if (!self && gethostname(hn, sizeof(hn) - 1) == 0)
+		self = hn;
+	double now = elastic__now();
+	if (!elastic__lost_mark(&r->sets.lost, &r->sets.launched, self, _reports,
+				&r->launch.rep, now))
+		return;
+	for (int i = 0; i < r->sets.lost.n; i++) {
+		const struct elastic_lost_node *n = &r->sets.lost.node[i];
+		if (n->since == now) /* marked just now */
+			elastic__say(
+				"%s: its ranks never said how they ended (the node or its daemon lost): left out while Slurm lists its GPUs there, for %.0f s at most",
+				n->host, n->until - n->since);
+	}
+	r->sets.lost_look = elastic__now() + 1.0;
+}
+
 /* REFORM: finished, or launch again, or give up (elastic__run_* decide). */
 static enum run_state _reform(struct run *r)
 {
@@ -72,6 +103,7 @@ static enum run_state _reform(struct run *r)
 	default:
 		break;
 	}
+	_hold_out_lost(r);
 	r->sets.seen_fresh = elastic__slurm_gpus(r, &r->sets.seen, &err) == 0;
 	int changed = !elastic__same_set(&r->sets.launched, &r->sets.seen);
 	elastic__say(

@@ -103,6 +103,20 @@ int elastic__orders_new_gpus(const struct elastic_orders *o,
 	return n;
 }
 
+int elastic__orders_forget_ended(struct elastic_orders *o,
+				 int (*listed)(uint32_t grant, const void *arg),
+				 const void *arg)
+{
+	int k = 0, n = o->ngrow;
+	for (int i = 0; i < n; i++)
+		if (elastic__orders_released(o, o->grow[i]) || listed(o->grow[i], arg)) {
+			o->grow_gpus[k] = o->grow_gpus[i];
+			o->grow[k++] = o->grow[i];
+		}
+	o->ngrow = k;
+	return n - k;
+}
+
 int elastic__orders_take(struct elastic_orders *o, const struct elastic_msg *m,
 			 elastic_say_fn say)
 {

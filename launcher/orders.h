@@ -48,6 +48,14 @@ int elastic__orders_new_gpus(const struct elastic_orders *o,
 			     int (*known)(uint32_t grant, const void *arg),
 			     const void *arg);
 
+/* Forget the grants announced as started for which listed(grant, arg) is
+ * 0: Slurm, asked after the announcement, no longer lists them (they ended
+ * on their own: a lost node, a scancel), so they add nothing. Returns how
+ * many were forgotten. */
+int elastic__orders_forget_ended(struct elastic_orders *o,
+				 int (*listed)(uint32_t grant, const void *arg),
+				 const void *arg);
+
 /* The job runs without every grant ordered released so far (call it when
  * the old mpirun has ended and the next launch set is chosen): they are due
  * to be acknowledged. */

@@ -156,6 +156,15 @@ int elastic__report_ended_on(const struct elastic_report *r, const char *host, i
 	return 0;
 }
 
+int elastic__report_from(const struct elastic_report *r, const char *host)
+{
+	int n = 0;
+	for (int i = 0; i < r->nranks; i++)
+		n += r->end[i].how != ELASTIC_RANK_UNKNOWN &&
+		     !strcmp(r->end[i].host, host);
+	return n;
+}
+
 static void _drop(struct elastic_report *r, int i)
 {
 	close(r->conn[i]);

@@ -57,6 +57,9 @@ void elastic__report_format(char *buf, size_t len, const char *token, unsigned g
  * host (its GPU holds no live rank now), else 0. */
 int elastic__report_ended_on(const struct elastic_report *r, const char *host, int gpu);
 
+/* Ranks of the current launch that reported their end and ran on host. */
+int elastic__report_from(const struct elastic_report *r, const char *host);
+
 /* Send one line to "host:port" (5 s timeout). Returns 0 or -1. */
 int elastic__report_send(const char *addr, const char *line);
 

@@ -11,6 +11,7 @@
 #include "ctlclient.h"
 #include "gpuset.h"
 #include "inplace.h"
+#include "lost.h"
 #include "orders.h"
 #include "report.h"
 
@@ -60,6 +61,8 @@ struct run_sets {
 	int seen_fresh;			   /* seen was looked up after mpirun ended */
 	struct elastic_gpuset grown;	   /* launched and the nodes joining in place */
 	struct elastic_gpuset after_leave; /* launched less the leaving ranks' GPUs */
+	struct elastic_lost lost;	   /* nodes held out as lost (lost.h) */
+	double lost_look;		   /* when Slurm is next asked about them */
 };
 
 /* The launch under way and how the last one ended. */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "runlog.h"
+#include "sets.h"
 #include "slurmlist.h"
 
 /* Run argv, capture its stdout (at most 1 MiB). Returns a malloc'd string or
@@ -133,11 +134,26 @@ static int _discover(const struct run *r, struct elastic_gpuset *set,
 	return 0;
 }
 
-int elastic__slurm_gpus(const struct run *r, struct elastic_gpuset *set,
-			elastic_error_t *err)
+int elastic__slurm_gpus_all(struct run *r, struct elastic_gpuset *set,
+			    elastic_error_t *err)
 {
 	if (_discover(r, set, err) < 0)
 		return -1;
+	int n = r->job.have_ctl ? elastic__orders_forget_ended(&r->job.orders,
+							       elastic__grant_listed, set)
+				: 0;
+	if (n && elastic__verbose)
+		elastic__say(
+			"%d grant%s announced as started no longer listed by Slurm (ended)",
+			n, n == 1 ? "" : "s");
+	return 0;
+}
+
+int elastic__slurm_gpus(struct run *r, struct elastic_gpuset *set, elastic_error_t *err)
+{
+	if (elastic__slurm_gpus_all(r, set, err) < 0)
+		return -1;
+	elastic__lost_hold_out(&r->sets.lost, set);
 	elastic__gpuset_trim(set, &r->job.req);
 	return 0;
 }

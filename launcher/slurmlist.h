@@ -6,9 +6,15 @@
 #include "run.h"
 
 /* The job's GPUs now (its allocation, then its running grant jobs in job id
- * order, less grants ordered released), cut to what it may use
- * (--elastic-gpus MAX, sizes), into set: 0, or -1 with err. */
-int elastic__slurm_gpus(const struct run *r, struct elastic_gpuset *set,
-			elastic_error_t *err);
+ * order, less grants ordered released and nodes held out as lost: lost.h),
+ * cut to what it may use (--elastic-gpus MAX, sizes), into set: 0, or -1
+ * with err. Grants announced as started that Slurm no longer lists leave
+ * the book of orders. */
+int elastic__slurm_gpus(struct run *r, struct elastic_gpuset *set, elastic_error_t *err);
+
+/* The same with no node held out and nothing cut: every GPU Slurm lists
+ * for the job (what elastic__lost_look compares with). */
+int elastic__slurm_gpus_all(struct run *r, struct elastic_gpuset *set,
+			    elastic_error_t *err);
 
 #endif

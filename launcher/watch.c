@@ -61,14 +61,30 @@ static int _releases_to_come(struct run *r, int released)
 	return elastic__now() - r->ip.t_rel_wait < RELEASE_SETTLE_S;
 }
 
+/* Slurm's list now against the launched set: 1 when it changed (a growth
+ * in place is planned where it can be, else a re-form is due), 0 when not
+ * or when Slurm cannot be asked. Slurm shows a grant ordered released
+ * until elasticd cancels it, after the job acknowledged the release: such
+ * GPUs are no change. */
+static int _slurm_changed(struct run *r)
+{
+	elastic_error_t err;
+
+	if (elastic__slurm_gpus(r, &r->sets.seen, &err) < 0)
+		return 0;
+	elastic__gpuset_drop(&r->sets.seen, elastic__released_job, &r->job.orders);
+	if (elastic__same_set(&r->sets.launched, &r->sets.seen))
+		return 0;
+	elastic__plan_grow(r);
+	return 1;
+}
+
 /* While mpirun runs: an order that changes the job's GPUs makes a re-form
  * due (_stop_when_ready tells the ranks). A release of GPUs in use, or
  * started grants that add usable GPUs, settle it at once; otherwise Slurm
  * is asked (a grant may add no usable GPU, e.g. under --elastic-sizes). */
 static void _follow_orders(struct run *r)
 {
-	elastic_error_t err;
-
 	elastic__progress_forward(r);
 	int act = elastic__orders_poll(&r->job.orders, &r->job.ctl, 50, elastic__say);
 	if (r->launch.stop_sent || r->launch.stop_due || (!act && !r->ip.t_rel_wait))
@@ -97,14 +113,38 @@ static void _follow_orders(struct run *r)
 		elastic__grow_from_slurm(r);
 		return;
 	}
-	/* Slurm shows a grant ordered released until elasticd cancels it,
-	 * after the job acknowledged the release: such GPUs are no change */
-	if (elastic__slurm_gpus(r, &r->sets.seen, &err) == 0) {
-		elastic__gpuset_drop(&r->sets.seen, elastic__released_job,
-				     &r->job.orders);
-		r->launch.stop_due = !elastic__same_set(&r->sets.launched, &r->sets.seen);
-		if (r->launch.stop_due)
-			elastic__plan_grow(r);
+	r->launch.stop_due = _slurm_changed(r);
+}
+
+/* How often Slurm is asked about the nodes held out as lost. */
+#define LOST_LOOK_S 1.0
+
+/* Nodes held out as lost (lost.h), while no change is under way: a node
+ * whose GPUs Slurm no longer lists is forgotten; one still listed when its
+ * hold ends is taken again (a growth, in place where the runtime can). */
+static void _look_at_lost(struct run *r)
+{
+	elastic_error_t err;
+
+	if (!r->sets.lost.n || elastic__now() < r->sets.lost_look || r->launch.stop_due ||
+	    r->launch.stop_sent ||
+	    (r->ip.state != ELASTIC_INPLACE_IDLE &&
+	     r->ip.state != ELASTIC_INPLACE_HEALING))
+		return;
+	r->sets.lost_look = elastic__now() + LOST_LOOK_S;
+	if (elastic__slurm_gpus_all(r, &r->sets.seen, &err) < 0)
+		return;
+	struct elastic_lost_look k =
+		elastic__lost_look(&r->sets.lost, &r->sets.seen, elastic__now());
+	if (k.gone)
+		elastic__say(
+			"%s: Slurm no longer lists the job's GPUs there (%.1f s after its ranks were lost): the job goes on without them",
+			k.host, k.held_for);
+	if (k.released) {
+		elastic__say(
+			"%s: Slurm still lists the job's GPUs there %.0f s after its ranks were lost: taking them again",
+			k.host, k.held_for);
+		r->launch.stop_due = _slurm_changed(r);
 	}
 }
 
@@ -162,6 +202,7 @@ enum run_state elastic__watch(struct run *r)
 		elastic__watch_record(r);
 		if (r->job.have_ctl)
 			_follow_orders(r);
+		_look_at_lost(r);
 		_stop_when_ready(r);
 	}
 	elastic__child = -1;

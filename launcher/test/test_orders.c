@@ -145,6 +145,32 @@ static void new_gpus(void **state)
 	assert_int_equal(elastic__orders_new_gpus(&o, known_21, NULL), 3);
 }
 
+/* A grant announced as started that Slurm no longer lists ended on its own
+ * (a lost node): it leaves the book and adds nothing any more; one ordered
+ * released stays (its acknowledgement is still due). */
+static void forget_ended(void **state)
+{
+	struct elastic_orders o;
+	struct elastic_msg g20 = msg(ELASTIC_MSG_GRANT, 7, 0, 20);
+	struct elastic_msg g21 = msg(ELASTIC_MSG_GRANT, 7, 0, 21);
+	struct elastic_msg g22 = msg(ELASTIC_MSG_GRANT, 7, 0, 22);
+	struct elastic_msg r22 = msg(ELASTIC_MSG_RELEASE, 7, 9, 22);
+	(void)state;
+	elastic__orders_init(&o, 7);
+	g20.gpus = 3;
+	elastic__orders_take(&o, &g20, say);
+	elastic__orders_take(&o, &g21, say);
+	elastic__orders_take(&o, &g22, say);
+	elastic__orders_take(&o, &r22, say);
+	assert_int_equal(elastic__orders_forget_ended(&o, known_21, NULL), 1);
+	assert_int_equal(o.ngrow, 2); /* 21 listed, 22 released */
+	assert_int_equal(elastic__orders_new_gpus(&o, known_21, NULL), 0);
+	assert_true(elastic__orders_released(&o, 22));
+	assert_int_equal(elastic__orders_forget_ended(&o, known_21, NULL), 0);
+	/* announced again (a new grant has a new id; the same id is news) */
+	assert_int_equal(elastic__orders_take(&o, &g20, say), 1);
+}
+
 /* The book is bounded: the oldest release is forgotten. */
 static void release_overflow(void **state)
 {
@@ -200,6 +226,7 @@ int main(void)
 		cmocka_unit_test(release_after_done),
 		cmocka_unit_test(grants_and_others),
 		cmocka_unit_test(new_gpus),
+		cmocka_unit_test(forget_ended),
 		cmocka_unit_test(release_overflow),
 		cmocka_unit_test(long_resize),
 		cmocka_unit_test(release_done_unless_in_use),
