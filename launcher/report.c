@@ -156,6 +156,22 @@ int elastic__report_ended_on(const struct elastic_report *r, const char *host, i
 	return 0;
 }
 
+int elastic__report_failed_on(const struct elastic_report *r, const char *host, int gpu,
+			      int reform_code)
+{
+	for (int i = 0; i < r->nranks; i++) {
+		const struct elastic_rank_end *e = &r->end[i];
+		if (e->how == ELASTIC_RANK_UNKNOWN || e->gpu != gpu || gpu < 0 ||
+		    strcmp(e->host, host))
+			continue;
+		if (e->how == ELASTIC_RANK_SIGNALED ||
+		    (e->value != 0 && e->value != reform_code &&
+		     e->value != ELASTIC_EXIT_LEFT))
+			return 1;
+	}
+	return 0;
+}
+
 int elastic__report_from(const struct elastic_report *r, const char *host)
 {
 	int n = 0;

@@ -70,6 +70,20 @@ int elastic__idle_gpus(const struct run *r, int released)
 	return n;
 }
 
+int elastic__failed_gpus(const struct run *r)
+{
+	int n = 0;
+	for (int h = 0; h < r->sets.launched.nhosts; h++) {
+		const struct elastic_host *x = &r->sets.launched.host[h];
+		for (int g = 0; g < x->ngpus; g++)
+			n += elastic__report_failed_on(&r->launch.rep, x->name, x->gpu[g],
+						       EXIT_REFORM) &&
+			     !elastic__orders_released(&r->job.orders,
+						       (uint32_t)x->gpu_job[g]);
+	}
+	return n;
+}
+
 int elastic__live_gpus(const struct run *r)
 {
 	return r->sets.launched.total - elastic__idle_gpus(r, 0);

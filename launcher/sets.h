@@ -57,6 +57,10 @@ int elastic__uses_released(const struct run *r);
  * released: only those of grants ordered released. */
 int elastic__idle_gpus(const struct run *r, int released);
 
+/* GPUs of the launched set, not ordered released, whose rank failed while
+ * the others went on (healed in place): held by the job with no rank. */
+int elastic__failed_gpus(const struct run *r);
+
 /* GPUs of the launched set that hold a live rank. */
 int elastic__live_gpus(const struct run *r);
 

@@ -148,6 +148,47 @@ static void _look_at_lost(struct run *r)
 	}
 }
 
+/* How long GPUs whose rank failed stay held with no rank before the job
+ * re-forms onto them: doubled with each such re-form of the run (a GPU
+ * that fails its ranks again and again costs less and less), up to the
+ * maximum. */
+#define REPLACE_AFTER_S 2.0
+#define REPLACE_MAX_S	300.0
+
+/* A rank that failed while its node lives on was healed around: its GPU
+ * stays held by the job with no rank on it. Unless a release takes it
+ * (acknowledged at once), the job re-forms onto all its GPUs, a rank on
+ * each, after REPLACE_AFTER_S. */
+static void _replace_failed(struct run *r)
+{
+	int n = 0;
+
+	if (!r->launch.stop_due && !r->launch.stop_sent &&
+	    (r->ip.state == ELASTIC_INPLACE_IDLE ||
+	     r->ip.state == ELASTIC_INPLACE_HEALING))
+		n = elastic__failed_gpus(r);
+	if (!n) {
+		r->launch.t_failed = 0;
+		return;
+	}
+	double now = elastic__now(), wait = REPLACE_AFTER_S;
+	for (int i = 0; i < r->launch.replaced && wait < REPLACE_MAX_S; i++)
+		wait *= 2;
+	if (wait > REPLACE_MAX_S)
+		wait = REPLACE_MAX_S;
+	if (!r->launch.t_failed)
+		r->launch.t_failed = now;
+	if (now - r->launch.t_failed < wait)
+		return;
+	elastic__say(
+		"%d GPU%s held with no rank for %.0f s (%s rank%s failed, the others went on): re-forming onto all %d GPUs",
+		n, n == 1 ? "" : "s", now - r->launch.t_failed, n == 1 ? "its" : "their",
+		n == 1 ? "" : "s", r->sets.launched.total);
+	r->launch.replaced++;
+	r->launch.t_failed = 0;
+	r->launch.stop_due = 1;
+}
+
 /* A re-form that is due (an order, or SIGUSR1 to elastic-run) reaches the
  * ranks as SIGUSR1 once they can take it. */
 static void _stop_when_ready(struct run *r)
@@ -193,6 +234,7 @@ enum run_state elastic__watch(struct run *r)
 	int ws;
 
 	r->launch.stop_sent = r->launch.stop_due = 0;
+	r->launch.t_failed = 0;
 	for (;;) {
 		if (elastic__report_poll(&r->launch.rep, r->job.have_ctl ? 50 : 200) > 0)
 			_say_ends(r);
@@ -203,6 +245,7 @@ enum run_state elastic__watch(struct run *r)
 		if (r->job.have_ctl)
 			_follow_orders(r);
 		_look_at_lost(r);
+		_replace_failed(r);
 		_stop_when_ready(r);
 	}
 	elastic__child = -1;

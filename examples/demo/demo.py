@@ -88,20 +88,23 @@ class Job:
 # elasticd starts its grants, and elastic-run waits for them before the first
 # launch (--grant-wait), so no grow at the start. Job 1: starts on 8, gives 4
 # to job 2 and 1 more at the priority change (shrink, shrink), heals a lost
-# rank in place and keeps its GPUs through job 2's node loss. Job 2: starts on
-# 4, grows to 5 at the priority change, re-forms on 4 after the node loss
-# (failure), back to 5 when the node is back, to 8 when job 1 ends (grow x3).
+# rank in place, re-forms onto the lost rank's GPU 2 s later (replace: a rank
+# on each GPU it holds) and keeps its GPUs through job 2's node loss. Job 2:
+# starts on 4, grows to 5 at the priority change, re-forms on 4 after the
+# node loss (failure), back to 5 when the node is back, to 8 when job 1 ends
+# (grow x3).
 CAUSES = ec.CAUSES
 DIGITS_TRAIN = 1500  # examples/pytorch/train_digits.py's training split
 TORCH_TRAIN = os.path.join(ec.SRC, "examples/pytorch/train_digits.py")
 TORCH_SBATCH = os.path.join(ec.SRC, "examples/pytorch/train.sbatch")
-MIN_REFORMS = {1: {"grow": 0, "shrink": 2, "failure": 0, "other": 0, "heal": 1},
-               2: {"grow": 3, "shrink": 0, "failure": 1, "other": 0, "heal": 0}}
+MIN_REFORMS = {1: {"grow": 0, "shrink": 2, "failure": 0, "replace": 1, "other": 0, "heal": 1},
+               2: {"grow": 3, "shrink": 0, "failure": 1, "replace": 0, "other": 0, "heal": 0}}
 # On a runtime that heals a lost node in place (Open MPI 6): job 1's shrinks
 # are done in place (its ranks on the released GPUs leave, no relaunch) and
 # job 2's node loss heals in place instead of re-forming.
-MIN_REFORMS_IN_PLACE = {1: {"grow": 0, "shrink": 0, "failure": 0, "other": 0, "heal": 1},
-                        2: {"grow": 3, "shrink": 0, "failure": 0, "other": 0, "heal": 1}}
+MIN_REFORMS_IN_PLACE = {
+    1: {"grow": 0, "shrink": 0, "failure": 0, "replace": 1, "other": 0, "heal": 1},
+    2: {"grow": 3, "shrink": 0, "failure": 0, "replace": 0, "other": 0, "heal": 1}}
 
 
 def runtime_in_place(build):

@@ -307,7 +307,7 @@ class Elasticd:
 # lost mean a failure (a node or daemon lost). libelastic prints "redo step"
 # for a heal in place (no relaunch). tests/demo/scenario.sh counts the same
 # way in awk.
-CAUSES = ("grow", "shrink", "failure", "other", "heal")
+CAUSES = ("grow", "shrink", "failure", "replace", "other", "heal")
 _REFORM_RE = re.compile(r"elastic-run \S+: re-form \d+: (\d+) ranks? on")
 _ENDED_RE = re.compile(r"mpirun ended after .*: \d+ ranks? ok, (\d+) failed, (\d+) asked to "
                        r"re-form, (\d+) killed, (\d+) lost")
@@ -327,6 +327,8 @@ def reforms(path):
             order = "shrink"
         elif re.search(r"controller: grant \d+ started", line):
             order = "grow"
+        elif "held with no rank for" in line:
+            order = "replace"
         m = _ENDED_RE.search(line)
         if m:
             failed, asked, killed, lost = (int(x) for x in m.groups())

@@ -118,6 +118,36 @@ static void ended_on(void **state)
 	elastic__report_close(&r);
 }
 
+/* Which ends are failures (a GPU left with no rank), and the ranks that
+ * reported from a host (lost.c's count). */
+static void failed_on_and_from(void **state)
+{
+	struct elastic_report r;
+	static const struct {
+		int how, value, failed;
+	} t[] = {
+		{ELASTIC_RANK_SIGNALED, 9, 1}, {ELASTIC_RANK_EXITED, 1, 1},
+		{ELASTIC_RANK_EXITED, 0, 0},   {ELASTIC_RANK_EXITED, 75, 0},
+		{ELASTIC_RANK_EXITED, 76, 0},  {ELASTIC_RANK_UNKNOWN, 0, 0},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		book(&r, 2);
+		r.end[1] = (struct elastic_rank_end){
+			.how = t[i].how, .value = t[i].value, .host = "node2", .gpu = 3};
+		if (elastic__report_failed_on(&r, "node2", 3, 75) != t[i].failed)
+			fail_msg("how %d value %d: expected failed %d", t[i].how,
+				 t[i].value, t[i].failed);
+		assert_false(elastic__report_failed_on(&r, "node2", 2, 75));
+		assert_false(elastic__report_failed_on(&r, "node1", 3, 75));
+		assert_int_equal(elastic__report_from(&r, "node2"),
+				 t[i].how != ELASTIC_RANK_UNKNOWN);
+		assert_int_equal(elastic__report_from(&r, "node1"), 0);
+		elastic__report_close(&r);
+	}
+}
+
 static void cause(void **state)
 {
 	struct elastic_report r;
@@ -176,7 +206,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(round_trip), cmocka_unit_test(bad_lines),
 		cmocka_unit_test(ended_on),   cmocka_unit_test(cause),
-		cmocka_unit_test(one_poll),
+		cmocka_unit_test(one_poll),   cmocka_unit_test(failed_on_and_from),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

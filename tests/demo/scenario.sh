@@ -158,14 +158,25 @@ awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 3) }' || t_fail "job 2's 
 t_log "job 2 (PyTorch): loss $first -> $last, test accuracy ${acc#* } (shown at ${acc% *} points of the loss table)"
 
 # 3. Job 1's lost rank: healed in place (a redo at the smaller size, no
-# relaunch after the kill); job 2's node loss: a relaunch on fewer ranks
-# that resumed from the snapshot, then back to 5 ranks or more.
+# relaunch after the kill), then a rank again on its GPU within a bounded
+# time (a re-form onto all the job's GPUs 2 s after); job 2's node loss: a
+# relaunch on fewer ranks that resumed from the snapshot, then back to 5
+# ranks or more.
 f1=$out/job1.out
-# After the heal, a relaunch may only follow an order of the controller.
-awk '/^redo step/ { f = 1 } f && /controller: (release|grant)/ { f = 0 }
+# After the heal, a relaunch may only follow an order of the controller or
+# the replacement of the lost rank.
+awk '/^redo step/ { f = 1 } f && /controller: (release|grant)|held with no rank for/ { f = 0 }
 	f && /re-form [0-9]+:/ { bad = 1 } END { exit bad }' "$f1" ||
 	t_fail "job 1 was relaunched after losing a rank (not healed in place)"
 t_grep "^redo step [0-9]+: size now 2" "$f1" "job 1 did not continue on 2 ranks after losing one"
+# The lost rank's GPU trains again: within 10 s of the heal, a step at 3.
+replaced=$(awk '/^redo step [0-9]+: size now 2/ { f = 1 } f && /held with no rank for/ {
+	for (i = 1; i <= NF; i++) if ($i == "for") { print $(i + 1); exit } }' "$f1")
+[ -n "$replaced" ] && [ "$replaced" -le 10 ] ||
+	t_fail "job 1 kept its lost rank's GPU with no rank (no re-form onto it within 10 s: '${replaced:-none}')"
+awk '/^redo step [0-9]+: size now 2/ { f = 1 } f && /^step [0-9]+ .* size 3 / { ok = 1 } END { exit !ok }' "$f1" ||
+	t_fail "job 1 did not train on 3 GPUs again after its lost rank was replaced"
+t_log "job 1: its lost rank's GPU held with no rank for $replaced s, then a rank on it again"
 sizes2=$(grep -aEo '^step [0-9]+ epoch [0-9]+ size [0-9]+' "$out/job2.out" | awk '{ print $6 }' | uniq | paste -sd' ')
 echo " $sizes2 " | grep -Eq ' 5( [1-4])+ [5-8] ' ||
 	t_fail "job 2's sizes do not show 5 -> fewer -> 5 or more around its node loss: $sizes2"
@@ -183,6 +194,7 @@ reform_counts() { # job output -> "grow N shrink N failure N other N heal N"
 	tr -d '\000' <"$1" | awk '
 		/controller: release grant/ { order = "shrink" }
 		/controller: grant [0-9]+ started/ { order = "grow" }
+		/held with no rank for .*re-forming onto all/ { order = "replace" }
 		/mpirun ended after .*: [0-9]+ ranks? ok, / {
 			for (i = 1; i <= NF; i++) {
 				if ($(i + 1) ~ /^failed,/) failed = $i
@@ -195,14 +207,14 @@ reform_counts() { # job output -> "grow N shrink N failure N other N heal N"
 		}
 		/elastic-run [^ ]+: re-form [0-9]+: [0-9]+ ranks? on/ { n[cause != "" ? cause : "other"]++; cause = "" }
 		/^redo step [0-9]+: size now/ { n["heal"]++ }
-		END { printf "grow %d shrink %d failure %d other %d heal %d\n", n["grow"], n["shrink"], n["failure"], n["other"], n["heal"] }'
+		END { printf "grow %d shrink %d failure %d replace %d other %d heal %d\n", n["grow"], n["shrink"], n["failure"], n["replace"], n["other"], n["heal"] }'
 }
 for n in 1 2; do
 	got=$(reform_counts "$out/job$n.out")
-	want=$([ $n = 1 ] && echo "grow 0 shrink 2 failure 0 other 0 heal 1" || echo "grow 3 shrink 0 failure 1 other 0 heal 0")
+	want=$([ $n = 1 ] && echo "grow 0 shrink 2 failure 0 replace 1 other 0 heal 1" || echo "grow 3 shrink 0 failure 1 replace 0 other 0 heal 0")
 	# Open MPI 6 (MIN_REFORMS_IN_PLACE): shrinks in place, the node loss healed in place
 	if t_runtime_in_place; then
-		want=$([ $n = 1 ] && echo "grow 0 shrink 0 failure 0 other 0 heal 1" || echo "grow 3 shrink 0 failure 0 other 0 heal 1")
+		want=$([ $n = 1 ] && echo "grow 0 shrink 0 failure 0 replace 1 other 0 heal 1" || echo "grow 3 shrink 0 failure 0 replace 0 other 0 heal 1")
 		[ $n = 1 ] || echo "$got" | grep -q 'heal 1$' || t_fail "job 2: its node loss was not healed in place ($got)"
 	fi
 	t_log "job $n re-forms by cause: $got (minimum: $want)"
