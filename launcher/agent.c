@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "ldpath.h"
 #include "contract.h"
 #include "runmap.h"
 
@@ -63,6 +64,15 @@ int elastic__agent_main(int argc, char **argv)
 			memmove(d, d + 12, strlen(d + 12) + 1);
 		else
 			d += 12;
+	}
+	/* the ranks there hand a warm interpreter their environment without
+	 * what the runtime adds to LD_LIBRARY_PATH for its daemon (ldpath.h) */
+	char added[1024], *named = NULL;
+	if (elastic__ld_added(cmd, added, sizeof(added)) == 0 &&
+	    asprintf(&named, "ELASTIC_RUN_LD_ADDED=%s;export ELASTIC_RUN_LD_ADDED;%s",
+		     added, cmd) > 0) {
+		free(cmd);
+		cmd = named;
 	}
 	snprintf(jobopt, sizeof(jobopt), "--jobid=%lu", job);
 	char *sargv[] = {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "inplace_run.h"
+#include "prewarm.h"
 #include "progress.h"
 #include "runlog.h"
 #include "runmap.h"
@@ -132,6 +133,8 @@ static void _grow_done(struct run *r, unsigned long long step, int size)
 	r->ip.world = size;
 	r->ip.join_add = 0;
 	_settle(r);
+	/* the joiners started cold: the next relaunch need not */
+	elastic__prewarm_hosts(&r->sets.launched);
 	r->launch.stop_sent = r->launch.stop_due = 0;
 	_empty_file(r->file.join);
 	if (r->job.have_ctl) {

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ldpath.h"
 #include "prewarm.h"
 
 #define MAX_FDS	   250 /* SCM_RIGHTS takes at most 253 */
@@ -191,6 +192,11 @@ void elastic__prewarm_launch(const struct elastic_gpuset *set, double t_end)
 	_setenv_time("ELASTIC_RUN_T_LAUNCH", now);
 	if (t_end > 0)
 		_setenv_time("ELASTIC_RUN_T_END", now - (_mono() - t_end));
+	elastic__prewarm_hosts(set);
+}
+
+void elastic__prewarm_hosts(const struct elastic_gpuset *set)
+{
 	if (!pw.on)
 		return;
 	/* forget the zygotes that ended (their node lost, or they failed) */
@@ -360,10 +366,24 @@ static int _send_request(int s, char **argv)
 	int bad = _put(&buf, &len, &cap, "v1") || _put(&buf, &len, &cap, num);
 	for (int i = 0; i < argc && !bad; i++)
 		bad = _put(&buf, &len, &cap, argv[i]);
-	snprintf(num, sizeof(num), "%d", envc);
+	/* LD_LIBRARY_PATH as the job has it, without what the runtime added
+	 * for this node's daemon (ldpath.h): the zygote compares it with its own */
+	const char *ld_added = getenv("ELASTIC_RUN_LD_ADDED"),
+		   *ld = getenv("LD_LIBRARY_PATH");
+	const char *ld_job = ld ? elastic__ld_strip(ld, ld_added) : NULL;
+	char *ld_var = NULL;
+	if (ld_job && ld_job != ld && *ld_job &&
+	    asprintf(&ld_var, "LD_LIBRARY_PATH=%s", ld_job) < 0)
+		ld_var = NULL;
+	int skip = ld_job && ld_job != ld && (!*ld_job || ld_var) ? 1 : 0;
+	snprintf(num, sizeof(num), "%d", envc - skip + (ld_var ? 1 : 0));
 	bad = bad || _put(&buf, &len, &cap, num);
 	for (int i = 0; i < envc && !bad; i++)
-		bad = _put(&buf, &len, &cap, environ[i]);
+		if (!skip || strncmp(environ[i], "LD_LIBRARY_PATH=", 16))
+			bad = _put(&buf, &len, &cap, environ[i]);
+	if (ld_var)
+		bad = bad || _put(&buf, &len, &cap, ld_var);
+	free(ld_var);
 	mode_t um = umask(0);
 	umask(um);
 	snprintf(mask, sizeof(mask), "%o", (unsigned)um);

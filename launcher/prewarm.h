@@ -25,6 +25,10 @@ int elastic__prewarm_setup(char **prog, unsigned long jobid, int verbose,
  * seconds; 0: first launch) for the ranks' timings. */
 void elastic__prewarm_launch(const struct elastic_gpuset *set, double t_end);
 
+/* The same without the timings: after a growth in place, so that the next
+ * relaunch finds warm interpreters on the nodes that joined. */
+void elastic__prewarm_hosts(const struct elastic_gpuset *set);
+
 /* elastic-run, at the end: stop the zygotes. */
 void elastic__prewarm_stop(void);
 

@@ -38,6 +38,17 @@ n=$(grep -c "started warm: pid" "$T_DIR/warm")
 t_grep '^timings \(fresh, step 0, warm\)' "$T_DIR/warm" "rank 0 says warm"
 t_log "$(grep '^timings' "$T_DIR/warm")"
 
+# (1b) on another node than mpirun's, the runtime starts the daemon with its
+# own library directories before LD_LIBRARY_PATH (PRRTE's remote launch);
+# the launch agent names them (ELASTIC_RUN_LD_ADDED) and the ranks there
+# are still forked warm
+ld_added=/usr/lib/x86_64-linux-gnu/pmix2/lib:/usr/lib
+LD_LIBRARY_PATH=$ld_added${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ELASTIC_RUN_LD_ADDED=$ld_added \
+	MPIRUN="$MPIRUN -x LD_LIBRARY_PATH -x ELASTIC_RUN_LD_ADDED" run remote 2 --epochs 1 ||
+	{ cat "$T_DIR/remote"; t_fail "run with the runtime's library path"; }
+n=$(grep -c "started warm: pid" "$T_DIR/remote")
+[ "$n" = 2 ] || { cat "$T_DIR/remote"; t_fail "$n of 2 ranks with the runtime's library path started warm"; }
+
 # (2) refused: OMP_NUM_THREADS differs from the zygote's
 OMP_NUM_THREADS=2 run refused 2 --epochs 1 || { cat "$T_DIR/refused"; t_fail "refused run"; }
 t_grep "^done: 12 steps" "$T_DIR/refused" "the refused ranks ran cold"
