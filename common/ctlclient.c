@@ -201,7 +201,31 @@ enum elastic_ctl_ev_type elastic__ctl_next(struct elastic_ctlclient *c, int time
 	 * job's own user, as elastic-ctl's stand-in job tests it). */
 	if (ev->uid != 0 && ev->uid != c->slurm_user && ev->uid != geteuid())
 		return ev->type = ELASTIC_CTL_EV_IGNORED;
+	if (elastic__ctl_refuses_rec(&ev->msg))
+		c->rec_refused = 1;
 	return ev->type = ELASTIC_CTL_EV_MSG;
+}
+
+int elastic__ctl_refuses_rec(const struct elastic_msg *m)
+{
+	static const char *const keys[] = {"'reforms'", "'inplace'", "'recovery'",
+					   "'recovery_ms'"};
+	const char *k;
+
+	if (m->type != ELASTIC_MSG_ERROR || !(k = strstr(m->reason, "unknown key ")))
+		return 0;
+	k += strlen("unknown key ");
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strncmp(k, keys[i], strlen(keys[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* Are there counts to send? (all zero: the status of an older job) */
+static int _rec_any(const struct elastic_recovery_counts *r)
+{
+	static const struct elastic_recovery_counts zero;
+	return memcmp(r, &zero, sizeof(zero)) != 0;
 }
 
 int elastic__ctl_status(struct elastic_ctlclient *c, uint64_t step, double rate,
@@ -217,6 +241,11 @@ int elastic__ctl_status(struct elastic_ctlclient *c, uint64_t step, double rate,
 	if (rate >= 0) {
 		m.present |= ELASTIC_K_RATE;
 		m.rate = rate;
+	}
+	if (!c->rec_refused && _rec_any(&c->rec)) {
+		m.present |= ELASTIC_K_REFORMS | ELASTIC_K_INPLACE | ELASTIC_K_RECOVERY |
+			     ELASTIC_K_RECOVERY_MS;
+		m.rec = c->rec;
 	}
 	return _send(c, &m, err);
 }

@@ -27,12 +27,14 @@ struct elastic_ctlclient {
 	/* What the hello and status messages say: set by the caller. */
 	int gpus;
 	uint64_t step;
+	struct elastic_recovery_counts rec; /* status: sent once not all zero */
 	/* State. */
 	int fd; /* -1: not connected */
 	elastic_auth_t *auth;
 	double next_try; /* monotonic time of the next connection attempt */
 	double backoff;
-	int failures; /* connections dropped or failed since the last hello */
+	int failures;	 /* connections dropped or failed since the last hello */
+	int rec_refused; /* the controller refused rec's keys (older than them) */
 };
 
 enum elastic_ctl_ev_type {
@@ -85,11 +87,18 @@ enum elastic_ctl_ev_type elastic__ctl_next(struct elastic_ctlclient *c, int time
 					   struct elastic_ctl_ev *ev);
 
 /* Progress: the committed step and samples/s (rate < 0: leave it out), with
- * the GPUs in c->gpus. Sent now if connected; else the step goes with the
+ * the GPUs in c->gpus and, once any is not zero, the counts in c->rec
+ * (unless the controller refused them). Sent now if connected; else the step goes with the
  * next hello. 0, or -1 with err when not connected or the send failed (the
  * connection is then closed and retried). */
 int elastic__ctl_status(struct elastic_ctlclient *c, uint64_t step, double rate,
 			elastic_error_t *err);
+
+/* 1 if m is a controller's error that refuses one of the keys of
+ * c->rec as unknown (an elasticd older than them; it closes the
+ * connection): elastic__ctl_next then leaves them out from the next
+ * status on. */
+int elastic__ctl_refuses_rec(const struct elastic_msg *m);
 
 /* Answer a release order: result ELASTIC_ACK_OK, or ELASTIC_ACK_REFUSED with
  * reason (may be NULL). 0, or -1 with err as for elastic__ctl_status. */

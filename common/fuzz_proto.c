@@ -39,7 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (back.type != m.type || back.present != m.present ||
 		    back.job != m.job || back.step != m.step || back.order != m.order ||
 		    back.grant != m.grant || strcmp(back.host, m.host) ||
-		    strcmp(back.reason, m.reason) || strcmp(back.nodes, m.nodes))
+		    strcmp(back.reason, m.reason) || strcmp(back.nodes, m.nodes) ||
+		    memcmp(&back.rec, &m.rec, sizeof(m.rec)))
 			abort();
 	}
 	/* As an AdminComment tag and a size list: what parses formats back to

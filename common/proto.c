@@ -22,6 +22,7 @@ enum _kind {
 	_TEXT,	/* printable ASCII including space */
 	_RESULT,
 	_STATE,
+	_LIST, /* size uint32_t in [lo, hi], comma-separated, every one given */
 };
 
 struct _key {
@@ -36,6 +37,7 @@ struct _key {
 #define _OFF(f)	 offsetof(struct elastic_msg, f)
 #define _SZ(f)	 sizeof(((struct elastic_msg *)0)->f)
 #define _GPU_MAX (1u << 20)
+#define _N(f)	 (sizeof(((struct elastic_msg *)0)->f) / sizeof(uint32_t))
 
 static const struct _key _keys[] = {
 	{"job", ELASTIC_K_JOB, _U32, _OFF(job), 0, 1, UINT32_MAX - 1},
@@ -60,6 +62,13 @@ static const struct _key _keys[] = {
 	{"grants", ELASTIC_K_GRANTS, _U32, _OFF(grants), 0, 0, _GPU_MAX},
 	{"count", ELASTIC_K_COUNT, _U32, _OFF(count), 0, 0, UINT32_MAX},
 	{"action", ELASTIC_K_ACTION, _NAME, _OFF(action), _SZ(action)},
+	{"reforms", ELASTIC_K_REFORMS, _LIST, _OFF(rec.reforms), _N(rec.reforms), 0,
+	 UINT32_MAX},
+	{"inplace", ELASTIC_K_INPLACE, _LIST, _OFF(rec.in_place), _N(rec.in_place), 0,
+	 UINT32_MAX},
+	{"recovery", ELASTIC_K_RECOVERY, _LIST, _OFF(rec.bucket), _N(rec.bucket), 0,
+	 UINT32_MAX},
+	{"recovery_ms", ELASTIC_K_RECOVERY_MS, _U64, _OFF(rec.sum_ms)},
 	{NULL},
 };
 
@@ -74,7 +83,8 @@ static const struct _rule _rules[ELASTIC_MSG_TYPE_MAX + 1] = {
 				       ELASTIC_K_STEP,
 			       ELASTIC_K_RATE},
 	[ELASTIC_MSG_STATUS] = {"status", ELASTIC_K_JOB | ELASTIC_K_GPUS | ELASTIC_K_STEP,
-				ELASTIC_K_RATE},
+				ELASTIC_K_RATE | ELASTIC_K_REFORMS | ELASTIC_K_INPLACE |
+					ELASTIC_K_RECOVERY | ELASTIC_K_RECOVERY_MS},
 	[ELASTIC_MSG_GRANT] = {"grant",
 			       ELASTIC_K_JOB | ELASTIC_K_ORDER | ELASTIC_K_GRANT |
 				       ELASTIC_K_NODE | ELASTIC_K_GPUS,
@@ -102,6 +112,22 @@ static const struct _rule _rules[ELASTIC_MSG_TYPE_MAX + 1] = {
 
 static const char *_states[] = {"steady", "growing", "shrinking", "pending"};
 static const char *_results[] = {"ok", "refused"};
+static const char *_causes[] = {"failure", "grow", "shrink", "other"};
+static const char *_kinds[] = {"heal", "grow", "shrink"};
+
+const double elastic_recovery_le[ELASTIC_RECOVERY_BUCKETS - 1] = {
+	0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+};
+
+const char *elastic_reform_cause_name(int cause)
+{
+	return cause >= 0 && cause < ELASTIC_REFORM_CAUSES ? _causes[cause] : "unknown";
+}
+
+const char *elastic_resize_kind_name(int kind)
+{
+	return kind >= 0 && kind < ELASTIC_RESIZE_KINDS ? _kinds[kind] : "unknown";
+}
 
 const char *elastic_msg_type_name(int type)
 {
@@ -193,6 +219,32 @@ static const struct _key *_key_by_name(const char *k, size_t klen)
 	return NULL;
 }
 
+/* N,N,...: exactly d->size numbers in [d->lo, d->hi] into the uint32_t
+ * array at field. */
+static int _set_list(const struct _key *d, char *field, const char *v, size_t vlen,
+		     elastic_error_t *err)
+{
+	uint32_t *out = (uint32_t *)field;
+	const char *p = v, *end = v + vlen;
+	uint64_t x;
+
+	for (size_t i = 0; i < d->size; i++) {
+		/* (the last number runs to the end: a comma there is no digit) */
+		const char *stop =
+			i + 1 < d->size ? memchr(p, ',', (size_t)(end - p)) : end;
+		if (!stop || _parse_u64(p, (size_t)(stop - p), &x) < 0 || x < d->lo ||
+		    x > d->hi)
+			return _fail(err, EINVAL,
+				     "key '%s': '%.*s' is not %zu numbers in [%" PRIu64
+				     ", %" PRIu64 "] separated by commas",
+				     d->name, (int)(vlen > 24 ? 24 : vlen), v, d->size,
+				     d->lo, d->hi);
+		out[i] = (uint32_t)x;
+		p = stop + 1;
+	}
+	return 0;
+}
+
 /* Store value v (vlen bytes) of key d into m. */
 static int _set(const struct _key *d, struct elastic_msg *m, const char *v, size_t vlen,
 		elastic_error_t *err)
@@ -260,6 +312,8 @@ static int _set(const struct _key *d, struct elastic_msg *m, const char *v, size
 				(int)(vlen > 24 ? 24 : vlen), v);
 		m->state = i;
 		return 0;
+	case _LIST:
+		return _set_list(d, field, v, vlen, err);
 	}
 	return _fail(err, EINVAL, "key '%s': internal kind error", d->name);
 }
@@ -421,6 +475,13 @@ int elastic_proto_encode(const struct elastic_msg *m, char *out, size_t cap,
 				return _fail(err, EINVAL, "bad job state %d",
 					     (int)m->state);
 			rc |= _put(out, cap, &n, "%s=%s\n", d->name, _states[m->state]);
+			break;
+		case _LIST:
+			rc |= _put(out, cap, &n, "%s=", d->name);
+			for (size_t i = 0; i < d->size; i++)
+				rc |= _put(out, cap, &n, "%s%" PRIu32, i ? "," : "",
+					   ((const uint32_t *)field)[i]);
+			rc |= _put(out, cap, &n, "\n");
 			break;
 		}
 	}

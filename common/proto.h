@@ -44,7 +44,11 @@
  *                                an elasticd that restarted meanwhile);
  *                                result=refused or silence: cancelled at
  *                                the deadline anyway
- *   job -> status                progress, at will (step, rate, GPUs)
+ *   job -> status                progress, at will (step, rate, GPUs; the
+ *                                re-form and recovery counts once there
+ *                                are any: an elasticd older than them
+ *                                refuses the keys, the job then leaves
+ *                                them out, see common/ctlclient.c)
  *   ctl -> error                 why a message was refused; then it closes
  * Anyone (any authenticated uid) may send query on a fresh connection and
  * gets one jobinfo per elastic job and an end; elasticd then closes the
@@ -125,7 +129,48 @@ enum elastic_msg_key {
 	ELASTIC_K_GRANTS = 1u << 19,
 	ELASTIC_K_COUNT = 1u << 20,
 	ELASTIC_K_ACTION = 1u << 21,
+	ELASTIC_K_REFORMS = 1u << 22,
+	ELASTIC_K_INPLACE = 1u << 23,
+	ELASTIC_K_RECOVERY = 1u << 24,
+	ELASTIC_K_RECOVERY_MS = 1u << 25,
 };
+
+/* Why elastic-run relaunched mpirun (a re-form). */
+enum elastic_reform_cause {
+	ELASTIC_REFORM_FAILURE, /* mpirun ended without an order (ranks or a node lost) */
+	ELASTIC_REFORM_GROW,	/* planned: the job's set gained GPUs */
+	ELASTIC_REFORM_SHRINK,	/* planned: GPUs ordered released */
+	ELASTIC_REFORM_OTHER,	/* planned otherwise (SIGUSR1, a reshape) */
+	ELASTIC_REFORM_CAUSES,
+};
+
+/* A resize done inside the running mpirun, no relaunch. */
+enum elastic_resize_kind {
+	ELASTIC_RESIZE_HEAL,   /* ranks lost, the survivors healed (ULFM) */
+	ELASTIC_RESIZE_GROW,   /* new ranks joined */
+	ELASTIC_RESIZE_SHRINK, /* ranks on released GPUs left */
+	ELASTIC_RESIZE_KINDS,
+};
+
+/* Recovery seconds (from the event to the first step committed after it):
+ * bucket i counts those <= elastic_recovery_le[i] and above the bound
+ * before; the last bucket those above every bound. */
+#define ELASTIC_RECOVERY_BUCKETS 10
+extern const double elastic_recovery_le[ELASTIC_RECOVERY_BUCKETS - 1];
+
+/* A job's re-forms, resizes in place and recoveries since elastic-run
+ * started: cumulative, so a lost STATUS loses nothing. On the wire (STATUS,
+ * optional): reforms=F,G,S,O inplace=H,G,S recovery=B0,..,B9 recovery_ms=N. */
+struct elastic_recovery_counts {
+	uint32_t reforms[ELASTIC_REFORM_CAUSES];
+	uint32_t in_place[ELASTIC_RESIZE_KINDS];
+	uint32_t bucket[ELASTIC_RECOVERY_BUCKETS]; /* not cumulative */
+	uint64_t sum_ms;			   /* of every recovery, in ms */
+};
+
+/* "failure", "grow", "shrink", "other"; "heal", "grow", "shrink". */
+const char *elastic_reform_cause_name(int cause);
+const char *elastic_resize_kind_name(int kind);
 
 /* One decoded message. Fields not used by the type stay zero; present says
  * which keys were on the wire. */
@@ -154,6 +199,8 @@ struct elastic_msg {
 	uint32_t grants;    /* JOBINFO: grant jobs held */
 	uint32_t count;	    /* END: JOBINFO messages sent */
 	char action[16];    /* ADMIN: pause, drain, resume or show */
+	struct elastic_recovery_counts rec; /* STATUS: reforms, inplace, recovery,
+					       recovery_ms */
 };
 
 struct elastic_proto_header {

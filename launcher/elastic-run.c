@@ -22,6 +22,7 @@
 #include "procsig.h"
 #include "progress.h"
 #include "rank.h"
+#include "recovery_run.h"
 #include "run.h"
 #include "runlog.h"
 #include "runstate.h"
@@ -134,6 +135,7 @@ static enum run_state _reform(struct run *r)
 			r->launch.unplanned - 1);
 		return RUN_FINISH;
 	default:
+		elastic__recovery_reform(r);
 		return RUN_LAUNCH;
 	}
 }

@@ -14,6 +14,7 @@
 #include "inplace_run.h"
 #include "prewarm.h"
 #include "progress.h"
+#include "recovery_run.h"
 #include "runlog.h"
 #include "runmap.h"
 #include "sets.h"
@@ -132,6 +133,7 @@ static void _grow_done(struct run *r, unsigned long long step, int size)
 		(elastic__now() - r->ip.t_join) * 1e3, desc);
 	r->ip.world = size;
 	r->ip.join_add = 0;
+	elastic__recovery_resized(r, ELASTIC_RESIZE_GROW, r->ip.t_join);
 	_settle(r);
 	/* the joiners started cold: the next relaunch need not */
 	elastic__prewarm_hosts(&r->sets.launched);
@@ -245,6 +247,7 @@ static void _shrink_done(struct run *r, unsigned long long step, int size)
 			(elastic__now() - r->ip.t_leave) * 1e3, desc);
 		r->launch.stop_sent = r->launch.stop_due = 0;
 		_empty_file(r->file.leave);
+		elastic__recovery_resized(r, ELASTIC_RESIZE_SHRINK, r->ip.t_leave);
 	}
 	if (step <= r->ip.leave_step)
 		return;
@@ -315,6 +318,8 @@ static void _healed(struct run *r, unsigned long long step, int size)
 		"%d rank%s lost; the survivors healed in place at %d rank%s from step %llu (no relaunch)",
 		r->ip.world - size, r->ip.world - size == 1 ? "" : "s", size,
 		size == 1 ? "" : "s", step);
+	elastic__recovery_resized(r, ELASTIC_RESIZE_HEAL,
+				  elastic__recovery_heal_since(r));
 	r->ip.world = size;
 	r->ip.t_heal = elastic__now();
 	r->ip.t_heal_look = 0;

@@ -13,6 +13,7 @@
 #include "inplace.h"
 #include "lost.h"
 #include "orders.h"
+#include "recovery.h"
 #include "report.h"
 
 #define EXIT_REFORM  ELASTIC_EXIT_REFORM /* common/contract.h */
@@ -95,6 +96,7 @@ struct run {
 	struct run_launch launch;
 	struct elastic_inplace ip;
 	struct run_progress progress;
+	struct elastic_recovery recov; /* re-forms, resizes in place, recoveries */
 };
 
 enum run_state { RUN_LAUNCH, RUN_WATCH, RUN_REFORM, RUN_FINISH };

@@ -11,6 +11,7 @@
 #include "inplace_run.h"
 #include "procsig.h"
 #include "progress.h"
+#include "recovery_run.h"
 #include "runlog.h"
 #include "sets.h"
 #include "slurmlist.h"
@@ -209,6 +210,7 @@ static void _stop_when_ready(struct run *r)
 			r->ip.state == ELASTIC_INPLACE_JOINING ? "grow" : "re-form");
 		kill(elastic__child, SIGUSR1);
 		r->launch.stop_sent = 1;
+		elastic__recovery_stopping(r);
 	}
 }
 
@@ -221,6 +223,7 @@ static void _say_ends(struct run *r)
 		if (e->how == ELASTIC_RANK_UNKNOWN || e->told)
 			continue;
 		e->told = 1;
+		elastic__recovery_rank_end(r, e);
 		if (elastic__verbose && r->job.in_place && e->value != 0)
 			elastic__say("rank %d ended (%s %d) on %s GPU %d", i,
 				     e->how == ELASTIC_RANK_SIGNALED ? "signal"
@@ -242,6 +245,7 @@ enum run_state elastic__watch(struct run *r)
 		if (w == elastic__child || (w < 0 && errno != EINTR))
 			break;
 		elastic__watch_record(r);
+		elastic__recovery_watch(r);
 		if (r->job.have_ctl)
 			_follow_orders(r);
 		_look_at_lost(r);

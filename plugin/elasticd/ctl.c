@@ -38,6 +38,7 @@ struct _jobrt {
 	uint64_t step;
 	double rate;
 	uint32_t ranks; /* GPUs in use (its ranks training), from HELLO/STATUS */
+	struct elastic_recovery_counts rec; /* re-forms..., from STATUS (cumulative) */
 	/* the last grant submission error, to log it once a minute */
 	char last_error[256];
 	time_t last_error_time;
@@ -737,6 +738,19 @@ static struct _jobrt *_sender(struct ed_ctl *c, const struct elastic_msg *m, uid
 	return NULL;
 }
 
+/* The counts a STATUS carries (each key on its own: all optional). */
+static void _take_rec(struct _jobrt *rt, const struct elastic_msg *m)
+{
+	if (m->present & ELASTIC_K_REFORMS)
+		memcpy(rt->rec.reforms, m->rec.reforms, sizeof(rt->rec.reforms));
+	if (m->present & ELASTIC_K_INPLACE)
+		memcpy(rt->rec.in_place, m->rec.in_place, sizeof(rt->rec.in_place));
+	if (m->present & ELASTIC_K_RECOVERY)
+		memcpy(rt->rec.bucket, m->rec.bucket, sizeof(rt->rec.bucket));
+	if (m->present & ELASTIC_K_RECOVERY_MS)
+		rt->rec.sum_ms = m->rec.sum_ms;
+}
+
 static int _on_message(void *arg, const struct elastic_msg *m, uid_t uid,
 		       uint32_t *conn_job, elastic_error_t *err)
 {
@@ -764,6 +778,7 @@ static int _on_message(void *arg, const struct elastic_msg *m, uid_t uid,
 		rt->step = m->step;
 		rt->rate = m->rate;
 		rt->ranks = m->gpus;
+		_take_rec(rt, m);
 		ed_debug("job %u: status %u GPUs, step %" PRIu64 ", %.1f samples/s",
 			 m->job, m->gpus, m->step, m->rate);
 		return 0;
@@ -980,6 +995,68 @@ static void _job_family(const struct ed_ctl *c, FILE *f, const char *name,
 	}
 }
 
+/* The jobs' labels: jobid, user (then more, or the end). */
+static void _job_labels(FILE *f, const char *name, const struct _jobrt *rt)
+{
+	fprintf(f, "%s{jobid=\"%u\",user=\"", name, rt->job);
+	_label(f, rt->user[0] ? rt->user : "unknown");
+	fputc('"', f);
+}
+
+/* A bound as OpenMetrics writes a canonical float (1.0, 0.25). */
+static void _le(FILE *f, double v)
+{
+	char b[32];
+	snprintf(b, sizeof(b), "%g", v);
+	fprintf(f, "%s%s", b, strpbrk(b, ".e") ? "" : ".0");
+}
+
+/* Per job that reported: re-forms by cause, resizes in place by kind
+ * (counters) and recovery seconds (histogram), as elastic-run last said:
+ * its counts are cumulative, 0 until it sends any. */
+static void _recovery_families(const struct ed_ctl *c, FILE *f)
+{
+	_family(f, "slurm_elastic_job_reforms", "counter",
+		"Relaunches of an elastic job's mpirun by elastic-run, by cause");
+	for (int i = 0; i < c->njobs; i++)
+		for (int k = 0; c->jobs[i].reported && k < ELASTIC_REFORM_CAUSES; k++) {
+			_job_labels(f, "slurm_elastic_job_reforms_total", &c->jobs[i]);
+			fprintf(f, ",cause=\"%s\"} %" PRIu32 "\n",
+				elastic_reform_cause_name(k), c->jobs[i].rec.reforms[k]);
+		}
+	_family(f, "slurm_elastic_job_resizes_in_place", "counter",
+		"Resizes of an elastic job inside its running mpirun (no relaunch), by kind");
+	for (int i = 0; i < c->njobs; i++)
+		for (int k = 0; c->jobs[i].reported && k < ELASTIC_RESIZE_KINDS; k++) {
+			_job_labels(f, "slurm_elastic_job_resizes_in_place_total",
+				    &c->jobs[i]);
+			fprintf(f, ",kind=\"%s\"} %" PRIu32 "\n",
+				elastic_resize_kind_name(k), c->jobs[i].rec.in_place[k]);
+		}
+	_family(f, "slurm_elastic_job_recovery_seconds", "histogram",
+		"From a re-form's or resize's event to the first step committed after it");
+	for (int i = 0; i < c->njobs; i++) {
+		const struct _jobrt *rt = &c->jobs[i];
+		uint64_t cum = 0;
+		if (!rt->reported)
+			continue;
+		for (int b = 0; b < ELASTIC_RECOVERY_BUCKETS; b++) {
+			cum += rt->rec.bucket[b];
+			_job_labels(f, "slurm_elastic_job_recovery_seconds_bucket", rt);
+			fputs(",le=\"", f);
+			if (b < ELASTIC_RECOVERY_BUCKETS - 1)
+				_le(f, elastic_recovery_le[b]);
+			else
+				fputs("+Inf", f);
+			fprintf(f, "\"} %" PRIu64 "\n", cum);
+		}
+		_job_labels(f, "slurm_elastic_job_recovery_seconds_sum", rt);
+		fprintf(f, "} %.3f\n", (double)rt->rec.sum_ms / 1e3);
+		_job_labels(f, "slurm_elastic_job_recovery_seconds_count", rt);
+		fprintf(f, "} %" PRIu64 "\n", cum);
+	}
+}
+
 void ed_ctl_metrics(void *arg, FILE *f)
 {
 	const struct ed_ctl *c = arg;
@@ -1007,6 +1084,7 @@ void ed_ctl_metrics(void *arg, FILE *f)
 		    5);
 	_job_family(c, f, "slurm_elastic_job_channel_connected",
 		    "1 while the elastic job's channel connection is up", 6);
+	_recovery_families(c, f);
 	_family(f, "slurm_elastic_jobs", "gauge",
 		"Elastic jobs elasticd knows (running and pending)");
 	fprintf(f, "slurm_elastic_jobs %d\n", c->njobs);

@@ -3,13 +3,17 @@
 # tests/controller/metrics.sh: elasticd's OpenMetrics endpoint (MetricsAddress)
 # scraped by a real Prometheus (Debian's package, run without systemd) and
 # checked by promtool, with one elastic job alone on 2 nodes x 4 GPUs (8 GPUs,
-# its grants running); then bad requests get their error codes, a silent
-# client does not block a scrape, and elasticd lives on.
+# its grants running); then a real elastic-run job loses a grant and its
+# re-form (or heal in place) and recovery time reach the scrape and
+# Prometheus; then bad requests get their error codes, a silent client does
+# not block a scrape, and elasticd lives on.
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 command -v prometheus >/dev/null && command -v promtool >/dev/null ||
 	t_skip "prometheus and promtool not installed (Debian package prometheus)"
 ctl_setup
+ctl_need_trainer
+t_ompi_env
 ctl_conf PolicyMode=priority "MetricsAddress=127.0.0.1:0"
 ctl_block_nodes node3 node4
 ctl_start
@@ -59,8 +63,19 @@ t_grep "^slurm_elastic_job_channel_connected\{jobid=\"$j1\",user=\"alice\"\} 1$"
 t_grep "^slurm_elastic_channel_connections [1-9]" "$T_DIR/metrics.txt" "channel connections"
 t_grep "^slurm_elastic_job_step\{jobid=\"$j1\"," "$T_DIR/metrics.txt" "the job's step"
 t_grep "^# EOF$" "$T_DIR/metrics.txt" "the OpenMetrics end"
-promtool check metrics <"$T_DIR/metrics.txt" >"$T_DIR/promtool.out" 2>&1 ||
-	{ cat "$T_DIR/promtool.out"; t_fail "promtool check metrics refuses the scrape"; }
+# promtool lints the Prometheus text format, where a counter's TYPE line
+# names its _total samples; in OpenMetrics (what elasticd serves) it names
+# the family without _total. promtool's "X_total no help text" for such a
+# family X is that difference; anything else (a parse error: status 1, or
+# another lint) fails.
+promtool_check() { # file
+	local rc=0 other
+	promtool check metrics <"$1" >"$T_DIR/promtool.out" 2>&1 || rc=$?
+	other=$(grep -vE '^slurm_elastic_job_(reforms|resizes_in_place)_total no help text$' "$T_DIR/promtool.out" | grep -v '^$' || true)
+	{ [ $rc = 0 ] || [ $rc = 3 ]; } && [ -z "$other" ] ||
+		{ cat "$T_DIR/promtool.out"; t_fail "promtool check metrics refuses the scrape (status $rc)"; }
+}
+promtool_check "$T_DIR/metrics.txt"
 t_log "promtool check metrics: ok ($(grep -c '^slurm_elastic' "$T_DIR/metrics.txt") samples)"
 grep "jobid=\"$j1\"" "$T_DIR/metrics.txt" | head -n 4 | sed 's/^/    /'
 
@@ -96,6 +111,59 @@ until [ "$(query "slurm_elastic_job_gpus{jobid=\"$j1\"}")" = 8 ]; do
 done
 [ "$(query 'up{job="elasticd"}')" = 1 ] || t_fail "Prometheus says the elasticd target is not up"
 t_log "Prometheus $(prometheus --version 2>&1 | head -n1 | awk '{ print $3 }') scraped it: slurm_elastic_job_gpus{jobid=\"$j1\"} = 8, up = 1"
+
+# A real elastic-run job, 2 GPUs on each of node1 and node2 (its own and a
+# grant), loses its grant on the other node: mpirun ends and elastic-run
+# re-forms (a runtime that heals in place: the survivors heal). The scrape
+# shows it by cause and a recovery observed; Prometheus has the histogram.
+scancel "$j1"
+scancel -n "elastic:$j1"
+end=$((SECONDS + 30))
+until [ "$(ctl_gpus "$j1")" = 0 ]; do
+	[ $SECONDS -lt $end ] || t_fail "job $j1 and its grants did not end"
+	sleep 0.2
+done
+ctl_block_gpus 2 node1 node2
+j2=$(ctl_train_job mtrain alice acct_a "--epochs 400 --samples 4096 --global-batch 128 --step-sleep 25000" "" \
+	--elastic-gpus=2-4 --elastic-grace=30 -N1 -n1)
+out=$T_DIR/mtrain.out
+ctl_wait_split 60 "$j2=4"
+ctl_wait_line 90 "$out" '^step [0-9]+ epoch [0-9]+ size 4 ' "job $j2 does not train at 4"
+lnode=$(squeue -h -j "$j2" -o %N)
+grant=$(ctl_grants "$j2" | awk -v n="$lnode" '$2 == "RUNNING" && $3 != n { print $1; exit }')
+[ -n "$grant" ] || t_fail "job $j2 has no running grant off its node $lnode: $(ctl_grants "$j2")"
+t_log "job $j2 trains at 4 (on $lnode and grant $grant); cancelling grant $grant"
+scancel "$grant"
+if t_runtime_in_place; then
+	want="slurm_elastic_job_resizes_in_place_total{jobid=\"$j2\",user=\"alice\",kind=\"heal\"}"
+else
+	want="slurm_elastic_job_reforms_total{jobid=\"$j2\",user=\"alice\",cause=\"failure\"}"
+fi
+count="slurm_elastic_job_recovery_seconds_count{jobid=\"$j2\",user=\"alice\"}"
+end=$((SECONDS + 90))
+value() { awk -v k="$1" '$1 == k { print $2; exit }' "$T_DIR/scrape"; } # sample
+until http /metrics >"$T_DIR/scrape" && [ "$(value "$want")" -ge 1 ] 2>/dev/null &&
+	[ "$(value "$count")" -ge 1 ] 2>/dev/null; do
+	[ $SECONDS -lt $end ] || {
+		grep "jobid=\"$j2\"" "$T_DIR/scrape" >&2
+		tail -n 30 "$out" >&2
+		t_fail "no $want >= 1 with a recovery observed in 90 s after the grant was cancelled"
+	}
+	sleep 0.5
+done
+sed 1d "$T_DIR/scrape" >"$T_DIR/metrics2.txt"
+promtool_check "$T_DIR/metrics2.txt"
+grep -E "^slurm_elastic_job_(reforms|resizes_in_place)_total\{jobid=\"$j2\"" "$T_DIR/metrics2.txt" | sed 's/^/    /'
+grep -E "^slurm_elastic_job_recovery_seconds_(sum|count)\{jobid=\"$j2\"" "$T_DIR/metrics2.txt" | sed 's/^/    /'
+grep -a 're-form cause:\|healed in place' "$out" | sed 's/^/    /'
+end=$((SECONDS + 30))
+until [ "$(query "$count")" -ge 1 ] 2>/dev/null; do
+	[ $SECONDS -lt $end ] || t_fail "Prometheus has no $count >= 1 after 30 s"
+	sleep 1
+done
+p50=$(query "histogram_quantile(0.5, slurm_elastic_job_recovery_seconds_bucket{jobid=\"$j2\"})")
+[ -n "$p50" ] || t_fail "Prometheus gives no histogram_quantile of job $j2's recovery seconds"
+t_log "promtool ok; Prometheus: $count = $(query "$count"), median recovery (histogram_quantile) $p50 s"
 
 # Bad requests: their codes, and elasticd serves on.
 [ "$(http / | head -n1)" = 404 ] || t_fail "GET / is not 404"

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/recovery.c: the causes of re-forms and the recovery histogram
+ * (pure). */
+#include "config.h"
+
+#include "contract.h" /* ELASTIC_EXIT_REFORM, ELASTIC_EXIT_LEFT */
+#include "recovery.h"
+#include "report.h"
+
+enum elastic_reform_cause elastic__recovery_cause(const struct elastic_reform_in *in)
+{
+	if (!in->planned)
+		return ELASTIC_REFORM_FAILURE;
+	if (in->released && !in->gained)
+		return ELASTIC_REFORM_SHRINK;
+	if (in->gained && !in->released)
+		return ELASTIC_REFORM_GROW;
+	return ELASTIC_REFORM_OTHER;
+}
+
+int elastic__recovery_is_loss(int how, int value)
+{
+	if (how == ELASTIC_RANK_SIGNALED)
+		return 1;
+	return how == ELASTIC_RANK_EXITED && value != 0 && value != ELASTIC_EXIT_REFORM &&
+	       value != ELASTIC_EXIT_LEFT;
+}
+
+void elastic__recovery_observe(struct elastic_recovery_counts *n, double seconds)
+{
+	int b = 0;
+
+	if (!(seconds > 0)) /* (NaN too) */
+		seconds = 0;
+	while (b < ELASTIC_RECOVERY_BUCKETS - 1 && seconds > elastic_recovery_le[b])
+		b++;
+	n->bucket[b]++;
+	n->sum_ms += (uint64_t)(seconds * 1e3 + 0.5);
+}
+
+void elastic__recovery_loss(struct elastic_recovery *rc, double t)
+{
+	if (!rc->t_loss || rc->t_loss <= rc->t_commit)
+		rc->t_loss = t;
+}
+
+double elastic__recovery_since(const struct elastic_recovery *rc, double fallback)
+{
+	return rc->t_loss && rc->t_loss > rc->t_commit ? rc->t_loss : fallback;
+}
+
+void elastic__recovery_open(struct elastic_recovery *rc, double t)
+{
+	if (!rc->t_open || t < rc->t_open)
+		rc->t_open = t;
+}
+
+int elastic__recovery_close(struct elastic_recovery *rc, double now)
+{
+	if (!rc->t_open)
+		return 0;
+	elastic__recovery_observe(&rc->n, now - rc->t_open);
+	rc->t_open = 0;
+	return 1;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/recovery.h: the job's re-forms, resizes in place and recovery
+ * times, counted for elasticd's metrics (slurm_elastic_job_reforms_total,
+ * ..._resizes_in_place_total, ..._recovery_seconds). The decisions and the
+ * histogram are pure (recovery.c); recovery_run.c feeds them from the run. */
+#ifndef ELASTIC_LAUNCHER_RECOVERY_H
+#define ELASTIC_LAUNCHER_RECOVERY_H
+
+#include "proto.h" /* struct elastic_recovery_counts, causes, kinds */
+
+/* The counts and the clocks of the recovery under way (elastic__now()). */
+struct elastic_recovery {
+	struct elastic_recovery_counts n; /* what elasticd is told */
+	double t_open;	 /* a relaunch's event, until its first commit (0: none) */
+	double t_loss;	 /* a rank's end first reported as a loss (0: none) */
+	double t_stop;	 /* the ranks were asked to stop (SIGUSR1; 0: not) */
+	double t_commit; /* a new step last seen committed at the launch's world */
+	unsigned long long step_seen; /* that step */
+	double t_read;		      /* rank 0's record last read */
+};
+
+/* What a relaunch follows. */
+struct elastic_reform_in {
+	int planned;  /* elastic-run asked the ranks to stop (an order, SIGUSR1) */
+	int released; /* GPUs of the launched set on grants ordered released */
+	int gained;   /* the job's set holds GPUs the launch did not use */
+};
+
+/* Unplanned: failure. Planned: shrink for releases alone, grow for gains
+ * alone, other for both or neither (a reshape, SIGUSR1). */
+enum elastic_reform_cause elastic__recovery_cause(const struct elastic_reform_in *in);
+
+/* A rank's end (report.h how, value) that tells of a loss: a signal, or an
+ * exit status other than 0, a re-form's or a planned leave's. */
+int elastic__recovery_is_loss(int how, int value);
+
+/* One recovery of seconds (< 0 counts as 0) into the histogram. */
+void elastic__recovery_observe(struct elastic_recovery_counts *n, double seconds);
+
+/* A rank's loss reported at t: kept unless an earlier one is still news
+ * (reported after the last commit seen). */
+void elastic__recovery_loss(struct elastic_recovery *rc, double t);
+
+/* When the event behind a recovery happened: the loss reported, if it
+ * came after the last commit seen, else fallback. */
+double elastic__recovery_since(const struct elastic_recovery *rc, double fallback);
+
+/* A relaunch's recovery starts at t (one under way keeps its earlier
+ * start: the relaunches it took are one recovery). */
+void elastic__recovery_open(struct elastic_recovery *rc, double t);
+
+/* The first step committed after it, seen at now: observed, closed.
+ * 1 if one was open, else 0. */
+int elastic__recovery_close(struct elastic_recovery *rc, double now);
+
+#endif

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* launcher/test/test_recovery.c: unit tests of what elastic-run counts for
+ * elasticd's metrics: the cause of a re-form, which rank ends are losses,
+ * the recovery histogram and the clocks of a recovery. */
+#include "config.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "contract.h"
+#include "recovery.h"
+#include "report.h"
+
+static const struct {
+	const char *claim;
+	struct elastic_reform_in in;
+	enum elastic_reform_cause cause;
+} cause_cases[] = {
+	{"mpirun ended without an order: failure", {0, 0, 0}, ELASTIC_REFORM_FAILURE},
+	{"unplanned, even with the set changed: failure",
+	 {0, 2, 1},
+	 ELASTIC_REFORM_FAILURE},
+	{"planned, GPUs released: shrink", {1, 2, 0}, ELASTIC_REFORM_SHRINK},
+	{"planned, GPUs gained: grow", {1, 0, 1}, ELASTIC_REFORM_GROW},
+	{"planned, released and gained (a reshape): other",
+	 {1, 1, 1},
+	 ELASTIC_REFORM_OTHER},
+	{"planned, no change (SIGUSR1): other", {1, 0, 0}, ELASTIC_REFORM_OTHER},
+};
+
+static void cause_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(cause_cases) / sizeof(cause_cases[0]); i++) {
+		enum elastic_reform_cause c = elastic__recovery_cause(&cause_cases[i].in);
+		if (c != cause_cases[i].cause)
+			fail_msg("%s: got %s", cause_cases[i].claim,
+				 elastic_reform_cause_name(c));
+	}
+}
+
+static void cause_names_are_the_labels(void **state)
+{
+	(void)state;
+	assert_string_equal(elastic_reform_cause_name(ELASTIC_REFORM_FAILURE), "failure");
+	assert_string_equal(elastic_reform_cause_name(ELASTIC_REFORM_OTHER), "other");
+	assert_string_equal(elastic_resize_kind_name(ELASTIC_RESIZE_HEAL), "heal");
+	assert_string_equal(elastic_resize_kind_name(ELASTIC_RESIZE_SHRINK), "shrink");
+	assert_string_equal(elastic_reform_cause_name(ELASTIC_REFORM_CAUSES), "unknown");
+}
+
+static void losses_are_signals_and_errors(void **state)
+{
+	(void)state;
+	assert_true(elastic__recovery_is_loss(ELASTIC_RANK_SIGNALED, 9));
+	assert_true(elastic__recovery_is_loss(ELASTIC_RANK_EXITED, 1));
+	assert_false(elastic__recovery_is_loss(ELASTIC_RANK_EXITED, 0));
+	assert_false(elastic__recovery_is_loss(ELASTIC_RANK_EXITED, ELASTIC_EXIT_REFORM));
+	assert_false(elastic__recovery_is_loss(ELASTIC_RANK_EXITED, ELASTIC_EXIT_LEFT));
+	assert_false(elastic__recovery_is_loss(ELASTIC_RANK_UNKNOWN, 0));
+}
+
+/* A bound belongs to its own bucket (le: less or equal). */
+static void histogram_buckets(void **state)
+{
+	struct elastic_recovery_counts n;
+	const double obs[] = {0, 0.1, 0.1001, 0.25, 1, 2.4, 59.9, 60, 60.5, 3600};
+	const uint32_t want[ELASTIC_RECOVERY_BUCKETS] = {2, 2, 0, 1, 1, 0, 0, 0, 2, 2};
+	(void)state;
+	memset(&n, 0, sizeof(n));
+	for (size_t i = 0; i < sizeof(obs) / sizeof(obs[0]); i++)
+		elastic__recovery_observe(&n, obs[i]);
+	assert_memory_equal(n.bucket, want, sizeof(want));
+	assert_int_equal(n.sum_ms, 0 + 100 + 100 + 250 + 1000 + 2400 + 59900 + 60000 +
+					   60500 + 3600000);
+}
+
+static void histogram_negative_and_nan_count_as_zero(void **state)
+{
+	struct elastic_recovery_counts n;
+	(void)state;
+	memset(&n, 0, sizeof(n));
+	elastic__recovery_observe(&n, -1);
+	elastic__recovery_observe(&n, NAN);
+	assert_int_equal(n.bucket[0], 2);
+	assert_int_equal(n.sum_ms, 0);
+}
+
+static void bounds_rise(void **state)
+{
+	(void)state;
+	for (int i = 1; i < ELASTIC_RECOVERY_BUCKETS - 1; i++)
+		assert_true(elastic_recovery_le[i] > elastic_recovery_le[i - 1]);
+}
+
+/* Two relaunches before the first commit are one recovery, from the first. */
+static void relaunches_merge_into_one_recovery(void **state)
+{
+	struct elastic_recovery rc;
+	(void)state;
+	memset(&rc, 0, sizeof(rc));
+	assert_int_equal(elastic__recovery_close(&rc, 5), 0);
+	elastic__recovery_open(&rc, 10);
+	elastic__recovery_open(&rc, 12);
+	assert_int_equal(elastic__recovery_close(&rc, 13.5), 1);
+	assert_int_equal(rc.n.bucket[5], 1); /* 3.5 s: (2.5, 5] */
+	assert_int_equal(rc.n.sum_ms, 3500);
+	assert_int_equal(elastic__recovery_close(&rc, 14), 0);
+}
+
+/* A loss counts from its report, unless a commit was seen after it. */
+static void loss_clock(void **state)
+{
+	struct elastic_recovery rc;
+	(void)state;
+	memset(&rc, 0, sizeof(rc));
+	assert_true(elastic__recovery_since(&rc, 7) == 7);
+	rc.t_commit = 3;
+	elastic__recovery_loss(&rc, 4);
+	elastic__recovery_loss(&rc, 5); /* a later end of the same loss */
+	assert_true(elastic__recovery_since(&rc, 7) == 4);
+	rc.t_commit = 6; /* healed: that loss is old news */
+	assert_true(elastic__recovery_since(&rc, 7) == 7);
+	elastic__recovery_loss(&rc, 8);
+	assert_true(elastic__recovery_since(&rc, 9) == 8);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(cause_table),
+		cmocka_unit_test(cause_names_are_the_labels),
+		cmocka_unit_test(losses_are_signals_and_errors),
+		cmocka_unit_test(histogram_buckets),
+		cmocka_unit_test(histogram_negative_and_nan_count_as_zero),
+		cmocka_unit_test(bounds_rise),
+		cmocka_unit_test(relaunches_merge_into_one_recovery),
+		cmocka_unit_test(loss_clock),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
