@@ -112,7 +112,7 @@ static const struct _rule _rules[ELASTIC_MSG_TYPE_MAX + 1] = {
 
 static const char *_states[] = {"steady", "growing", "shrinking", "pending"};
 static const char *_results[] = {"ok", "refused"};
-static const char *_causes[] = {"failure", "grow", "shrink", "other"};
+static const char *_causes[] = {"failure", "grow", "shrink", "other", "replace"};
 static const char *_kinds[] = {"heal", "grow", "shrink"};
 
 const double elastic_recovery_le[ELASTIC_RECOVERY_BUCKETS - 1] = {

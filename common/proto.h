@@ -141,6 +141,7 @@ enum elastic_reform_cause {
 	ELASTIC_REFORM_GROW,	/* planned: the job's set gained GPUs */
 	ELASTIC_REFORM_SHRINK,	/* planned: GPUs ordered released */
 	ELASTIC_REFORM_OTHER,	/* planned otherwise (SIGUSR1, a reshape) */
+	ELASTIC_REFORM_REPLACE, /* planned: a rank again on GPUs whose rank failed */
 	ELASTIC_REFORM_CAUSES,
 };
 
@@ -160,7 +161,7 @@ extern const double elastic_recovery_le[ELASTIC_RECOVERY_BUCKETS - 1];
 
 /* A job's re-forms, resizes in place and recoveries since elastic-run
  * started: cumulative, so a lost STATUS loses nothing. On the wire (STATUS,
- * optional): reforms=F,G,S,O inplace=H,G,S recovery=B0,..,B9 recovery_ms=N. */
+ * optional): reforms=F,G,S,O,R inplace=H,G,S recovery=B0,..,B9 recovery_ms=N. */
 struct elastic_recovery_counts {
 	uint32_t reforms[ELASTIC_REFORM_CAUSES];
 	uint32_t in_place[ELASTIC_RESIZE_KINDS];
@@ -168,7 +169,7 @@ struct elastic_recovery_counts {
 	uint64_t sum_ms;			   /* of every recovery, in ms */
 };
 
-/* "failure", "grow", "shrink", "other"; "heal", "grow", "shrink". */
+/* "failure", "grow", "shrink", "other", "replace"; "heal", "grow", "shrink". */
 const char *elastic_reform_cause_name(int cause);
 const char *elastic_resize_kind_name(int kind);
 

@@ -15,6 +15,8 @@ enum elastic_reform_cause elastic__recovery_cause(const struct elastic_reform_in
 		return ELASTIC_REFORM_SHRINK;
 	if (in->gained && !in->released)
 		return ELASTIC_REFORM_GROW;
+	if (in->replaced && !in->released && !in->gained)
+		return ELASTIC_REFORM_REPLACE;
 	return ELASTIC_REFORM_OTHER;
 }
 

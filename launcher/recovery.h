@@ -24,10 +24,12 @@ struct elastic_reform_in {
 	int planned;  /* elastic-run asked the ranks to stop (an order, SIGUSR1) */
 	int released; /* GPUs of the launched set on grants ordered released */
 	int gained;   /* the job's set holds GPUs the launch did not use */
+	int replaced; /* elastic-run asked it for GPUs whose rank failed */
 };
 
 /* Unplanned: failure. Planned: shrink for releases alone, grow for gains
- * alone, other for both or neither (a reshape, SIGUSR1). */
+ * alone, replace for GPUs left with no rank (and nothing else), other for
+ * the rest (a reshape, SIGUSR1). */
 enum elastic_reform_cause elastic__recovery_cause(const struct elastic_reform_in *in);
 
 /* A rank's end (report.h how, value) that tells of a loss: a signal, or an

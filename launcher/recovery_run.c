@@ -24,6 +24,7 @@ void elastic__recovery_reform(struct run *r)
 		.gained = elastic__grants_add(r) ||
 			  (r->sets.seen_fresh &&
 			   r->sets.seen.total > r->sets.launched.total),
+		.replaced = r->launch.replacing,
 	};
 	enum elastic_reform_cause cause = elastic__recovery_cause(&in);
 	double since = in.planned && rc->t_stop

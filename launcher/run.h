@@ -73,6 +73,7 @@ struct run_launch {
 	int stop_due;  /* a re-form is due; SIGUSR1 waits until the ranks can take it */
 	double t_failed; /* since when GPUs of failed ranks are held with no rank (0: none) */
 	int replaced;		 /* re-forms onto such GPUs so far (each waits longer) */
+	int replacing;		 /* the re-form asked is one of them */
 	struct timespec t0_wall; /* when the current mpirun was started */
 	double t0, t_end;
 	struct elastic_report rep; /* the ranks' reports of their end */

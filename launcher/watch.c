@@ -186,6 +186,7 @@ static void _replace_failed(struct run *r)
 		n, n == 1 ? "" : "s", now - r->launch.t_failed, n == 1 ? "its" : "their",
 		n == 1 ? "" : "s", r->sets.launched.total);
 	r->launch.replaced++;
+	r->launch.replacing = 1;
 	r->launch.t_failed = 0;
 	r->launch.stop_due = 1;
 }
@@ -238,6 +239,7 @@ enum run_state elastic__watch(struct run *r)
 
 	r->launch.stop_sent = r->launch.stop_due = 0;
 	r->launch.t_failed = 0;
+	r->launch.replacing = 0;
 	for (;;) {
 		if (elastic__report_poll(&r->launch.rep, r->job.have_ctl ? 50 : 200) > 0)
 			_say_ends(r);

@@ -216,7 +216,7 @@ static void status_recovery_counts(void **state)
 				.job = 7,
 				.gpus = 4,
 				.step = 99,
-				.rec = {.reforms = {1, 2, 3, 4294967295u},
+				.rec = {.reforms = {1, 2, 3, 4294967295u, 7},
 					.in_place = {5, 0, 6},
 					.bucket = {1, 0, 0, 2, 0, 0, 0, 0, 0, 3},
 					.sum_ms = 123456}};
@@ -226,7 +226,7 @@ static void status_recovery_counts(void **state)
 	_roundtrip(&m);
 	assert_true(elastic_proto_encode(&m, buf, sizeof(buf), &err) > 0);
 	assert_non_null(strstr(buf,
-			       "\nreforms=1,2,3,4294967295\ninplace=5,0,6\n"
+			       "\nreforms=1,2,3,4294967295,7\ninplace=5,0,6\n"
 			       "recovery=1,0,0,2,0,0,0,0,0,3\nrecovery_ms=123456\n"));
 	/* each alone (the others stay zero) */
 	m.present = ELASTIC_K_JOB | ELASTIC_K_GPUS | ELASTIC_K_STEP | ELASTIC_K_RECOVERY;
@@ -235,11 +235,12 @@ static void status_recovery_counts(void **state)
 	m.rec.sum_ms = 0;
 	_roundtrip(&m);
 	static const struct reject cases[] = {
-		{"type=status\njob=1\ngpus=1\nstep=1\nreforms=1,2,3\n", "key 'reforms'"},
-		{"type=status\njob=1\ngpus=1\nstep=1\nreforms=1,2,3,4,5\n",
+		{"type=status\njob=1\ngpus=1\nstep=1\nreforms=1,2,3,4\n",
+		 "key 'reforms'"},
+		{"type=status\njob=1\ngpus=1\nstep=1\nreforms=1,2,3,4,5,6\n",
 		 "key 'reforms'"},
 		{"type=status\njob=1\ngpus=1\nstep=1\nreforms=1,2,,4\n", "key 'reforms'"},
-		{"type=status\njob=1\ngpus=1\nstep=1\nreforms=1,2,3,4,\n",
+		{"type=status\njob=1\ngpus=1\nstep=1\nreforms=1,2,3,4,5,\n",
 		 "key 'reforms'"},
 		{"type=status\njob=1\ngpus=1\nstep=1\nreforms=,1,2,3\n", "key 'reforms'"},
 		{"type=status\njob=1\ngpus=1\nstep=1\ninplace=1,01,2\n", "key 'inplace'"},

@@ -31,6 +31,13 @@ static const struct {
 	 {1, 1, 1},
 	 ELASTIC_REFORM_OTHER},
 	{"planned, no change (SIGUSR1): other", {1, 0, 0}, ELASTIC_REFORM_OTHER},
+	{"planned onto GPUs whose rank failed: replace",
+	 {1, 0, 0, 1},
+	 ELASTIC_REFORM_REPLACE},
+	{"a replacement that also gains GPUs: grow", {1, 0, 1, 1}, ELASTIC_REFORM_GROW},
+	{"unplanned after a replacement was asked: failure",
+	 {0, 0, 0, 1},
+	 ELASTIC_REFORM_FAILURE},
 };
 
 static void cause_table(void **state)
@@ -49,6 +56,7 @@ static void cause_names_are_the_labels(void **state)
 	(void)state;
 	assert_string_equal(elastic_reform_cause_name(ELASTIC_REFORM_FAILURE), "failure");
 	assert_string_equal(elastic_reform_cause_name(ELASTIC_REFORM_OTHER), "other");
+	assert_string_equal(elastic_reform_cause_name(ELASTIC_REFORM_REPLACE), "replace");
 	assert_string_equal(elastic_resize_kind_name(ELASTIC_RESIZE_HEAL), "heal");
 	assert_string_equal(elastic_resize_kind_name(ELASTIC_RESIZE_SHRINK), "shrink");
 	assert_string_equal(elastic_reform_cause_name(ELASTIC_REFORM_CAUSES), "unknown");

@@ -27,7 +27,7 @@ printf 'type=hello\njob=42\nhost=node1\ngpus=4\nstep=12\nrate=10.5\n' >"$out/cor
 printf 'type=ack\njob=1\norder=5\nresult=refused\ngrant=12\nreason=not now\n' >"$out/corpus/ack"
 printf 'type=jobinfo\njob=3\nuser=alice\nmin=1\nmax=8\ntarget=5\ngpus=3\nstate=growing\nresized=17\nconnected=1\ngrants=2\nnodes=node[1-2]\n' >"$out/corpus/jobinfo"
 printf 'type=release\njob=7\norder=1\ngrant=9\ndeadline=1795000000123\n' >"$out/corpus/release"
-printf 'type=status\njob=5\ngpus=3\nstep=40\nrate=2.5\nreforms=1,0,2,0\ninplace=1,1,0\nrecovery=0,1,0,2,0,0,0,0,0,1\nrecovery_ms=75312\n' >"$out/corpus/status"
+printf 'type=status\njob=5\ngpus=3\nstep=40\nrate=2.5\nreforms=1,0,2,0,1\ninplace=1,1,0\nrecovery=0,1,0,2,0,0,0,0,0,1\nrecovery_ms=75312\n' >"$out/corpus/status"
 printf 'elastic:min=2,max=8,grace=60,sizes=2/4/8,weight=3' >"$out/corpus/tag"
 printf '8,2,4' >"$out/corpus/sizes"
 printf 'ELJC\001\006\000\000\000\000\000\020MUNGE:abcdefghi:' >"$out/corpus/frame"
