@@ -132,6 +132,7 @@ class Demo:
                 j.epochs = a.torch_epochs
         self.stop = threading.Event()
         self.elasticd = None
+        self.mport, self.prom, self.t_scrape = None, None, 0.0
         self.log_off = 0
         self.log_partial = ""
         self.latency = {}
@@ -303,6 +304,7 @@ class Demo:
         while not self.stop.is_set():
             held = self.poll_squeue()
             now = time.time()
+            self.keep_scrape(now)
             self.poll_log()
             for j in self.jobs:
                 self.poll_out(j)
@@ -379,7 +381,64 @@ class Demo:
         return os.path.join(self.build, "plugin/elasticd/elastic-ctl")
 
     def start_elasticd(self):
-        self.elasticd = ec.Elasticd(self.build, os.path.join(self.a.out, "elasticd.log")).start()
+        """elasticd serving OpenMetrics on a free port, and a real Prometheus
+        scraping it every second where the package is installed."""
+        self.elasticd = ec.Elasticd(self.build, os.path.join(self.a.out, "elasticd.log"),
+                                    extra=["MetricsAddress=127.0.0.1:0"]).start()
+        self.mport = self.elasticd.metrics_port()
+        if self.mport and ec.Prometheus.available():
+            self.prom = ec.Prometheus(os.path.join(self.a.out, "prometheus")).start(self.mport)
+
+    def keep_scrape(self, now):
+        """Every 2 s, elasticd's OpenMetrics text while it shows a job:
+        metrics.txt holds the last one."""
+        if not self.mport or now - self.t_scrape < 2:
+            return
+        self.t_scrape = now
+        text = self.elasticd.scrape(self.mport) if self.elasticd else None
+        if text and "slurm_elastic_job_gpus{" in text:
+            with open(os.path.join(self.a.out, "metrics.txt"), "w") as f:
+                f.write(text)
+
+    def metrics_lines(self):
+        """What elasticd's OpenMetrics and Prometheus saw of the run."""
+        print("\n==== Metrics (elasticd's OpenMetrics endpoint, MetricsAddress)")
+        path = os.path.join(self.a.out, "metrics.txt")
+        if not os.path.exists(path):
+            print("  no scrape showed a job")
+        else:
+            with open(path) as f:
+                lines = [x.rstrip() for x in f if x.startswith("slurm_elastic")]
+            j2 = f'jobid="{self.jobs[1].id}"'
+            shown = [x for x in lines if j2 in x and
+                     re.match(r"slurm_elastic_job_(gpus|ranks|step|reforms_total|"
+                              r"recovery_seconds_count)\{", x) and not x.endswith(" 0")]
+            print(f"  last scrape with a job ({path}, {len(lines)} samples), job 2's:")
+            for x in shown[:8]:
+                print(f"    {x}")
+        if not self.prom:
+            print("  Prometheus not installed (Debian package prometheus): no history")
+            return
+        q = self.prom.query
+        scrapes = q("count_over_time(up[30m])")
+        print(f"  Prometheus (scraped every 1 s, {int(scrapes[0][1]) if scrapes else 0} "
+              f"scrapes; dashboard: slurm-conf/grafana-elastic.json):")
+        by_id = {str(j.id): j for j in self.jobs}
+        most = {m.get("jobid"): v for m, v in q("max_over_time(slurm_elastic_job_gpus[30m])") or []}
+        reforms, inplace, p50 = {}, {}, {}
+        for m, v in q("max_over_time(slurm_elastic_job_reforms_total[30m]) > 0") or []:
+            reforms.setdefault(m.get("jobid"), []).append(f"{m.get('cause')} {v:.0f}")
+        for m, v in q("max_over_time(slurm_elastic_job_resizes_in_place_total[30m]) > 0") or []:
+            inplace.setdefault(m.get("jobid"), []).append(f"{m.get('kind')} {v:.0f}")
+        for m, v in q("histogram_quantile(0.5, max_over_time("
+                      "slurm_elastic_job_recovery_seconds_bucket[30m]))") or []:
+            p50[m.get("jobid")] = v
+        for jid, j in sorted(by_id.items(), key=lambda x: x[1].num):
+            med = p50.get(jid)
+            print(f"    {j.label()}: most GPUs held {most.get(jid, 0):.0f}; re-forms: "
+                  f"{', '.join(sorted(reforms.get(jid, []))) or 'none'}; in place: "
+                  f"{', '.join(sorted(inplace.get(jid, []))) or 'none'}; median recovery "
+                  + (f"{med:.2f} s" if med is not None and med == med else "-"))
 
     def train_args(self, j):
         if j.torch:
@@ -848,9 +907,14 @@ def main():
         obs.join(5)
         d.cleanup()
     d.save()
-    d.report()
-    bad = d.verify() if ok else d.failed or ["the scenario did not finish"]
-    d.summary(bad, time.time() - t0)
+    try:
+        d.report()
+        bad = d.verify() if ok else d.failed or ["the scenario did not finish"]
+        d.metrics_lines()
+        d.summary(bad, time.time() - t0)
+    finally:
+        if d.prom:
+            d.prom.stop()
     sys.exit(0 if ok and not bad else 1)
 
 

@@ -10,12 +10,17 @@ Each driver names itself once (set_name) so that errors read
 "<name>: error: ...". Nothing here keeps state between calls except the
 Elasticd object.
 """
+import json
 import os
 import re
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.parse
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))  # examples/demo
 SRC = os.path.dirname(os.path.dirname(HERE))
@@ -257,10 +262,12 @@ def site_setting(key, default):
 
 class Elasticd:
     """A private elasticd on the cluster's elastic.conf (one per cluster),
-    its log in log; env adds to its environment."""
+    its log in log; env adds to its environment; extra: lines added to its
+    own copy of elastic.conf (next to the log), e.g. MetricsAddress."""
 
-    def __init__(self, build, log, env=None):
+    def __init__(self, build, log, env=None, extra=None):
         self.build, self.log, self.env, self.p = build, log, env, None
+        self.extra = extra or []
 
     def ctl(self):
         return os.path.join(self.build, "plugin/elasticd/elastic-ctl")
@@ -275,6 +282,11 @@ class Elasticd:
             die(f"{conf} is missing: start the cluster with the plugins built (ELASTIC_BUILD_DIR)")
         if self.answers():
             die("an elasticd already answers for this cluster: stop it first (one per cluster)")
+        if self.extra:
+            own = self.log + ".conf"
+            with open(conf) as f, open(own, "w") as g:
+                g.write(f.read().rstrip("\n") + "\n" + "\n".join(self.extra) + "\n")
+            conf = own
         self.p = subprocess.Popen(
             [os.path.join(self.build, "plugin/elasticd/elasticd"), "-D", "-f", conf, "-L",
              self.log], stdout=subprocess.DEVNULL, stderr=open(self.log + ".stderr", "w"),
@@ -289,6 +301,24 @@ class Elasticd:
     def alive(self):
         return self.p is not None and self.p.poll() is None
 
+    def metrics_port(self):
+        """The port elasticd serves OpenMetrics on (MetricsAddress), from its
+        log, or None."""
+        try:
+            with open(self.log) as f:
+                m = re.search(r"serving OpenMetrics on .* \(port (\d+)\)", f.read())
+        except OSError:
+            return None
+        return int(m.group(1)) if m else None
+
+    def scrape(self, port):
+        """The text of GET /metrics, or None."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                return r.read().decode()
+        except OSError:
+            return None
+
     def stop(self):
         if self.alive():
             self.p.terminate()
@@ -297,6 +327,56 @@ class Elasticd:
             except subprocess.TimeoutExpired:
                 self.p.kill()
         self.p = None
+
+
+class Prometheus:
+    """A real Prometheus (Debian's package, no systemd) scraping elasticd's
+    OpenMetrics every second, its data and log under dir."""
+
+    def __init__(self, dir_):
+        self.dir, self.p, self.port = dir_, None, None
+
+    @staticmethod
+    def available():
+        return shutil.which("prometheus") is not None
+
+    def start(self, target_port):
+        os.makedirs(self.dir, exist_ok=True)
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+        conf = os.path.join(self.dir, "prometheus.yml")
+        with open(conf, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: elasticd\n"
+                    f"    static_configs:\n      - targets: [\"127.0.0.1:{target_port}\"]\n")
+        self.p = subprocess.Popen(
+            ["prometheus", f"--config.file={conf}",
+             f"--storage.tsdb.path={os.path.join(self.dir, 'tsdb')}",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "prometheus.log"), "w"))
+        return self
+
+    def query(self, promql):
+        """[(labels, value)] of an instant query, or None."""
+        url = (f"http://127.0.0.1:{self.port}/api/v1/query?query=" +
+               urllib.parse.quote(promql))
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                res = json.load(r)
+        except (OSError, ValueError):
+            return None
+        if res.get("status") != "success":
+            return None
+        return [(x["metric"], float(x["value"][1])) for x in res["data"]["result"]]
+
+    def stop(self):
+        if self.p and self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
 
 
 # ---- re-forms of a job, by cause, from its output ---------------------------
