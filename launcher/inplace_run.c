@@ -339,12 +339,27 @@ void elastic__watch_record(struct run *r)
 	double t;
 	int size;
 
-	if ((!r->job.in_place && r->ip.state != ELASTIC_INPLACE_JOINING) ||
-	    elastic__now() - r->progress.t_record_read < 0.1)
+	if (elastic__now() - r->progress.t_record_read < 0.1)
 		return;
 	r->progress.t_record_read = elastic__now();
 	if (elastic__progress_read(r, &step, &seen, &t, &size) < 0)
 		return;
+	/* A runtime that ends mpirun on a lost daemon still heals a rank lost
+	 * alone (its daemon lives): said and counted, nothing else changes
+	 * (no leave or heal machinery there; the GPU gets a rank again by a
+	 * re-form, watch.c) */
+	if (!r->job.in_place && r->ip.state != ELASTIC_INPLACE_JOINING) {
+		if (size > 0 && size < r->ip.world) {
+			elastic__say(
+				"%d rank%s lost; the survivors healed in place at %d rank%s from step %llu (no relaunch)",
+				r->ip.world - size, r->ip.world - size == 1 ? "" : "s",
+				size, size == 1 ? "" : "s", step);
+			elastic__recovery_resized(r, ELASTIC_RESIZE_HEAL,
+						  elastic__recovery_heal_since(r));
+			r->ip.world = size;
+		}
+		return;
+	}
 	struct elastic_record_in in = {
 		.in_place = r->job.in_place,
 		.state = r->ip.state,

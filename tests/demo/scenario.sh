@@ -225,12 +225,25 @@ for n in 1 2; do
 done
 [ -s "$out/gpus.png" ] || t_fail "no chart"
 
+# 4b. elasticd served OpenMetrics through the run (metrics.txt: its last
+# scrape with a job), and a real Prometheus, where installed, saw each job's
+# re-forms by cause: job 1's replacement of its lost rank among them.
+grep -q '^slurm_elastic_job_gpus{jobid=' "$out/metrics.txt" 2>/dev/null ||
+	t_fail "the demo kept no OpenMetrics scrape showing a job ($out/metrics.txt)"
+if command -v prometheus >/dev/null; then
+	scrapes=$(sed -n 's/.*Prometheus (scraped every 1 s, \([0-9]*\) scrapes.*/\1/p' "$T_DIR/demo.log")
+	[ "${scrapes:-0}" -ge 10 ] || t_fail "Prometheus scraped elasticd ${scrapes:-0} times during the demo"
+	t_grep "^    job 1 .*re-forms: .*replace 1" "$T_DIR/demo.log" "Prometheus did not see job 1's replacement re-form"
+	t_grep "^    job 1 .*in place: .*heal 1" "$T_DIR/demo.log" "Prometheus did not see job 1's heal in place"
+	t_log "Prometheus: $scrapes scrapes; $(grep -a '^    job [12] .*most GPUs held' "$T_DIR/demo.log" | sed 's/^ *//' | paste -sd';')"
+fi
+
 # 5. GPUs held idle: trained GPU-seconds over held ones (the demo's
-# gpu-seconds.tsv). The floor is under what the scenario reaches today:
-# 81 % on ompi6 with the 2 cores shared with other test runs (a lost rank's
-# GPU stays with job 1 until it ends; a PyTorch grow holds its new GPUs
-# 15-25 s there before they train). The goal is 95 %.
-GPU_SECONDS_FLOOR=70
+# gpu-seconds.tsv). The floor is under what the scenario reaches today
+# (87-89 % on ompi5, the cores shared with other test runs): a PyTorch
+# job's first launch and each grow onto a new node start cold (import torch).
+# The goal is 95 %.
+GPU_SECONDS_FLOOR=75
 [ -s "$out/gpu-seconds.tsv" ] || t_fail "the demo wrote no gpu-seconds.tsv"
 pct=$(awk '!/^#/ { h += $2; t += $3 } END { if (h > 0) printf "%.0f", 100 * t / h; else print 0 }' "$out/gpu-seconds.tsv")
 t_log "GPU-seconds trained / held: $pct % (floor $GPU_SECONDS_FLOOR %): $(grep -a 'both jobs: GPU-seconds' "$T_DIR/demo.log" | sed 's/^ *//')"
