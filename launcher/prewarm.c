@@ -23,6 +23,7 @@
 
 #include "ldpath.h"
 #include "prewarm.h"
+#include "runmap.h"
 
 #define MAX_FDS	   250 /* SCM_RIGHTS takes at most 253 */
 #define MAX_FLAGS  8
@@ -40,6 +41,7 @@ static struct {
 	const char *script;
 	struct {
 		char host[64];
+		unsigned long job; /* the job in whose step it runs */
 		pid_t pid;
 		int lifeline; /* the zygote's stdin: it ends when this closes */
 	} z[MAX_ZYGOTE];
@@ -130,21 +132,23 @@ int elastic__prewarm_setup(char **prog, unsigned long jobid, int verbose,
 	return 1;
 }
 
-/* Start the zygote of host h: srun into the job holding its GPUs. */
-static void _start(const struct elastic_host *h)
+/* Start the zygote of host for the ranks on GPUs of job: srun into that
+ * job's step there (a rank runs in the step of the job holding its GPU:
+ * rank.c), named KEY.HOST.JOB. */
+static void _start(const char *host, unsigned long job)
 {
-	char jobopt[48], name[sizeof(pw.key) + 80];
+	char jobopt[48], name[sizeof(pw.key) + 100];
 	const char *av[32 + MAX_FLAGS];
 	int n = 0;
 
 	if (pw.nz >= MAX_ZYGOTE) {
 		if (pw.verbose)
-			pw.say("no warm interpreter on %s: at most %d zygotes", h->name,
-			       MAX_ZYGOTE);
+			pw.say("no warm interpreter on %s for job %lu: at most %d zygotes",
+			       host, job, MAX_ZYGOTE);
 		return;
 	}
-	snprintf(jobopt, sizeof(jobopt), "--jobid=%lu", h->job);
-	snprintf(name, sizeof(name), "%s.%s", pw.key, h->name);
+	snprintf(jobopt, sizeof(jobopt), "--jobid=%lu", job);
+	snprintf(name, sizeof(name), "%s.%s.%lu", pw.key, host, job);
 	av[n++] = "srun";
 	av[n++] = jobopt;
 	av[n++] = "--overlap";
@@ -152,7 +156,7 @@ static void _start(const struct elastic_host *h)
 	av[n++] = "-n1";
 	av[n++] = "--kill-on-bad-exit=0";
 	av[n++] = "-w";
-	av[n++] = h->name;
+	av[n++] = host;
 	for (int f = 0; f <= pw.nflags; f++)
 		av[n++] = pw.argv[f];
 	av[n++] = "-m";
@@ -181,7 +185,8 @@ static void _start(const struct elastic_host *h)
 		_exit(127);
 	}
 	close(p[0]);
-	snprintf(pw.z[pw.nz].host, sizeof(pw.z[0].host), "%s", h->name);
+	snprintf(pw.z[pw.nz].host, sizeof(pw.z[0].host), "%s", host);
+	pw.z[pw.nz].job = job;
 	pw.z[pw.nz].lifeline = p[1];
 	pw.z[pw.nz++].pid = pid;
 }
@@ -207,12 +212,17 @@ void elastic__prewarm_hosts(const struct elastic_gpuset *set)
 		} else
 			i++;
 	}
+	/* one per job holding GPUs on a host: its ranks run in its step */
 	for (int h = 0; h < set->nhosts; h++) {
-		int have = 0;
-		for (int i = 0; i < pw.nz && !have; i++)
-			have = !strcmp(pw.z[i].host, set->host[h].name);
-		if (!have)
-			_start(&set->host[h]);
+		const struct elastic_host *x = &set->host[h];
+		for (int g = 0; g < x->ngpus; g++) {
+			int have = 0;
+			for (int i = 0; i < pw.nz && !have; i++)
+				have = pw.z[i].job == x->gpu_job[g] &&
+				       !strcmp(pw.z[i].host, x->name);
+			if (!have)
+				_start(x->name, x->gpu_job[g]);
+		}
 	}
 }
 
@@ -263,6 +273,21 @@ static void _note(const char *fmt, ...)
 		getenv("OMPI_COMM_WORLD_RANK") ?: "?", msg);
 }
 
+/* The job whose step runs this rank (its GPU's: ELASTIC_GPU_JOB, else its
+ * host's in ELASTIC_RUN_MAP), or 0 when neither says. */
+static unsigned long _rank_job(const char *host)
+{
+	const char *o = getenv("ELASTIC_GPU_JOB"), *map = getenv("ELASTIC_RUN_MAP");
+	unsigned long job = 0;
+	char gpus[512];
+
+	if (o && *o)
+		return strtoul(o, NULL, 10);
+	if (map && elastic__map_find(map, host, &job, gpus, sizeof(gpus)) == 0)
+		return job;
+	return 0;
+}
+
 static int _connect(const char *key)
 {
 	const char *host = getenv("SLURMD_NODENAME");
@@ -274,8 +299,14 @@ static int _connect(const char *key)
 		hn[sizeof(hn) - 1] = '\0';
 		host = hn;
 	}
-	/* abstract name: "\0KEY.HOST" */
-	int len = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "%s.%s", key, host);
+	/* abstract name: "\0KEY.HOST.JOB" (the zygote in this rank's step),
+	 * "\0KEY.HOST" where no job is known (a zygote started by hand) */
+	unsigned long job = _rank_job(host);
+	char jobs[24] = "";
+	if (job)
+		snprintf(jobs, sizeof(jobs), ".%lu", job);
+	int len = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "%s.%s%s", key, host,
+			   jobs);
 	if (len <= 0 || len >= (int)sizeof(a.sun_path) - 1) {
 		errno = ENAMETOOLONG;
 		return -1;

@@ -303,6 +303,24 @@ int elastic__rank_in_step_main(int argc, char **argv)
 	setenv("CUDA_VISIBLE_DEVICES", c, 1);
 	if (_rank_devcheck() < 0)
 		return 1;
+	/* the zygote in this job's step on this node forks the rank, if there
+	 * is one; this task then ends as the rank did (srun tells the
+	 * wrapper), passing srun's signals on */
+	struct sigaction sa = {.sa_handler = elastic__on_signal};
+	int sigs[] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGCONT}, ws;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	elastic__child_in_group = 0;
+	if (elastic__prewarm_run(argv, &elastic__child, &ws, &elastic__got_signal) == 0) {
+		if (WIFSIGNALED(ws)) {
+			signal(WTERMSIG(ws), SIG_DFL);
+			raise(WTERMSIG(ws));
+			return 128 + WTERMSIG(ws);
+		}
+		return WEXITSTATUS(ws);
+	}
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
 	_exec_program(argv);
 	return 127;
 }
