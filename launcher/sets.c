@@ -70,7 +70,20 @@ int elastic__idle_gpus(const struct run *r, int released)
 	return n;
 }
 
-int elastic__failed_gpus(const struct run *r)
+/* 1 if set has GPU gpu of job on host. */
+static int _has_gpu(const struct elastic_gpuset *set, const char *host, int gpu,
+		    unsigned long job)
+{
+	for (int h = 0; h < set->nhosts; h++)
+		if (!strcmp(set->host[h].name, host))
+			for (int g = 0; g < set->host[h].ngpus; g++)
+				if (set->host[h].gpu[g] == gpu &&
+				    set->host[h].gpu_job[g] == job)
+					return 1;
+	return 0;
+}
+
+int elastic__failed_gpus(const struct run *r, const struct elastic_gpuset *listed)
 {
 	int n = 0;
 	for (int h = 0; h < r->sets.launched.nhosts; h++) {
@@ -79,7 +92,9 @@ int elastic__failed_gpus(const struct run *r)
 			n += elastic__report_failed_on(&r->launch.rep, x->name, x->gpu[g],
 						       EXIT_REFORM) &&
 			     !elastic__orders_released(&r->job.orders,
-						       (uint32_t)x->gpu_job[g]);
+						       (uint32_t)x->gpu_job[g]) &&
+			     (!listed ||
+			      _has_gpu(listed, x->name, x->gpu[g], x->gpu_job[g]));
 	}
 	return n;
 }

@@ -58,8 +58,9 @@ int elastic__uses_released(const struct run *r);
 int elastic__idle_gpus(const struct run *r, int released);
 
 /* GPUs of the launched set, not ordered released, whose rank failed while
- * the others went on (healed in place): held by the job with no rank. */
-int elastic__failed_gpus(const struct run *r);
+ * the others went on (healed in place): held by the job with no rank. With
+ * listed, only those listed has too (the same GPU of the same job). */
+int elastic__failed_gpus(const struct run *r, const struct elastic_gpuset *listed);
 
 /* GPUs of the launched set that hold a live rank. */
 int elastic__live_gpus(const struct run *r);

@@ -153,8 +153,9 @@ static void _look_at_lost(struct run *r)
  * re-forms onto them: doubled with each such re-form of the run (a GPU
  * that fails its ranks again and again costs less and less), up to the
  * maximum. */
-#define REPLACE_AFTER_S 2.0
-#define REPLACE_MAX_S	300.0
+#define REPLACE_AFTER_S	  2.0
+#define REPLACE_MAX_S	  300.0
+#define REPLACE_RECHECK_S 30.0
 
 /* A rank that failed while its node lives on was healed around: its GPU
  * stays held by the job with no rank on it. Unless a release takes it
@@ -167,7 +168,7 @@ static void _replace_failed(struct run *r)
 	if (!r->launch.stop_due && !r->launch.stop_sent &&
 	    (r->ip.state == ELASTIC_INPLACE_IDLE ||
 	     r->ip.state == ELASTIC_INPLACE_HEALING))
-		n = elastic__failed_gpus(r);
+		n = elastic__failed_gpus(r, NULL);
 	if (!n) {
 		r->launch.t_failed = 0;
 		return;
@@ -181,10 +182,18 @@ static void _replace_failed(struct run *r)
 		r->launch.t_failed = now;
 	if (now - r->launch.t_failed < wait)
 		return;
+	/* only GPUs the job still holds (a cancelled grant's are gone: Slurm
+	 * is asked again REPLACE_RECHECK_S later, not at every turn) */
+	elastic_error_t err;
+	if (elastic__slurm_gpus(r, &r->sets.seen, &err) < 0 ||
+	    !(n = elastic__failed_gpus(r, &r->sets.seen))) {
+		r->launch.t_failed = now + REPLACE_RECHECK_S;
+		return;
+	}
 	elastic__say(
 		"%d GPU%s held with no rank for %.0f s (%s rank%s failed, the others went on): re-forming onto all %d GPUs",
-		n, n == 1 ? "" : "s", now - r->launch.t_failed, n == 1 ? "its" : "their",
-		n == 1 ? "" : "s", r->sets.launched.total);
+		n, n == 1 ? "" : "s", wait, n == 1 ? "its" : "their", n == 1 ? "" : "s",
+		r->sets.launched.total);
 	r->launch.replaced++;
 	r->launch.replacing = 1;
 	r->launch.t_failed = 0;
