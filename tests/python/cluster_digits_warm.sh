@@ -50,22 +50,14 @@ if t_runtime_in_place; then
 	last=$(grep -a '^step [0-9]* ' "$T_DIR/job.out" | tail -1 | awk '{print $2}')
 	py_wait_step "$lead" $((last + 1)) 0.05
 	last=$(grep -a '^step [0-9]* ' "$T_DIR/job.out" | tail -1 | awk '{print $2}')
-	# the job's elastic-run: not a rank wrapper (--rank) nor a launch agent
-	er=$(pgrep -f "elastic-run .*train_digits.py" | while read -r p; do
-		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -Eq -- ' --(rank|agent) ' && continue
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_JOB_ID=$lead" && echo "$p"
-	done | head -n1)
+	er=$(py_elastic_run_pid "$lead")
 	[ -n "$er" ] || t_fail "elastic-run of job $lead not found"
 	kill -USR1 "$er"
 	t_log "healed in place at 2 ranks; planned re-form asked (SIGUSR1 to elastic-run $er) after step $last"
 fi
 
 # the re-form: both ranks forked by node1's zygote, resumed after step $last
-end=$((SECONDS + 120))
-until grep -aq '^timings (resumed' "$T_DIR/job.out"; do
-	[ $SECONDS -lt $end ] || { cat "$T_DIR/job.out"; t_fail "no relaunch"; }
-	sleep 0.1
-done
+py_wait_line "$T_DIR/job.out" '^timings \(resumed' 120 "no relaunch"
 t_grep 're-form 1: 2 ranks' "$T_DIR/job.out" "elastic-run re-formed the job at 2 ranks"
 n=$(awk '/re-form 1:/ { f = 1 } f && /elastic-run --rank [01]: started warm: pid/' "$T_DIR/job.out" | wc -l)
 [ "$n" = 2 ] || { grep -a 'elastic-run --rank' "$T_DIR/job.out"; t_fail "$n of 2 ranks of the re-form started warm"; }

@@ -30,18 +30,11 @@ done
 z=$(pgrep -fc "^[^ ]*python[0-9.]* (-[^ ]+ )*-m slurm_elastic.warm .*elastic-warm\.$lead\..*\.node1\.($lead|$grant) " || true)
 [ "$z" = 2 ] || t_fail "$z zygotes named for the job and its grant on node1, expected 2"
 last=$(grep -a '^step [0-9]* ' "$T_DIR/job.out" | tail -1 | awk '{print $2}')
-er=$(pgrep -f "elastic-run .*train_digits.py" | while read -r p; do
-	tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -Eq -- ' --(rank|rank-in-step|agent) ' && continue
-	tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_JOB_ID=$lead" && echo "$p"
-done | head -n1)
+er=$(py_elastic_run_pid "$lead")
 [ -n "$er" ] || t_fail "elastic-run of job $lead not found"
 kill -USR1 "$er"
 t_log "both zygotes ready; planned re-form asked (SIGUSR1 to elastic-run $er) after step $last"
-end=$((SECONDS + 120))
-until grep -aq '^timings (resumed' "$T_DIR/job.out"; do
-	[ $SECONDS -lt $end ] || { cat "$T_DIR/job.out"; t_fail "no relaunch"; }
-	sleep 0.1
-done
+py_wait_line "$T_DIR/job.out" '^timings \(resumed' 120 "no relaunch"
 t_grep 're-form 1: 4 ranks' "$T_DIR/job.out" "elastic-run re-formed the job at 4 ranks"
 n=$(awk '/re-form 1:/ { f = 1 } f && /elastic-run --rank [0-3]: started warm: pid/' "$T_DIR/job.out" | sort -u | wc -l)
 [ "$n" = 4 ] || { grep -a 'elastic-run --rank' "$T_DIR/job.out"; t_fail "$n of 4 ranks of the re-form started warm"; }

@@ -86,6 +86,23 @@ py_wait_step() { # job step [poll seconds]
 # A node lost: SIGKILL every process of grant jobs $1 (one id, or several separated by
 # spaces) on node $2 (PRRTE daemon, rank wrappers, ranks, the zygote) and cancel the
 # grants; the pids in $victims.
+# The pid of job's elastic-run (not a rank wrapper, nor a launch agent).
+py_elastic_run_pid() { # job
+	pgrep -f "elastic-run .*train_digits.py" | while read -r p; do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -Eq -- ' --(rank|rank-in-step|agent) ' && continue
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_JOB_ID=$1" && echo "$p"
+	done | head -n1
+}
+
+# Wait up to SECONDS for a line matching REGEX in FILE, else fail with WHAT.
+py_wait_line() { # file regex seconds what
+	local end=$((SECONDS + $3))
+	until grep -aEq -- "$2" "$1" 2>/dev/null; do
+		[ $SECONDS -lt $end ] || { cat "$1"; t_fail "$4"; }
+		sleep 0.1
+	done
+}
+
 py_kill_node() { # grant(s) node
 	local p comm env g hit
 	victims=""
