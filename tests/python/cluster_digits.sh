@@ -3,9 +3,11 @@
 # tests/python/cluster_digits.sh: the PyTorch example (examples/pytorch) as a user runs
 # it: sbatch --elastic-gpus=3 train.sbatch (SPANK + job_submit, elastic-run, 3 ranks of
 # train_digits.py). One rank is SIGKILLed after step 8: the others heal in place (ULFM,
-# no re-form), the job completes at 2 ranks, the loss falls, each committed step was
-# applied once and each sample used once per epoch, and the final model equals a static
-# run's within float32 summation-order noise (rtol 1e-3, atol 1e-4).
+# no re-form for the failure); 2 s later elastic-run re-forms onto the 3 GPUs (a rank on
+# the killed one's GPU again: cause replace), the job completes at 3 ranks, the loss
+# falls, each committed step was applied once and each sample used once per epoch, and
+# the final model equals a static run's within float32 summation-order noise (rtol 1e-3,
+# atol 1e-4).
 set -u
 . "$(dirname "$0")/common.sh"
 py_cluster_setup
@@ -35,9 +37,12 @@ kill -KILL "$victim"
 t_log "rank 2 (pid $victim) SIGKILLed"
 t_wait_job "$id" 300
 grep -av "^step " "$T_DIR/job.out" | tail -20
-t_grep "^done: 72 steps, $epochs epochs, size 2, each committed step applied once: yes, samples once per epoch: yes" \
-	"$T_DIR/job.out" "completed at 2 ranks, each step once, each sample once an epoch"
-grep -aq 're-form [0-9]*:' "$T_DIR/job.out" && t_fail "the job re-formed: expected in-place healing"
+t_grep "^done: 72 steps, $epochs epochs, size 3, each committed step applied once: yes, samples once per epoch: yes" \
+	"$T_DIR/job.out" "completed at 3 ranks (a rank again on the killed one's GPU), each step once, each sample once an epoch"
+t_grep "^redo step [0-9]+: size now 2" "$T_DIR/job.out" "the killed rank was not healed in place"
+awk '/held with no rank for/ { r = 1 } /re-form [0-9]+:/ { if (!r) bad = 1; r = 0 } END { exit bad }' "$T_DIR/job.out" ||
+	t_fail "the job re-formed for the failure: expected in-place healing"
+t_grep "re-form 1: 3 ranks" "$T_DIR/job.out" "no re-form onto the killed rank's GPU"
 c=$(sed -n 's/^step \([0-9]*\) .*size 2 .*t=\([0-9.]*\) (first commit after a change)/\1 \2/p' "$T_DIR/job.out" | head -1)
 [ -n "$c" ] || t_fail "no first commit after the kill"
 t_log "kill -> next commit (step ${c% *}, 3 -> 2 ranks): $(awk -v k="$t_kill" -v c="${c#* }" 'BEGIN { printf "%.0f ms", (c - k) * 1000 }')"
