@@ -76,7 +76,7 @@ static void _hold_out_lost(struct run *r)
 				"%s: its ranks never said how they ended (the node or its daemon lost): left out while Slurm lists its GPUs there, for %.0f s at most",
 				n->host, n->until - n->since);
 	}
-	r->sets.lost_look = elastic__now() + 1.0;
+	r->sets.lost_look = now + 1.0;
 }
 
 /* REFORM: finished, or launch again, or give up (elastic__run_* decide). */

@@ -3,7 +3,6 @@
  * (pure). */
 #include "config.h"
 
-#include "contract.h" /* ELASTIC_EXIT_REFORM, ELASTIC_EXIT_LEFT */
 #include "recovery.h"
 #include "report.h"
 
@@ -22,10 +21,7 @@ enum elastic_reform_cause elastic__recovery_cause(const struct elastic_reform_in
 
 int elastic__recovery_is_loss(int how, int value)
 {
-	if (how == ELASTIC_RANK_SIGNALED)
-		return 1;
-	return how == ELASTIC_RANK_EXITED && value != 0 && value != ELASTIC_EXIT_REFORM &&
-	       value != ELASTIC_EXIT_LEFT;
+	return elastic__report_end_failed(how, value);
 }
 
 void elastic__recovery_observe(struct elastic_recovery_counts *n, double seconds)

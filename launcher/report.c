@@ -156,17 +156,20 @@ int elastic__report_ended_on(const struct elastic_report *r, const char *host, i
 	return 0;
 }
 
-int elastic__report_failed_on(const struct elastic_report *r, const char *host, int gpu,
-			      int reform_code)
+int elastic__report_end_failed(int how, int value)
+{
+	if (how == ELASTIC_RANK_SIGNALED)
+		return 1;
+	return how == ELASTIC_RANK_EXITED && value != 0 && value != ELASTIC_EXIT_REFORM &&
+	       value != ELASTIC_EXIT_LEFT;
+}
+
+int elastic__report_failed_on(const struct elastic_report *r, const char *host, int gpu)
 {
 	for (int i = 0; i < r->nranks; i++) {
 		const struct elastic_rank_end *e = &r->end[i];
-		if (e->how == ELASTIC_RANK_UNKNOWN || e->gpu != gpu || gpu < 0 ||
-		    strcmp(e->host, host))
-			continue;
-		if (e->how == ELASTIC_RANK_SIGNALED ||
-		    (e->value != 0 && e->value != reform_code &&
-		     e->value != ELASTIC_EXIT_LEFT))
+		if (gpu >= 0 && e->gpu == gpu && !strcmp(e->host, host) &&
+		    elastic__report_end_failed(e->how, e->value))
 			return 1;
 	}
 	return 0;

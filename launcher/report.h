@@ -57,11 +57,14 @@ void elastic__report_format(char *buf, size_t len, const char *token, unsigned g
  * host (its GPU holds no live rank now), else 0. */
 int elastic__report_ended_on(const struct elastic_report *r, const char *host, int gpu);
 
+/* 1 if a rank's end (how: ELASTIC_RANK_*, value) is a failure: a signal, or
+ * an exit status other than 0, a re-form's (ELASTIC_EXIT_REFORM) and
+ * libelastic's "left" (ELASTIC_EXIT_LEFT), else 0. */
+int elastic__report_end_failed(int how, int value);
+
 /* 1 if a rank of the current launch ran on GPU gpu of host and failed
- * there (a signal, or an exit status other than 0, reform_code and
- * libelastic's "left"), else 0. */
-int elastic__report_failed_on(const struct elastic_report *r, const char *host, int gpu,
-			      int reform_code);
+ * there (elastic__report_end_failed), else 0. */
+int elastic__report_failed_on(const struct elastic_report *r, const char *host, int gpu);
 
 /* Ranks of the current launch that reported their end and ran on host. */
 int elastic__report_from(const struct elastic_report *r, const char *host);

@@ -89,8 +89,8 @@ int elastic__failed_gpus(const struct run *r, const struct elastic_gpuset *liste
 	for (int h = 0; h < r->sets.launched.nhosts; h++) {
 		const struct elastic_host *x = &r->sets.launched.host[h];
 		for (int g = 0; g < x->ngpus; g++)
-			n += elastic__report_failed_on(&r->launch.rep, x->name, x->gpu[g],
-						       EXIT_REFORM) &&
+			n += elastic__report_failed_on(&r->launch.rep, x->name,
+						       x->gpu[g]) &&
 			     !elastic__orders_released(&r->job.orders,
 						       (uint32_t)x->gpu_job[g]) &&
 			     (!listed ||

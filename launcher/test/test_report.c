@@ -136,11 +136,11 @@ static void failed_on_and_from(void **state)
 		book(&r, 2);
 		r.end[1] = (struct elastic_rank_end){
 			.how = t[i].how, .value = t[i].value, .host = "node2", .gpu = 3};
-		if (elastic__report_failed_on(&r, "node2", 3, 75) != t[i].failed)
+		if (elastic__report_failed_on(&r, "node2", 3) != t[i].failed)
 			fail_msg("how %d value %d: expected failed %d", t[i].how,
 				 t[i].value, t[i].failed);
-		assert_false(elastic__report_failed_on(&r, "node2", 2, 75));
-		assert_false(elastic__report_failed_on(&r, "node1", 3, 75));
+		assert_false(elastic__report_failed_on(&r, "node2", 2));
+		assert_false(elastic__report_failed_on(&r, "node1", 3));
 		assert_int_equal(elastic__report_from(&r, "node2"),
 				 t[i].how != ELASTIC_RANK_UNKNOWN);
 		assert_int_equal(elastic__report_from(&r, "node1"), 0);
