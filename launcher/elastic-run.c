@@ -153,6 +153,7 @@ static int _finish(struct run *r)
 	unlink(r->file.leave);
 	unlink(r->file.join);
 	unlink(r->file.mapfile);
+	unlink(r->file.ask);
 	rmdir(r->file.dir);
 	return r->launch.status;
 }

@@ -290,6 +290,10 @@ enum run_setup elastic__files_setup(struct run *r, int *code)
 	snprintf(r->file.leave, sizeof(r->file.leave), "%s/leave", r->file.dir);
 	snprintf(r->file.join, sizeof(r->file.join), "%s/join", r->file.dir);
 	snprintf(r->file.mapfile, sizeof(r->file.mapfile), "%s/map", r->file.dir);
+	/* the number of the last request (SIGUSR1) to the ranks: libelastic
+	 * drops a late copy of one it took (elastic__ask_taken) */
+	snprintf(r->file.ask, sizeof(r->file.ask), "%s/ask", r->file.dir);
+	setenv("ELASTIC_RUN_ASK", r->file.ask, 1);
 	/* the agent finds a node added to a running mpirun there */
 	setenv("ELASTIC_RUN_MAP_FILE", r->file.mapfile, 1);
 	FILE *af = fopen(r->file.agent, "w");

@@ -51,7 +51,7 @@ struct run_job {
 struct run_files {
 	char self[PATH_MAX], dir[PATH_MAX], hostfile[PATH_MAX + 16];
 	char agent[PATH_MAX + 32], progress[PATH_MAX + 32], leave[PATH_MAX + 32];
-	char join[PATH_MAX + 32], mapfile[PATH_MAX + 32];
+	char join[PATH_MAX + 32], mapfile[PATH_MAX + 32], ask[PATH_MAX + 32];
 };
 
 /* The job's GPU sets, each named for what it is; they change shape only
@@ -74,6 +74,7 @@ struct run_launch {
 	double t_failed; /* since when GPUs of failed ranks are held with no rank (0: none) */
 	int replaced;		 /* re-forms onto such GPUs so far (each waits longer) */
 	int replacing;		 /* the re-form asked is one of them */
+	unsigned long long asks; /* requests (SIGUSR1) sent to the ranks, all launches */
 	struct timespec t0_wall; /* when the current mpirun was started */
 	double t0, t_end;
 	struct elastic_report rep; /* the ranks' reports of their end */

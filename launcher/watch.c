@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 
 #include "inplace_run.h"
@@ -200,6 +201,27 @@ static void _replace_failed(struct run *r)
 	r->launch.stop_due = 1;
 }
 
+/* Number the request about to be sent (libelastic drops a late copy of one
+ * it took: elastic__ask_taken): written whole (rename) before the signal. */
+static void _number_request(struct run *r)
+{
+	char tmp[sizeof(r->file.ask) + 8];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", r->file.ask);
+	FILE *f = fopen(tmp, "w");
+	int ok = f != NULL;
+	if (f) {
+		ok = fprintf(f, "%llu\n", ++r->launch.asks) > 0;
+		ok = fclose(f) == 0 && ok;
+	}
+	if (ok)
+		ok = rename(tmp, r->file.ask) == 0;
+	if (!ok) {
+		elastic__say("cannot write %s: %s (a late signal may ask again)",
+			     r->file.ask, strerror(errno));
+		unlink(tmp);
+	}
+}
+
 /* A re-form that is due (an order, or SIGUSR1 to elastic-run) reaches the
  * ranks as SIGUSR1 once they can take it. */
 static void _stop_when_ready(struct run *r)
@@ -214,6 +236,7 @@ static void _stop_when_ready(struct run *r)
 			elastic__grow_from_slurm(r);
 	}
 	if (r->launch.stop_due && !r->launch.stop_sent && elastic__ranks_ready(r)) {
+		_number_request(r);
 		elastic__say(
 			"asking the %d ranks to %s at the next step boundary (SIGUSR1)",
 			r->ip.world,

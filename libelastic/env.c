@@ -268,7 +268,8 @@ int elastic__config_read(struct elastic__config *cfg, struct elastic_env *env,
 	if (_env_dup("ELASTIC_RUN_LEAVE", &cfg->run_leave) < 0 ||
 	    _env_dup("ELASTIC_GPU", &cfg->gpu) < 0 ||
 	    _env_dup("ELASTIC_RUN_JOIN", &cfg->run_join) < 0 ||
-	    _env_dup("ELASTIC_RUN_PROGRESS", &cfg->run_progress) < 0) {
+	    _env_dup("ELASTIC_RUN_PROGRESS", &cfg->run_progress) < 0 ||
+	    _env_dup("ELASTIC_RUN_ASK", &cfg->run_ask) < 0) {
 		elastic__config_free(cfg);
 		return _fail(err, ENOMEM, "elastic_init: out of memory");
 	}
@@ -290,5 +291,6 @@ void elastic__config_free(struct elastic__config *cfg)
 	free(cfg->gpu);
 	free(cfg->run_join);
 	free(cfg->run_progress);
+	free(cfg->run_ask);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -110,6 +110,8 @@ struct elastic__config {
 	char *run_join;	    /* ELASTIC_RUN_JOIN: the ranks a growth in place adds */
 	int join_base;	    /* ELASTIC_RUN_JOIN_BASE set: started by a growth */
 	char *run_progress; /* ELASTIC_RUN_PROGRESS: where rank 0 tells its progress */
+	char *run_ask;	    /* ELASTIC_RUN_ASK: the number of elastic-run's last
+			     * request (SIGUSR1) */
 	int stop_signal;    /* SIGUSR1 asks for a planned re-form (not
 			     * ELASTIC_STOP_SIGNAL=none) */
 };
@@ -147,6 +149,7 @@ struct elastic_ctx {
 	int fenced;	    /* a newer launch owns this node's snapshots */
 	int shm_off;	    /* no room for this node's snapshots: not written */
 	int cleaned;	    /* older launches' files removed */
+	uint64_t ask_done;  /* elastic-run's request taken last (ELASTIC_RUN_ASK) */
 	int stop_pending;   /* planned re-form agreed; update-after-commit mode
 			     * stops at the next begin */
 	char *join;	    /* growth in place agreed: the join list (grow.c),
@@ -274,6 +277,10 @@ enum elastic__shrink {
 	ELASTIC__SHRINK_LEAVE,
 };
 enum elastic__shrink elastic__shrink_in_place(elastic_ctx_t *ctx);
+/* At a commit that agreed a planned change: 1 when it is elastic-run's
+ * request taken at an earlier commit (its signal reached a rank late), the
+ * same on every rank; collective. */
+int elastic__ask_taken(elastic_ctx_t *ctx);
 /* Growth in place (spawn and merge, on runtimes elastic-run finds able
  * to). At a commit that agreed a planned change no rank leaves: 1 if a join
  * list was agreed (kept for the next begin), else 0; collective. */

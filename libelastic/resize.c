@@ -252,6 +252,41 @@ static void _shrunk(elastic_ctx_t *ctx, MPI_Comm nc, const struct shrink *s)
  * first rank before it returns (and its caller exits), so its end (a lost
  * process to the runtime) comes only after the survivors stopped using the
  * old world. */
+/* elastic-run numbers its requests: it writes the number into the file
+ * ELASTIC_RUN_ASK names, then sends SIGUSR1. The runtime delivers the
+ * signal to one rank after another; under load one may get it after the
+ * commit whose agreement took the request, and its flag would ask again at
+ * the next commit (a planned shrink in place followed by a full re-form).
+ * Rank 0, on elastic-run's host, reads the number: a request already taken
+ * is dropped on every rank. A number read after the agreement is at least
+ * that of every signal that went into it (written before it was sent). */
+int elastic__ask_taken(elastic_ctx_t *ctx)
+{
+	unsigned long long n = 0;
+
+	if (!ctx->cfg.run_ask) /* the same environment on every rank */
+		return 0;
+	if (ctx->rank == 0) {
+		FILE *f = fopen(ctx->cfg.run_ask, "r");
+		if (f) {
+			if (fscanf(f, "%llu", &n) != 1)
+				n = 0;
+			fclose(f);
+		}
+	}
+	if (MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, ctx->comm) != MPI_SUCCESS || !n)
+		return 0;
+	if (n == ctx->ask_done) {
+		elastic__log(
+			ctx, ELASTIC_LOG_INFO,
+			"planned change: elastic-run's request %llu was taken at an earlier commit (its signal reached a rank late): going on",
+			n);
+		return 1;
+	}
+	ctx->ask_done = n;
+	return 0;
+}
+
 enum elastic__shrink elastic__shrink_in_place(elastic_ctx_t *ctx)
 {
 	char list[8192] = "";

@@ -296,11 +296,16 @@ static _Noreturn void _left(elastic_ctx_t *ctx)
 	_exit(ELASTIC_EXIT_LEFT);
 }
 
-/* Every rank agreed on a planned change at this commit: shrink in place
- * (this rank leaves, or goes on in the smaller world), else grow in place
- * at the next begin, else stop for a re-form. */
+/* Every rank agreed on a planned change at this commit: none when it was
+ * taken already (a late signal), else shrink in place (this rank leaves,
+ * or goes on in the smaller world), else grow in place at the next begin,
+ * else stop for a re-form. */
 static void _planned_change(elastic_ctx_t *ctx)
 {
+	if (elastic__ask_taken(ctx)) {
+		elastic__stop_clear();
+		return;
+	}
 	switch (elastic__shrink_in_place(ctx)) {
 	case ELASTIC__SHRINK_LEAVE:
 		_left(ctx);
