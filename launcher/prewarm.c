@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <poll.h>
 #include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,9 +26,10 @@
 #include "prewarm.h"
 #include "runmap.h"
 
-#define MAX_FDS	   250 /* SCM_RIGHTS takes at most 253 */
-#define MAX_FLAGS  8
-#define MAX_ZYGOTE 64
+#define MAX_FDS		250 /* SCM_RIGHTS takes at most 253 */
+#define MAX_FLAGS	8
+#define MAX_ZYGOTE	64
+#define WARM_START_WAIT 10.0 /* s: for a listed zygote to listen */
 
 extern char **environ;
 
@@ -44,8 +46,17 @@ static struct {
 		unsigned long job; /* the job in whose step it runs */
 		pid_t pid;
 		int lifeline; /* the zygote's stdin: it ends when this closes */
+		int out; /* its stdout: "ready" once it serves (-1: read to its end) */
+		int ready;
 	} z[MAX_ZYGOTE];
 	int nz;
+	/* zygotes that ended on their own (refused to serve, failed, lost):
+	 * not started again for that host and job */
+	struct {
+		char host[64];
+		unsigned long job;
+	} ended[MAX_ZYGOTE];
+	int nended;
 } pw;
 
 static double _wall(void)
@@ -141,6 +152,9 @@ static void _start(const char *host, unsigned long job)
 	const char *av[32 + MAX_FLAGS];
 	int n = 0;
 
+	for (int i = 0; i < pw.nended; i++)
+		if (pw.ended[i].job == job && !strcmp(pw.ended[i].host, host))
+			return;
 	if (pw.nz >= MAX_ZYGOTE) {
 		if (pw.verbose)
 			pw.say("no warm interpreter on %s for job %lu: at most %d zygotes",
@@ -170,25 +184,118 @@ static void _start(const char *host, unsigned long job)
 	/* srun forwards its stdin to the zygote: a pipe that elastic-run holds
 	 * (close-on-exec: mpirun and the ranks do not), so that the zygote ends
 	 * when elastic-run closes it or dies, and its step ends quietly */
-	int p[2];
+	int p[2], o[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return;
-	pid_t pid = fork();
-	if (pid < 0) {
+	if (pipe2(o, O_CLOEXEC) < 0) {
 		close(p[0]);
 		close(p[1]);
 		return;
 	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		close(o[0]);
+		close(o[1]);
+		return;
+	}
 	if (pid == 0) {
 		dup2(p[0], 0);
+		dup2(o[1], 1);
 		execvp("srun", (char **)av);
 		_exit(127);
 	}
 	close(p[0]);
+	close(o[1]);
+	fcntl(o[0], F_SETFL, O_NONBLOCK);
 	snprintf(pw.z[pw.nz].host, sizeof(pw.z[0].host), "%s", host);
 	pw.z[pw.nz].job = job;
 	pw.z[pw.nz].lifeline = p[1];
+	pw.z[pw.nz].out = o[0];
+	pw.z[pw.nz].ready = 0;
 	pw.z[pw.nz++].pid = pid;
+}
+
+/* Read what zygote i wrote on its stdout: "ready" marks it ready, anything
+ * else is passed on to elastic-run's stdout; at its end, out closes. */
+static void _drain(int i)
+{
+	char buf[4096];
+	for (;;) {
+		if (pw.z[i].out < 0)
+			return;
+		ssize_t n = read(pw.z[i].out, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return; /* EAGAIN: nothing more now */
+		if (n == 0) {
+			close(pw.z[i].out);
+			pw.z[i].out = -1;
+			return;
+		}
+		/* the zygote writes "ready\n" on a line of its own, once,
+		 * before serving */
+		size_t len = (size_t)n, at = len;
+		for (size_t k = 0; !pw.z[i].ready && k + 6 <= len; k++)
+			if ((k == 0 || buf[k - 1] == '\n') &&
+			    !memcmp(buf + k, "ready\n", 6)) {
+				at = k;
+				pw.z[i].ready = 1;
+			}
+		if (at > 0 && write(1, buf, at) < 0)
+			return;
+		if (at + 6 < len && write(1, buf + at + 6, len - at - 6) < 0)
+			return;
+	}
+}
+
+int elastic__prewarm_on(void)
+{
+	return pw.on;
+}
+
+int elastic__prewarm_ready(const struct elastic_gpuset *set, char *wait, size_t len)
+{
+	size_t used = 0;
+	int all = 1;
+
+	if (wait && len)
+		wait[0] = '\0';
+	for (int i = 0; i < pw.nz; i++) {
+		_drain(i);
+		if (pw.z[i].ready || pw.z[i].out < 0)
+			continue; /* ready, or ended (its ranks start cold) */
+		int in_set = 0;
+		for (int h = 0; h < set->nhosts && !in_set; h++)
+			for (int g = 0; g < set->host[h].ngpus && !in_set; g++)
+				in_set = set->host[h].gpu_job[g] == pw.z[i].job &&
+					 !strcmp(set->host[h].name, pw.z[i].host);
+		if (!in_set)
+			continue;
+		all = 0;
+		if (wait && used + 1 < len)
+			used += (size_t)snprintf(wait + used, len - used,
+						 "%s%s (job %lu)", used ? ", " : "",
+						 pw.z[i].host, pw.z[i].job);
+	}
+	return all;
+}
+
+/* ELASTIC_RUN_WARM_LIVE for the ranks of the next launch: "HOST.JOB ..." of
+ * the zygotes started and not known to have ended. A rank whose zygote is
+ * listed waits for it to listen (srun is still starting it) and to finish
+ * its imports, rather than starting cold beside it. */
+static void _setenv_live(void)
+{
+	char live[MAX_ZYGOTE * 88];
+	size_t used = 0;
+	live[0] = '\0';
+	for (int i = 0; i < pw.nz && used + 88 < sizeof(live); i++)
+		used += (size_t)snprintf(live + used, sizeof(live) - used, "%s%s.%lu",
+					 used ? " " : "", pw.z[i].host, pw.z[i].job);
+	setenv("ELASTIC_RUN_WARM_LIVE", live, 1);
 }
 
 void elastic__prewarm_launch(const struct elastic_gpuset *set, double t_end)
@@ -204,10 +311,22 @@ void elastic__prewarm_hosts(const struct elastic_gpuset *set)
 {
 	if (!pw.on)
 		return;
-	/* forget the zygotes that ended (their node lost, or they failed) */
+	/* forget the zygotes that ended (their node lost, or they failed),
+	 * and start none again there for that job: the ranks would wait for
+	 * each new one and start cold after all */
 	for (int i = 0; i < pw.nz;) {
 		if (waitpid(pw.z[i].pid, NULL, WNOHANG) == pw.z[i].pid) {
+			if (pw.verbose)
+				pw.say("the warm interpreter on %s for job %lu ended",
+				       pw.z[i].host, pw.z[i].job);
+			if (pw.nended < MAX_ZYGOTE) {
+				memcpy(pw.ended[pw.nended].host, pw.z[i].host,
+				       sizeof(pw.ended[0].host));
+				pw.ended[pw.nended++].job = pw.z[i].job;
+			}
 			close(pw.z[i].lifeline);
+			if (pw.z[i].out >= 0)
+				close(pw.z[i].out);
 			pw.z[i] = pw.z[--pw.nz];
 		} else
 			i++;
@@ -224,12 +343,16 @@ void elastic__prewarm_hosts(const struct elastic_gpuset *set)
 				_start(x->name, x->gpu_job[g]);
 		}
 	}
+	_setenv_live();
 }
 
 void elastic__prewarm_stop(void)
 {
-	for (int i = 0; i < pw.nz; i++)
+	for (int i = 0; i < pw.nz; i++) {
 		close(pw.z[i].lifeline);
+		if (pw.z[i].out >= 0)
+			close(pw.z[i].out);
+	}
 	for (int t = 0; t < 100 && pw.nz; t++) {
 		if (t == 50) /* 1 s: the zygotes did not see the end of stdin */
 			for (int i = 0; i < pw.nz; i++)
@@ -288,7 +411,22 @@ static unsigned long _rank_job(const char *host)
 	return 0;
 }
 
-static int _connect(const char *key)
+/* Whether ELASTIC_RUN_WARM_LIVE lists the zygote of host for job. */
+static int _listed(const char *host, unsigned long job)
+{
+	const char *live = getenv("ELASTIC_RUN_WARM_LIVE");
+	char hj[300];
+	int n = snprintf(hj, sizeof(hj), "%s.%lu", host, job);
+
+	if (!live || !job || n <= 0 || n >= (int)sizeof(hj))
+		return 0;
+	for (const char *p = live; (p = strstr(p, hj)); p += n)
+		if ((p == live || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return 1;
+	return 0;
+}
+
+static int _connect(const char *key, volatile sig_atomic_t *pending)
 {
 	const char *host = getenv("SLURMD_NODENAME");
 	char hn[256];
@@ -311,17 +449,26 @@ static int _connect(const char *key)
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&a,
-		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) < 0) {
+	/* a zygote elastic-run started for this host and job may not listen
+	 * yet (srun is starting it): wait for it, WARM_START_WAIT s at most */
+	int listed = _listed(host, job);
+	for (double t0 = _mono();;) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -1;
+		if (connect(fd, (struct sockaddr *)&a,
+			    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+					len)) == 0)
+			return fd;
 		int e = errno;
 		close(fd);
-		errno = e;
-		return -1;
+		if (e != ECONNREFUSED || !listed || *pending ||
+		    _mono() - t0 > WARM_START_WAIT) {
+			errno = e;
+			return -1;
+		}
+		usleep(50000);
 	}
-	return fd;
 }
 
 /* Append s and its NUL to the growing buffer; -1 when out of memory. */
@@ -477,6 +624,25 @@ static int _line(int s, char *buf, size_t len)
 	return 0;
 }
 
+/* Wait until s has something to read (the zygote's answer, or its end);
+ * 0 then, or the terminating signal that came first (SIGHUP: the daemon
+ * that started this wrapper ended, and its launch with it). */
+static int _wait_answer(int s, volatile sig_atomic_t *pending)
+{
+	struct pollfd p = {.fd = s, .events = POLLIN};
+	pid_t parent = getppid();
+	for (;;) {
+		int sig = *pending;
+		if (sig == SIGTERM || sig == SIGINT || sig == SIGKILL)
+			return sig;
+		if (getppid() != parent)
+			return SIGHUP;
+		int r = poll(&p, 1, 100);
+		if (r > 0 || (r < 0 && errno != EINTR))
+			return 0;
+	}
+}
+
 int elastic__prewarm_run(char **argv, volatile pid_t *child, int *ws,
 			 volatile sig_atomic_t *pending)
 {
@@ -486,13 +652,29 @@ int elastic__prewarm_run(char **argv, volatile pid_t *child, int *ws,
 	_setenv_time("ELASTIC_RUN_T_RANK", _wall());
 	if (!key || !*key)
 		return -1;
-	int s = _connect(key);
+	int s = _connect(key, pending);
 	if (s < 0) {
 		_note("no warm interpreter on this node (%s): starting %s cold",
 		      strerror(errno), argv[0]);
 		return -1;
 	}
-	if (_send_request(s, argv) < 0 || _line(s, line, sizeof(line)) < 0) {
+	if (_send_request(s, argv) < 0) {
+		_note("the warm interpreter did not take the rank (%s): starting %s cold",
+		      strerror(errno), argv[0]);
+		close(s);
+		return -1;
+	}
+	/* the zygote answers once its imports are done; a rank ended while it
+	 * waits ends here, as killed by that signal (the zygote sees the
+	 * socket closed and forks nothing for it) */
+	int ended = _wait_answer(s, pending);
+	if (ended) {
+		_note("ended by signal %d while waiting for the warm interpreter", ended);
+		close(s);
+		*ws = ended; /* a wait status: killed by that signal */
+		return 0;
+	}
+	if (_line(s, line, sizeof(line)) < 0) {
 		_note("the warm interpreter did not take the rank (%s): starting %s cold",
 		      strerror(errno), argv[0]);
 		close(s);

@@ -6,6 +6,7 @@
 #define ELASTIC_LAUNCHER_PREWARM_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "gpuset.h"
@@ -20,7 +21,8 @@ int elastic__prewarm_setup(char **prog, unsigned long jobid, int verbose,
 
 /* elastic-run, before each launch: start a zygote on each host of set that
  * has none running (srun --overlap into the host's job, like the daemons),
- * forget the ones that ended, and set ELASTIC_RUN_T_LAUNCH (now) and
+ * forget the ones that ended (and start none again for that host and job),
+ * list the others in ELASTIC_RUN_WARM_LIVE, and set ELASTIC_RUN_T_LAUNCH (now) and
  * ELASTIC_RUN_T_END (t_end, when the previous mpirun ended, CLOCK_MONOTONIC
  * seconds; 0: first launch) for the ranks' timings. */
 void elastic__prewarm_launch(const struct elastic_gpuset *set, double t_end);
@@ -29,13 +31,25 @@ void elastic__prewarm_launch(const struct elastic_gpuset *set, double t_end);
  * relaunch finds warm interpreters on the nodes that joined. */
 void elastic__prewarm_hosts(const struct elastic_gpuset *set);
 
+/* Whether the job's ranks are started warm (elastic__prewarm_setup said 1). */
+int elastic__prewarm_on(void);
+
+/* elastic-run, before a re-form onto set: 1 when each zygote started for
+ * set's hosts and jobs serves (or ended: its ranks start cold), else 0
+ * with wait listing the others ("node1 (job 12), ..."). Passes on
+ * whatever else the zygotes wrote on their stdout. */
+int elastic__prewarm_ready(const struct elastic_gpuset *set, char *wait, size_t len);
+
 /* elastic-run, at the end: stop the zygotes. */
 void elastic__prewarm_stop(void);
 
 /* The rank wrapper, instead of fork + exec of argv: have this node's zygote
- * fork the rank. Returns 0 when it ran there: *child held its pid while it
+ * fork the rank. A zygote listed in ELASTIC_RUN_WARM_LIVE is waited for
+ * (while srun starts it and while it imports) instead of starting cold.
+ * Returns 0 when it ran there: *child held its pid while it
  * ran (signals to relay; *pending, when nonzero, is relayed once the pid is
- * known), *ws its wait status. Returns -1 when the caller must start the
+ * known), *ws its wait status; also 0, with *ws "killed by" that signal,
+ * when SIGTERM or SIGINT came (or the launch ended) while it waited. Returns -1 when the caller must start the
  * program itself (no zygote, or it refused: said on stderr with
  * ELASTIC_RUN_VERBOSE). Sets ELASTIC_RUN_T_RANK (now) in either case. */
 int elastic__prewarm_run(char **argv, volatile pid_t *child, int *ws,

@@ -72,8 +72,9 @@ struct run_launch {
 	int unplanned; /* relaunches no controller order asked for */
 	int stop_due;  /* a re-form is due; SIGUSR1 waits until the ranks can take it */
 	double t_failed; /* since when GPUs of failed ranks are held with no rank (0: none) */
-	int replaced;		 /* re-forms onto such GPUs so far (each waits longer) */
-	int replacing;		 /* the re-form asked is one of them */
+	int replaced;  /* re-forms onto such GPUs so far (each waits longer) */
+	int replacing; /* the re-form asked is one of them */
+	double t_warm; /* since when a due re-form waits for zygotes (0: none) */
 	unsigned long long asks; /* requests (SIGUSR1) sent to the ranks, all launches */
 	struct timespec t0_wall; /* when the current mpirun was started */
 	double t0, t_end;

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "inplace_run.h"
+#include "prewarm.h"
 #include "procsig.h"
 #include "progress.h"
 #include "recovery_run.h"
@@ -201,6 +202,47 @@ static void _replace_failed(struct run *r)
 	r->launch.stop_due = 1;
 }
 
+/* How long a due re-form waits, at most, for the warm interpreters of the
+ * nodes and grants it adds. */
+#define WARM_AHEAD_MAX_S 20.0
+
+/* A re-form restarts every rank, and those on a new node or grant would
+ * wait there for their zygote's imports (prewarm.h): the zygotes are
+ * started now and the ranks train on until they serve. 1 when the re-form
+ * may go. */
+static int _warm_ahead(struct run *r)
+{
+	char wait[512];
+	double now = elastic__now();
+
+	if (!elastic__prewarm_on())
+		return 1;
+	if (!r->launch.t_warm) {
+		elastic_error_t err;
+		r->launch.t_warm = now;
+		if (elastic__slurm_gpus(r, &r->sets.seen, &err) < 0)
+			return 1;
+		elastic__prewarm_hosts(&r->sets.seen);
+		if (elastic__prewarm_ready(&r->sets.seen, wait, sizeof(wait)))
+			return 1;
+		elastic__say(
+			"re-form: the ranks train on until the warm interpreters on %s serve (%.0f s at most)",
+			wait, WARM_AHEAD_MAX_S);
+		return 0;
+	}
+	if (elastic__prewarm_ready(&r->sets.seen, wait, sizeof(wait))) {
+		elastic__say("re-form: the warm interpreters serve (%.1f s)",
+			     now - r->launch.t_warm);
+		return 1;
+	}
+	if (now - r->launch.t_warm < WARM_AHEAD_MAX_S)
+		return 0;
+	elastic__say(
+		"re-form: the warm interpreters on %s do not serve after %.0f s: re-forming (their ranks wait for them there)",
+		wait, WARM_AHEAD_MAX_S);
+	return 1;
+}
+
 /* Number the request about to be sent (libelastic drops a late copy of one
  * it took: elastic__ask_taken): written whole (rename) before the signal. */
 static void _number_request(struct run *r)
@@ -223,7 +265,8 @@ static void _number_request(struct run *r)
 }
 
 /* A re-form that is due (an order, or SIGUSR1 to elastic-run) reaches the
- * ranks as SIGUSR1 once they can take it. */
+ * ranks as SIGUSR1 once they can take it (and, for a re-form, once the
+ * zygotes it needs serve). */
 static void _stop_when_ready(struct run *r)
 {
 	/* (one asked while the ranks grow is taken once they have) */
@@ -236,6 +279,9 @@ static void _stop_when_ready(struct run *r)
 			elastic__grow_from_slurm(r);
 	}
 	if (r->launch.stop_due && !r->launch.stop_sent && elastic__ranks_ready(r)) {
+		if (r->ip.state != ELASTIC_INPLACE_JOINING && !_warm_ahead(r))
+			return;
+		r->launch.t_warm = 0;
 		_number_request(r);
 		elastic__say(
 			"asking the %d ranks to %s at the next step boundary (SIGUSR1)",
@@ -272,6 +318,7 @@ enum run_state elastic__watch(struct run *r)
 	r->launch.stop_sent = r->launch.stop_due = 0;
 	r->launch.t_failed = 0;
 	r->launch.replacing = 0;
+	r->launch.t_warm = 0;
 	for (;;) {
 		if (elastic__report_poll(&r->launch.rep, r->job.have_ctl ? 50 : 200) > 0)
 			_say_ends(r);

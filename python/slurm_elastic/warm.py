@@ -10,14 +10,15 @@ starts. elastic-run therefore starts, once per node and job, ahead of need::
 
     python3 [FLAGS] -m slurm_elastic.warm --lifeline SOCKET SCRIPT
 
-which (once the job's first launch committed a step, where elastic-run's
-progress file is visible: the first launch keeps the cores) imports torch
+which listens on the abstract unix socket SOCKET at once, then imports torch
 and the modules SCRIPT imports at its top level (read
 with :mod:`ast`; ``mpi4py.MPI``, which initializes MPI, is left out; a module
 that fails to import is left to the rank), checks that it is still
 single-threaded with MPI not initialized (otherwise it says so and exits:
-relaunches start cold), and then listens on the abstract unix socket
-SOCKET. The rank wrapper (``elastic-run --rank``), started by the PRRTE
+the ranks start cold), and then takes the ranks' requests. A rank that
+connects while the zygote imports waits for it: one import per node and
+job, not one per rank (the ranks of a launch would otherwise import torch
+side by side, each on its own, on the same cores). The rank wrapper (``elastic-run --rank``), started by the PRRTE
 daemon as usual, connects and sends the rank's argv, environment, cwd and open file descriptors
 (SCM_RIGHTS), its umask and CPU affinity. The zygote forks; the child takes
 them over (``dup2``, the environment replaced, plus what the zygote's imports
@@ -28,7 +29,9 @@ status, so PRRTE and ULFM see the rank end as a plain rank's. When the wrapper d
 the zygote kills the child; when the zygote dies its children die
 (PR_SET_PDEATHSIG) and their wrappers report them killed. With
 ``--lifeline`` the zygote ends at the end of its stdin (elastic-run holds
-the other end of that pipe, through srun).
+the other end of that pipe, through srun), and writes ``ready`` on its
+stdout once it serves (elastic-run waits for it before a re-form onto a new
+node or grant).
 
 A request is refused (the wrapper then starts ``python3`` itself and says
 so with ``-v``) when the interpreter or its flags differ, or when a
@@ -118,8 +121,14 @@ def warm_up(script, verbose):
     wanted = os.environ.get("ELASTIC_WARM_IMPORTS")
     # torch._dynamo too: torch's optimizers import it at their first step
     # (0.6-0.9 s here), on the way to every relaunch's first commit
-    mods = ["torch", "torch._dynamo"] + ([m for m in wanted.split(",") if m] if wanted is not None
-                        else script_imports(script))
+    if wanted is not None:
+        listed = [m for m in wanted.split(",") if m]
+    else:
+        try:
+            listed = script_imports(script)
+        except (OSError, SyntaxError, ValueError):
+            listed = []  # the rank says what is wrong with the script
+    mods = ["torch", "torch._dynamo"] + listed
     hook = _NoMPI()
     sys.meta_path.insert(0, hook)
     failed = []
@@ -136,31 +145,6 @@ def warm_up(script, verbose):
     return len(mods), failed
 
 
-def wait_first_commit(lifeline, verbose, limit=300.0):
-    """Leave the cores to the job's first launch: where elastic-run's progress
-    file (ELASTIC_RUN_PROGRESS, written by rank 0 at its commits) is visible,
-    wait until it is written (at most ``limit`` s) before importing anything.
-    Returns False when elastic-run ended meanwhile (the lifeline closed)."""
-    path = os.environ.get("ELASTIC_RUN_PROGRESS")
-    if not path or not os.path.isdir(os.path.dirname(path)):
-        return True  # another node than elastic-run's: warm up now
-    t0 = time.time()
-    while time.time() - t0 < limit:
-        try:
-            if os.path.getsize(path) > 0:
-                _log(verbose, "the job committed a step: warming up (waited %.1f s)"
-                     % (time.time() - t0))
-                return True
-        except OSError:
-            pass
-        if lifeline:
-            if select.select([0], [], [], 0.2)[0] and not os.read(0, 4096):
-                return False
-        else:
-            time.sleep(0.2)
-    return True
-
-
 def _threads():
     return len(os.listdir("/proc/self/task"))
 
@@ -170,6 +154,23 @@ def _mpi_initialized():
     if core is None:
         return False
     return bool(core.mpi_initialized())
+
+
+def _hung_up(conn):
+    """Whether the peer closed its end (a request waits in the socket
+    after that: its data was sent before)."""
+    p = select.poll()
+    p.register(conn, select.POLLRDHUP)
+    return any(ev & (select.POLLRDHUP | select.POLLHUP) for _fd, ev in p.poll(0))
+
+
+def listen(name):
+    """The zygote's socket, listening at once: ranks that come while it
+    imports wait in the backlog instead of starting cold."""
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    lsock.bind("\0" + name)
+    lsock.listen(256)
+    return lsock
 
 
 def _env_key(env):
@@ -235,14 +236,10 @@ class Zygote:
             return "environment differs: %s" % ", ".join(sorted({k for k, _ in diff}))
         return None
 
-    def serve(self):
-        """Accept requests until one makes this process a rank (returns
-        (script, argv) in the child) or the zygote is told to stop."""
-        lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        lsock.bind("\0" + self.name)
-        lsock.listen(64)
-        signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
-        signal.signal(signal.SIGHUP, lambda *a: sys.exit(0))
+    def serve(self, lsock):
+        """Accept requests on lsock (bound and listening) until one makes
+        this process a rank (returns (script, argv) in the child) or the
+        zygote is told to stop."""
         poller = select.poll()
         poller.register(lsock, select.POLLIN)
         if self.lifeline:  # stdin: a pipe from elastic-run; its end is ours
@@ -302,6 +299,13 @@ class Zygote:
                 conn.sendall(b"no %s\n" % why.encode())
             except OSError:
                 pass
+            conn.close()
+            return None
+        if _hung_up(conn):
+            # the wrapper gave up waiting (its rank was ended meanwhile):
+            # no rank for it
+            for fd, _ in fds:
+                os.close(fd)
             conn.close()
             return None
         sys.stdout.flush()
@@ -390,8 +394,9 @@ def main(args=None):
                          "(started by elastic-run)\n")
         return 2
     name, script = args
-    if not wait_first_commit(lifeline, verbose):
-        return 0
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+    signal.signal(signal.SIGHUP, lambda *a: sys.exit(0))
+    lsock = listen(name)
     t0 = time.time()
     env0 = dict(os.environ)
     n, failed = warm_up(script, verbose)
@@ -409,7 +414,12 @@ def main(args=None):
     z = Zygote(name, script, verbose, env0, set_by_imports, lifeline)
     _log(verbose, "ready in %.2f s (%d modules imported ahead, %d in all)"
          % (time.time() - t0, n - len(failed), len(sys.modules)))
-    res = z.serve()
+    if lifeline:
+        # elastic-run reads it (through srun) before a re-form that needs
+        # this zygote: the ranks keep training until it is ready
+        sys.stdout.flush()
+        os.write(1, b"ready\n")
+    res = z.serve(lsock)
     # the child (gc stays frozen: collecting the zygote's objects would copy
     # their pages): run the script as python3 SCRIPT ARGS would
 

@@ -77,16 +77,20 @@ else
 fi
 check_run exact_cluster 2
 
-# a growth from 2 to 4 ranks after step 10
+# a growth from 2 to 4 ranks after step 10 (slow steps until the re-form: it
+# waits for the grant's warm interpreter while the ranks train on)
 out=$T_DIR/exact_grow.out
+echo 0.3 >"$T_DIR/grow.sleep"
 lead=$(t_sbatch root -N1 -n1 -w node1 --gres=gpu:2 -o "$out" \
-	--export="ALL,PYTHONPATH=$PYTHONPATH,EPOCHS=$EPOCHS" "$T_DIR/ddp.sbatch" exact_grow)
+	--export="ALL,PYTHONPATH=$PYTHONPATH,EPOCHS=$EPOCHS,SLEEP_FILE=$T_DIR/grow.sleep" "$T_DIR/ddp.sbatch" exact_grow)
 wait_lr exact_grow 10 2
 t_grant_start "$lead" 2
 er=$(pgrep -f "elastic-run -v -- python3 $here/ddp_checks.py exact_grow" | head -n1)
 [ -n "$er" ] || t_fail "no elastic-run process found"
 kill -USR1 "$er"
 t_log "grant $grant running on node2; SIGUSR1 to elastic-run (pid $er)"
+py_wait_line "$out" 're-form 1:' 60 "no re-form after SIGUSR1"
+echo 0.05 >"$T_DIR/grow.sleep"
 t_wait_job "$lead" 300
 scancel "$grant" 2>/dev/null || true
 grep -av '^USED\|^LR' "$out" | tail -n 12

@@ -22,15 +22,8 @@ id=$(t_sbatch alice -A acct_a --elastic-gpus=3 -N1 -w node1 -o "$T_DIR/job.out" 
 t_log "job $id submitted (sbatch --elastic-gpus=3 examples/pytorch/train.sbatch)"
 py_wait_step "$id" 8
 t_grep '^step 8 epoch 0 size 3 ' "$T_DIR/job.out" "training at 3 ranks"
-# the victim: rank 2's python, found by its environment
-victim=""
-for p in /proc/[0-9]*; do
-	read -r comm 2>/dev/null <"$p/comm" || continue
-	case "$comm" in python3*) ;; *) continue ;; esac
-	env=$'\n'$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null)$'\n' || continue
-	[[ $env == *$'\n'"SLURM_JOB_ID=$id"$'\n'* && $env == *$'\n'"OMPI_COMM_WORLD_RANK=2"$'\n'* ]] &&
-		victim=${p#/proc/}
-done
+# the victim: rank 2's python (forked by the node's zygote, or started cold)
+victim=$(py_rank_pid "$id" 2 "$T_DIR/job.out")
 [ -n "$victim" ] || t_fail "no rank 2 of job $id found"
 t_kill=$(date +%s.%N)
 kill -KILL "$victim"

@@ -6,7 +6,7 @@
 # node1's other 2 GPUs held by blockers); after step 5 the node1 blocker ends, elasticd
 # grants the 2 GPUs; elastic-run asks the ranks to stop
 # at a step boundary (SIGUSR1: the Python ranks agree, commit, exit 75) and re-forms at 4;
-# the relaunch resumes at the next step. After step 40 bob's elastic job (2 GPUs) arrives:
+# the relaunch resumes at the next step. After step 40, at 4 ranks, bob's elastic job (2 GPUs) arrives:
 # fair share gives 2 / 2, alice's job shrinks back to 2 ranks at a step boundary (in
 # place on Open MPI 6; a
 # second planned re-form) and its grant is released. No committed step is lost or
@@ -38,9 +38,11 @@ t_log "job $id submitted (sbatch --elastic-gpus=2-4 examples/pytorch/train.sbatc
 py_wait_step "$id" 5
 scancel "$half"
 t_log "node1's other 2 GPUs freed after step 5"
+# (the re-form waits for the grants' warm interpreters: the ranks train on)
+py_wait_line "$T_DIR/job.out" '^step [0-9]+ epoch [0-9]+ size 4 ' 120 "no step at 4 ranks"
 py_wait_step "$id" 40
 bob=$(ctl_job bob acct_b 2 2 30)
-t_log "bob's elastic job $bob (2 GPUs) submitted after step 40"
+t_log "bob's elastic job $bob (2 GPUs) submitted after step 40, at 4 ranks"
 t_wait_job "$id" 300
 grep -av '^step ' "$T_DIR/job.out" | tail -20
 t_grep "^done: $steps steps, $epochs epochs, size 2, each committed step applied once: yes, samples once per epoch: yes" \
@@ -65,7 +67,7 @@ seq 0 $((steps - 1)) | cmp -s - "$T_DIR/steps" || {
 	diff <(seq 0 $((steps - 1))) "$T_DIR/steps" | head
 	t_fail "committed steps are not 0..$((steps - 1)) once each"
 }
-last2=$(grep -a '^step [0-9]* .* size 2 ' "$T_DIR/job.out" | head -n 20 | awk '$2 < 40' | tail -1 | awk '{print $2}')
+last2=$(grep -a '^step [0-9]* ' "$T_DIR/job.out" | awk '$6 == 4 { print prev; exit } $6 == 2 { prev = $2 }')
 last4=$(grep -a '^step [0-9]* .* size 4 ' "$T_DIR/job.out" | tail -1 | awk '{print $2}')
 t_log "grew 2 -> 4 after step $last2, shrank 4 -> 2 after step $last4 (bob: 2 GPUs); steps 0..$((steps - 1)) committed once each"
 py_check_loss_and_model $epochs

@@ -27,7 +27,13 @@ until [ "$(grep -ac 'elastic-run warm node1: ready' "$T_DIR/job.out")" -ge 2 ]; 
 	[ $SECONDS -lt $end ] || { cat "$T_DIR/job.out"; t_fail "no zygote ready for each of the 2 jobs on node1"; }
 	sleep 0.1
 done
-z=$(pgrep -fc "^[^ ]*python[0-9.]* (-[^ ]+ )*-m slurm_elastic.warm .*elastic-warm\.$lead\..*\.node1\.($lead|$grant) " || true)
+# the zygotes, not the ranks they forked (which show the zygote's command line)
+zs=$(pgrep -f "^[^ ]*python[0-9.]* (-[^ ]+ )*-m slurm_elastic.warm .*elastic-warm\.$lead\..*\.node1\.($lead|$grant) " || true)
+z=0
+for p in $zs; do
+	pp=$(awk '/^PPid:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+	[[ " $(echo $zs) " == *" $pp "* ]] || z=$((z + 1))
+done
 [ "$z" = 2 ] || t_fail "$z zygotes named for the job and its grant on node1, expected 2"
 last=$(grep -a '^step [0-9]* ' "$T_DIR/job.out" | tail -1 | awk '{print $2}')
 er=$(py_elastic_run_pid "$lead")

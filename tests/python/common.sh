@@ -94,6 +94,25 @@ py_elastic_run_pid() { # job
 	done | head -n1
 }
 
+# The pid of rank $2 of job $1's launch: its wrapper's child when it started cold, else
+# the one its node's zygote forked for it (the wrapper's last "started warm: pid" line
+# in the job's output $3, written with elastic-run -v); a forked rank's
+# /proc/PID/environ is its zygote's, so the wrapper is found by its environment.
+py_rank_pid() { # job rank out
+	local p w="" c env
+	for p in /proc/[0-9]*; do
+		[ "$(cat "$p/comm" 2>/dev/null)" = elastic-run ] || continue
+		env=$'\n'$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null)$'\n' || continue
+		[[ $env == *$'\n'"SLURM_JOB_ID=$1"$'\n'* && $env == *$'\n'"OMPI_COMM_WORLD_RANK=$2"$'\n'* ]] &&
+			w=${p#/proc/}
+	done
+	[ -n "$w" ] || return 0
+	c=$(pgrep -P "$w" | head -n1)
+	[ -n "$c" ] || c=$(grep -a "elastic-run --rank $2: started warm: pid" "$3" | tail -n1 | awk '{ print $7 }')
+	[ -n "$c" ] && [ -d "/proc/$c" ] && echo "$c"
+	return 0
+}
+
 # Wait up to SECONDS for a line matching REGEX in FILE, else fail with WHAT.
 py_wait_line() { # file regex seconds what
 	local end=$((SECONDS + $3))

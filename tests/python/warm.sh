@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # tests/python/warm.sh: the warm interpreter without Slurm: a zygote (python3 -m
 # slurm_elastic.warm) started by hand and ranks started by mpirun through elastic-run's
-# rank wrapper. (1) The ranks are forked by the zygote and train; (2) a rank whose
+# rank wrapper. (1) The ranks are forked by the zygote and train, also (1c) when they
+# start before it and wait for it, and (1d) start cold when it ends unusable; (2) a rank whose
 # import-time environment differs (OMP_NUM_THREADS) is refused and starts cold, saying
 # so; (3) a rank wrapper SIGKILLed: the zygote kills the rank it forked, and the others
 # heal in place (3 -> 2) and finish.
@@ -48,6 +49,41 @@ LD_LIBRARY_PATH=$ld_added${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ELASTIC_RUN_LD_AD
 	{ cat "$T_DIR/remote"; t_fail "run with the runtime's library path"; }
 n=$(grep -c "started warm: pid" "$T_DIR/remote")
 [ "$n" = 2 ] || { cat "$T_DIR/remote"; t_fail "$n of 2 ranks with the runtime's library path started warm"; }
+
+# (1c) a zygote elastic-run lists (ELASTIC_RUN_WARM_LIVE) but that srun has
+# not started yet: the ranks wait for it to listen and to import, one
+# import for both, rather than starting cold beside it
+late() { # out imports pythonpath: ranks first, then their zygote
+	local out=$1
+	ELASTIC_GPU_JOB=42 ELASTIC_RUN_WARM_LIVE="other.42 $SLURMD_NODENAME.42" \
+		MPIRUN="$MPIRUN -x ELASTIC_GPU_JOB -x ELASTIC_RUN_WARM_LIVE" run "$out" 2 --epochs 1 &
+	local mp=$! end=$((SECONDS + 60))
+	until [ "$(pgrep -fc -- "elastic-run --rank python3 $ex")" -ge 2 ]; do
+		[ $SECONDS -lt $end ] || t_fail "$out: the rank wrappers did not start"
+		sleep 0.1
+	done
+	sleep 1
+	ELASTIC_WARM_IMPORTS=$2 PYTHONPATH=$3 python3 -m slurm_elastic.warm -v \
+		"$ELASTIC_RUN_WARM.$SLURMD_NODENAME.42" "$ex" </dev/null >"$T_DIR/$out.zygote" 2>&1 &
+	local z=$!
+	wait $mp || { cat "$T_DIR/$out" "$T_DIR/$out.zygote"; t_fail "$out: run"; }
+	kill $z 2>/dev/null
+	wait $z 2>/dev/null
+	t_grep "^done: 12 steps, 1 epochs, size 2, each committed step applied once: yes" "$T_DIR/$out" \
+		"$out: trained"
+}
+late late "" "${PYTHONPATH:-}"
+n=$(grep -c "started warm: pid" "$T_DIR/late")
+[ "$n" = 2 ] || { cat "$T_DIR/late" "$T_DIR/late.zygote"; t_fail "$n of 2 ranks waited for their late zygote"; }
+t_log "late zygote: $(grep ready "$T_DIR/late.zygote"); $(grep '^timings' "$T_DIR/late")"
+# (1d) the same, but the zygote cannot serve (an import starts a thread):
+# the waiting ranks start cold when it ends, and say so
+printf 'import threading, time\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n' \
+	>"$T_DIR/spawns_thread.py"
+late unusable spawns_thread "$T_DIR${PYTHONPATH:+:$PYTHONPATH}"
+t_grep "not usable: 2 threads" "$T_DIR/unusable.zygote" "the zygote said why it cannot serve"
+n=$(grep -c "the warm interpreter did not take the rank (.*): starting python3 cold" "$T_DIR/unusable")
+[ "$n" = 2 ] || { cat "$T_DIR/unusable"; t_fail "$n of 2 ranks started cold when their zygote ended"; }
 
 # (2) refused: OMP_NUM_THREADS differs from the zygote's
 OMP_NUM_THREADS=2 run refused 2 --epochs 1 || { cat "$T_DIR/refused"; t_fail "refused run"; }
