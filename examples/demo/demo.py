@@ -47,6 +47,9 @@ class Job:
         self.gpus = 0
         self.layout = ""
         self.ranks = 0
+        # between a re-form's relaunch and the new world's first step no
+        # rank trains: the GPU-seconds count none there
+        self.relaunching = False
         self.size_since = 0  # first step committed at the current size
         self.step = -1
         self.steps = {}  # step -> (epoch, size, loss, t, test accuracy or None)
@@ -218,6 +221,7 @@ class Demo:
             if step in j.steps:
                 j.repeated.append(step)
             self.account(j, "step", step)
+            j.relaunching = False
             j.steps[step] = (epoch, size, loss, t, acc)
             j.step = max(j.step, step)
             if size != j.ranks:
@@ -259,6 +263,7 @@ class Demo:
         m = re.search(r"elastic-run \S+: re-form (\d+): (\d+) ranks? on (.*) \((\d+) ms after", line)
         if m:
             j.reforms = int(m.group(1))
+            j.relaunching = True
             j.pending = f"re-form {m.group(1)} on {m.group(3)}"
             j.resume_pending = True
             j.launches.append((time.time(), int(m.group(2)), m.group(3)))
@@ -332,8 +337,8 @@ class Demo:
                     self.live(now, j, f"GPUs {old} -> {gpus}",
                               f"{why}" + (f" [{j.layout}]" if j.layout else ""), "gpus",
                               {"old": old, "new": gpus})
-            cur = tuple(j.gpus for j in self.jobs) + tuple(j.ranks if j.gpus else 0
-                                                           for j in self.jobs)
+            cur = tuple(j.gpus for j in self.jobs) + tuple(
+                j.ranks if j.gpus and not j.relaunching else 0 for j in self.jobs)
             if cur != last:
                 with self.lock:
                     self.alloc.append((now,) + cur)
@@ -776,7 +781,8 @@ class Demo:
 
     def gpu_seconds(self):
         """Per job: GPU-seconds held (GPUs Slurm gave it) and trained (GPUs
-        with a rank of the running world on them), integrated over the
+        with a rank of the running world on them; none from a re-form's
+        relaunch to the new world's first step), integrated over the
         allocation timeline; also in gpu-seconds.tsv."""
         rows = self.alloc
         out = {}
