@@ -22,9 +22,9 @@ int elastic__prewarm_setup(char **prog, unsigned long jobid, int verbose,
 /* elastic-run, before each launch: start a zygote on each host of set that
  * has none running (srun --overlap into the host's job, like the daemons),
  * forget the ones that ended (and start none again for that host and job),
- * list the others in ELASTIC_RUN_WARM_LIVE, and set ELASTIC_RUN_T_LAUNCH (now) and
- * ELASTIC_RUN_T_END (t_end, when the previous mpirun ended, CLOCK_MONOTONIC
- * seconds; 0: first launch) for the ranks' timings. */
+ * list the others in ELASTIC_RUN_WARM_LIVE, and set ELASTIC_RUN_T_LAUNCH
+ * (now) and ELASTIC_RUN_T_END (t_end, when the previous mpirun ended,
+ * CLOCK_MONOTONIC seconds; 0: first launch) for the ranks' timings. */
 void elastic__prewarm_launch(const struct elastic_gpuset *set, double t_end);
 
 /* The same without the timings: after a growth in place, so that the next
@@ -46,12 +46,13 @@ void elastic__prewarm_stop(void);
 /* The rank wrapper, instead of fork + exec of argv: have this node's zygote
  * fork the rank. A zygote listed in ELASTIC_RUN_WARM_LIVE is waited for
  * (while srun starts it and while it imports) instead of starting cold.
- * Returns 0 when it ran there: *child held its pid while it
- * ran (signals to relay; *pending, when nonzero, is relayed once the pid is
- * known), *ws its wait status; also 0, with *ws "killed by" that signal,
- * when SIGTERM or SIGINT came (or the launch ended) while it waited. Returns -1 when the caller must start the
- * program itself (no zygote, or it refused: said on stderr with
- * ELASTIC_RUN_VERBOSE). Sets ELASTIC_RUN_T_RANK (now) in either case. */
+ * Returns 0 when it ran there: *child held its pid while it ran (signals
+ * to relay; *pending, when nonzero, is relayed once the pid is known), *ws
+ * its wait status; also 0, with *ws "killed by" that signal, when SIGTERM
+ * or SIGINT came (or the launch ended) while it waited. Returns -1 when
+ * the caller must start the program itself (no zygote, or it refused:
+ * said on stderr with ELASTIC_RUN_VERBOSE). Sets ELASTIC_RUN_T_RANK (now)
+ * in either case. */
 int elastic__prewarm_run(char **argv, volatile pid_t *child, int *ws,
 			 volatile sig_atomic_t *pending);
 

@@ -246,12 +246,6 @@ static void _shrunk(elastic_ctx_t *ctx, MPI_Comm nc, const struct shrink *s)
 	elastic__resized(ctx);
 }
 
-/* Cost, on the survivors' path: one broadcast (the list), one allgather
- * (who leaves), the agreement, then the survivors build their world and
- * survey it. Each leaver waits for a zero-byte "go" from the new world's
- * first rank before it returns (and its caller exits), so its end (a lost
- * process to the runtime) comes only after the survivors stopped using the
- * old world. */
 /* elastic-run numbers its requests: it writes the number into the file
  * ELASTIC_RUN_ASK names, then sends SIGUSR1. The runtime delivers the
  * signal to one rank after another; under load one may get it after the
@@ -287,6 +281,12 @@ int elastic__ask_taken(elastic_ctx_t *ctx)
 	return 0;
 }
 
+/* Cost, on the survivors' path: one broadcast (the list), one allgather
+ * (who leaves), the agreement, then the survivors build their world and
+ * survey it. Each leaver waits for a zero-byte "go" from the new world's
+ * first rank before it returns (and its caller exits), so its end (a lost
+ * process to the runtime) comes only after the survivors stopped using the
+ * old world. */
 enum elastic__shrink elastic__shrink_in_place(elastic_ctx_t *ctx)
 {
 	char list[8192] = "";
