@@ -112,6 +112,16 @@ t_keep_files() { # dir
 	printf '[%s] scratch files kept in %s\n' "$T_NAME" "$dest" >&2
 }
 
+# Whether process PID's environment, as it was exec'd (/proc/PID/environ: a
+# process forked by a zygote shows the zygote's), holds every VAR=VALUE given.
+t_env_has() { # pid VAR=VALUE...
+	local env kv
+	env=$'\n'$({ tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null)$'\n' || return 1
+	shift
+	for kv; do [[ $env == *$'\n'"$kv"$'\n'* ]] || return 1; done
+	return 0
+}
+
 # Run a command as a test user, keeping the cluster environment.
 t_as() { # user cmd...
 	local u=$1

@@ -48,4 +48,18 @@ _keep 'a test whose trap passes the status on' "trap 'rc=\$?; false; t_cleanup \
 _keep 'a test that passes' 'exit 0' no
 _keep 'a test that skips' 't_skip why' no
 rm -rf "$b"
+
+# t_env_has: every VAR=VALUE given, whole lines of the exec'd environment
+env_case() { # expected(0/1) what pid('self': the shell) VAR=VALUE...
+	local want=$1 what=$2 pid=$3 got=0
+	shift 3
+	A_VAR=one B_VAR=two bash -c ". '$lib'; p=\$1; shift; [ \$p = self ] && p=\$\$; t_env_has \$p \"\$@\"" \
+		_ "$pid" "$@" || got=1
+	if [ "$got" = "$want" ]; then echo "ok: t_env_has $what"; else
+		echo "FAIL: t_env_has $what: status $got, $want expected"; fail=1; fi
+}
+env_case 0 "finds both variables" self A_VAR=one B_VAR=two
+env_case 1 "refuses a value that differs" self A_VAR=one B_VAR=tw
+env_case 1 "refuses a prefix of a name" self _VAR=one
+env_case 1 "refuses a process that is gone" 999999999 A_VAR=one
 exit $fail

@@ -35,11 +35,10 @@ trap 'rc=$?; kill -KILL $mp 2>/dev/null; t_cleanup $rc' EXIT
 
 # The trainer process of rank $1 (not its wrapper), by its environment.
 trainer() {
-	local p env
+	local p
 	for p in $(pgrep -f -- "$args"); do
 		case "$(cat "/proc/$p/comm" 2>/dev/null)" in elastic_train | lt-elastic_tra*) ;; *) continue ;; esac
-		env=$'\n'$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null)$'\n'
-		[[ $env == *$'\n'"OMPI_COMM_WORLD_RANK=$1"$'\n'* ]] && echo "$p"
+		t_env_has "$p" "OMPI_COMM_WORLD_RANK=$1" && echo "$p"
 	done | tail -n1
 }
 wait_line() { # regex seconds what

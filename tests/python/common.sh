@@ -83,14 +83,11 @@ py_wait_step() { # job step [poll seconds]
 	done
 }
 
-# A node lost: SIGKILL every process of grant jobs $1 (one id, or several separated by
-# spaces) on node $2 (PRRTE daemon, rank wrappers, ranks, the zygote) and cancel the
-# grants; the pids in $victims.
 # The pid of job's elastic-run (not a rank wrapper, nor a launch agent).
 py_elastic_run_pid() { # job
 	pgrep -f "elastic-run .*train_digits.py" | while read -r p; do
 		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -Eq -- ' --(rank|rank-in-step|agent) ' && continue
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_JOB_ID=$1" && echo "$p"
+		t_env_has "$p" "SLURM_JOB_ID=$1" && echo "$p"
 	done | head -n1
 }
 
@@ -99,12 +96,10 @@ py_elastic_run_pid() { # job
 # in the job's output $3, written with elastic-run -v); a forked rank's
 # /proc/PID/environ is its zygote's, so the wrapper is found by its environment.
 py_rank_pid() { # job rank out
-	local p w="" c env
+	local p w="" c
 	for p in /proc/[0-9]*; do
 		[ "$(cat "$p/comm" 2>/dev/null)" = elastic-run ] || continue
-		env=$'\n'$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null)$'\n' || continue
-		[[ $env == *$'\n'"SLURM_JOB_ID=$1"$'\n'* && $env == *$'\n'"OMPI_COMM_WORLD_RANK=$2"$'\n'* ]] &&
-			w=${p#/proc/}
+		t_env_has "${p#/proc/}" "SLURM_JOB_ID=$1" "OMPI_COMM_WORLD_RANK=$2" && w=${p#/proc/}
 	done
 	[ -n "$w" ] || return 0
 	c=$(pgrep -P "$w" | head -n1)
@@ -122,16 +117,18 @@ py_wait_line() { # file regex seconds what
 	done
 }
 
+# A node lost: SIGKILL every process of grant jobs $1 (one id, or several separated by
+# spaces) on node $2 (PRRTE daemon, rank wrappers, ranks, the zygote) and cancel the
+# grants; the pids in $victims.
 py_kill_node() { # grant(s) node
-	local p comm env g hit
+	local p comm g hit
 	victims=""
 	for p in /proc/[0-9]*; do
 		read -r comm 2>/dev/null <"$p/comm" || continue
 		case "$comm" in prted | elastic-run | python3*) ;; *) continue ;; esac
-		env=$'\n'$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null)$'\n' || continue
-		[[ $env == *$'\n'"SLURMD_NODENAME=$2"$'\n'* ]] || continue
+		t_env_has "${p#/proc/}" "SLURMD_NODENAME=$2" || continue
 		hit=0
-		for g in $1; do [[ $env == *$'\n'"SLURM_JOB_ID=$g"$'\n'* ]] && hit=1; done
+		for g in $1; do t_env_has "${p#/proc/}" "SLURM_JOB_ID=$g" && hit=1; done
 		[ $hit = 1 ] && victims="$victims ${p#/proc/}"
 	done
 	[ -n "$victims" ] || t_fail "no process of job(s) $1 found on $2"

@@ -103,7 +103,7 @@ done
 pid=$(awk '/--rank 2: started warm: pid/ { for (i = 1; i <= NF; i++) if ($i == "pid") print $(i + 1) }' "$T_DIR/kill")
 shim=""
 for p in $(pgrep -f -- "elastic-run --rank python3 $ex"); do
-	tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=2 && shim=$p
+	t_env_has "$p" OMPI_COMM_WORLD_RANK=2 && shim=$p
 done
 [ -n "$pid" ] && [ -n "$shim" ] && [ -d "/proc/$pid" ] || t_fail "rank 2 (pid '$pid', wrapper '$shim') not found"
 kill -KILL "$shim"
