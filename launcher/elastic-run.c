@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -29,6 +30,8 @@
 #include "sets.h"
 #include "slurmlist.h"
 #include "watch.h"
+
+#define BLANK_RETRY_S 1.0 /* before a launch that started nothing is retried */
 
 /* zero-filled (bss), not initialised data: its GPU sets are 14 MB, which
  * an initialiser would write into the executable */
@@ -54,15 +57,47 @@ static int _reports(const char *host, const void *arg)
 	return elastic__report_from(arg, host);
 }
 
+/* Did the launch that ended start nothing? No rank anywhere said how it
+ * ended, those on this node included, and rank 0 committed no step: mpirun
+ * failed before its ranks (a daemon that did not start). */
+static int _blank_launch(const struct run *r)
+{
+	const struct elastic_report_summary *s = &r->launch.sum;
+	unsigned long long step, seen;
+	double t;
+	int size;
+
+	return s->missing > 0 && !s->ok && !s->failed && !s->reform && !s->signaled &&
+	       !s->left && elastic__progress_read(r, &step, &seen, &t, &size) != 0;
+}
+
 /* Nodes whose ranks never said how they ended (their daemon or the node
- * lost) are held out of the next launches while Slurm lists them (lost.h). */
+ * lost) are held out of the next launches while Slurm lists them (lost.h).
+ * A launch that started nothing does not say which node failed (every
+ * node's ranks are silent): the first such launch in a row is retried on
+ * the same GPUs a second later (a daemon's start can fail once: a PRRTE
+ * daemon in a new grant exiting 1 at once, with nothing said); a second
+ * one in a row holds out the silent nodes. */
 static void _hold_out_lost(struct run *r)
 {
 	const char *self = getenv("SLURMD_NODENAME");
 	char hn[256] = "";
 
-	if (!r->launch.sum.missing)
+	if (!r->launch.sum.missing) {
+		r->launch.blank = 0;
 		return;
+	}
+	if (!_blank_launch(r)) {
+		r->launch.blank = 0;
+	} else if (!r->launch.blank++) {
+		elastic__say(
+			"mpirun started no rank (status %d): launching again on the same GPUs in %.0f s before leaving any node out",
+			r->launch.mstatus, BLANK_RETRY_S);
+		/* (a signal ends it early: the state machine sees the signal) */
+		struct timespec ts = {.tv_sec = (time_t)BLANK_RETRY_S};
+		nanosleep(&ts, NULL);
+		return;
+	}
 	if (!self && gethostname(hn, sizeof(hn) - 1) == 0)
 		self = hn;
 	double now = elastic__now();

@@ -70,6 +70,7 @@ struct run_sets {
 struct run_launch {
 	int launches, stuck, status, stop_sent, mstatus;
 	int unplanned; /* relaunches no controller order asked for */
+	int blank;     /* launches in a row that started no rank */
 	int stop_due;  /* a re-form is due; SIGUSR1 waits until the ranks can take it */
 	double t_failed; /* since when GPUs of failed ranks are held with no rank (0: none) */
 	int replaced;  /* re-forms onto such GPUs so far (each waits longer) */

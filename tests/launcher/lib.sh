@@ -5,12 +5,13 @@
 
 # lr_start ARGS GRANT_GPUS: submits both jobs, starts the run; sets lead,
 # grant, train. The job's output is $T_DIR/lead.out. GRANT_GPUS 0: no grant
-# (the job alone on node1).
+# (the job alone on node1). LR_PATH: directories put before elastic-run's
+# PATH.
 lr_start() {
 	local args=$1 ggpus=$2
 	t_need_cluster
 	t_ompi_env
-	t_scratch
+	[ -d "${T_DIR:-}" ] || t_scratch # (a test may make it first)
 	train=${top_builddir:?}/examples/elastic_train
 	[ -x "$train" ] || t_skip "examples/elastic_train not built"
 	cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
@@ -19,7 +20,7 @@ lr_start() {
 # the reference: the same training, no change, 2 ranks
 ELASTIC_JOB_ID=ref\$SLURM_JOB_ID mpirun --bind-to none -np 2 $train $args --quiet --out ref.model > ref.out 2>&1 || echo 'reference failed'
 echo reference-done
-exec ./elastic-run -v -- $train $args --compare ref.model")
+${LR_PATH:+PATH=$LR_PATH:\$PATH }exec ./elastic-run -v -- $train $args --compare ref.model")
 	if [ "$ggpus" = 0 ]; then
 		scontrol release "$lead"
 	else
