@@ -31,7 +31,7 @@
 #include "slurmlist.h"
 #include "watch.h"
 
-#define BLANK_RETRY_S 1.0 /* before a launch that started nothing is retried */
+#define BLANK_RETRY_S 1 /* before a launch that started nothing is retried */
 
 /* zero-filled (bss), not initialised data: its GPU sets are 14 MB, which
  * an initialiser would write into the executable */
@@ -62,13 +62,14 @@ static int _reports(const char *host, const void *arg)
  * failed before its ranks (a daemon that did not start). */
 static int _blank_launch(const struct run *r)
 {
-	const struct elastic_report_summary *s = &r->launch.sum;
 	unsigned long long step, seen;
 	double t;
 	int size;
 
-	return s->missing > 0 && !s->ok && !s->failed && !s->reform && !s->signaled &&
-	       !s->left && elastic__progress_read(r, &step, &seen, &t, &size) != 0;
+	/* (the summary's counts partition the ranks) */
+	return r->launch.rep.nranks > 0 &&
+	       r->launch.sum.missing == r->launch.rep.nranks &&
+	       elastic__progress_read(r, &step, &seen, &t, &size) != 0;
 }
 
 /* Nodes whose ranks never said how they ended (their daemon or the node
@@ -83,21 +84,19 @@ static void _hold_out_lost(struct run *r)
 	const char *self = getenv("SLURMD_NODENAME");
 	char hn[256] = "";
 
-	if (!r->launch.sum.missing) {
-		r->launch.blank = 0;
-		return;
-	}
 	if (!_blank_launch(r)) {
 		r->launch.blank = 0;
 	} else if (!r->launch.blank++) {
 		elastic__say(
-			"mpirun started no rank (status %d): launching again on the same GPUs in %.0f s before leaving any node out",
+			"mpirun started no rank (status %d): launching again on the same GPUs in %d s before leaving any node out",
 			r->launch.mstatus, BLANK_RETRY_S);
 		/* (a signal ends it early: the state machine sees the signal) */
-		struct timespec ts = {.tv_sec = (time_t)BLANK_RETRY_S};
+		struct timespec ts = {.tv_sec = BLANK_RETRY_S};
 		nanosleep(&ts, NULL);
 		return;
 	}
+	if (!r->launch.sum.missing)
+		return;
 	if (!self && gethostname(hn, sizeof(hn) - 1) == 0)
 		self = hn;
 	double now = elastic__now();
