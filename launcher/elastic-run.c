@@ -169,7 +169,10 @@ static enum run_state _reform(struct run *r)
 			r->launch.unplanned - 1);
 		return RUN_FINISH;
 	default:
-		elastic__recovery_reform(r);
+		/* (a launch again after one that started no rank is the same
+		 * re-form, still open: counted once) */
+		if (r->launch.blank != 1)
+			elastic__recovery_reform(r);
 		return RUN_LAUNCH;
 	}
 }

@@ -93,7 +93,7 @@ static int _choose(struct run *r)
 		elastic__orders_releases_done(&r->job.orders);
 		r->job.ctl.gpus = r->sets.launched.total;
 		elastic__orders_poll(&r->job.orders, &r->job.ctl, 0, elastic__say);
-		if ((r->launch.launches == 0 || released) && _await_grants(r)) {
+		if ((elastic__world_no(r) == 0 || released) && _await_grants(r)) {
 			if (_launch_set_from_slurm(r) < 0)
 				return -1;
 			r->job.ctl.gpus = r->sets.launched.total;
@@ -211,21 +211,26 @@ enum run_state elastic__launch(struct run *r)
 	const char *av[MPIRUN_ARGV_MAX];
 	char desc[2048], np[16];
 
+	/* a launch again after one that started no rank (elastic-run.c) forms
+	 * the world that one was to form: it keeps its number */
+	int again = r->launch.blank == 1;
+	r->launch.retried += again;
 	if (_choose(r) < 0)
 		return RUN_FINISH;
 	elastic__gpuset_describe(&r->sets.launched, desc, sizeof(desc));
 	snprintf(np, sizeof(np), "%d", r->sets.launched.total);
 	_mpirun_argv(r, np, av);
-	if (r->launch.launches == 0)
-		elastic__say("job %lu: %d rank%s on %s", r->job.jobid,
+	if (elastic__world_no(r) == 0)
+		elastic__say("job %lu: %d rank%s on %s%s", r->job.jobid,
 			     r->sets.launched.total,
-			     r->sets.launched.total == 1 ? "" : "s", desc);
+			     r->sets.launched.total == 1 ? "" : "s", desc,
+			     again ? " (again: the launch before started no rank)" : "");
 	else
 		elastic__say(
-			"re-form %d: %d rank%s on %s (%.0f ms after the previous mpirun ended)",
-			r->launch.launches, r->sets.launched.total,
-			r->sets.launched.total == 1 ? "" : "s", desc,
-			(elastic__now() - r->launch.t_end) * 1e3);
+			"re-form %d%s: %d rank%s on %s (%.0f ms after the previous mpirun ended)",
+			elastic__world_no(r), again ? " again" : "",
+			r->sets.launched.total, r->sets.launched.total == 1 ? "" : "s",
+			desc, (elastic__now() - r->launch.t_end) * 1e3);
 	if (r->opt.dry || elastic__verbose > 1) {
 		fprintf(stderr, "elastic-run: ");
 		for (int a = 0; av[a]; a++)

@@ -71,6 +71,7 @@ struct run_launch {
 	int launches, stuck, status, stop_sent, mstatus;
 	int unplanned; /* relaunches no controller order asked for */
 	int blank;     /* launches in a row that started no rank */
+	int retried;   /* launches that repeated one that started no rank */
 	int stop_due;  /* a re-form is due; SIGUSR1 waits until the ranks can take it */
 	double t_failed; /* since when GPUs of failed ranks are held with no rank (0: none) */
 	int replaced;  /* re-forms onto such GPUs so far (each waits longer) */
@@ -104,5 +105,12 @@ struct run {
 };
 
 enum run_state { RUN_LAUNCH, RUN_WATCH, RUN_REFORM, RUN_FINISH };
+
+/* The world the current launch forms: 0 the first, N re-form N (a launch
+ * again after one that started no rank keeps that one's number). */
+static inline int elastic__world_no(const struct run *r)
+{
+	return r->launch.launches - r->launch.retried;
+}
 
 #endif
