@@ -169,9 +169,8 @@ static enum run_state _reform(struct run *r)
 			r->launch.unplanned - 1);
 		return RUN_FINISH;
 	default:
-		/* (a launch again after one that started no rank is the same
-		 * re-form, still open: counted once) */
-		if (r->launch.blank != 1)
+		/* (a launch again is the same re-form, still open: counted once) */
+		if (!elastic__launch_again(r))
 			elastic__recovery_reform(r);
 		return RUN_LAUNCH;
 	}

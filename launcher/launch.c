@@ -211,9 +211,8 @@ enum run_state elastic__launch(struct run *r)
 	const char *av[MPIRUN_ARGV_MAX];
 	char desc[2048], np[16];
 
-	/* a launch again after one that started no rank (elastic-run.c) forms
-	 * the world that one was to form: it keeps its number */
-	int again = r->launch.blank == 1;
+	/* (it keeps the number of the world the launch before was to form) */
+	int again = elastic__launch_again(r);
 	r->launch.retried += again;
 	if (_choose(r) < 0)
 		return RUN_FINISH;

@@ -106,6 +106,14 @@ struct run {
 
 enum run_state { RUN_LAUNCH, RUN_WATCH, RUN_REFORM, RUN_FINISH };
 
+/* Is the launch being made (from REFORM on) the one again after a launch
+ * that started no rank? The first such launch in a row is tried again on
+ * the same GPUs (elastic-run.c); the retry forms the same world. */
+static inline int elastic__launch_again(const struct run *r)
+{
+	return r->launch.blank == 1;
+}
+
 /* The world the current launch forms: 0 the first, N re-form N (a launch
  * again after one that started no rank keeps that one's number). */
 static inline int elastic__world_no(const struct run *r)
