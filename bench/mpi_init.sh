@@ -9,6 +9,7 @@
 # (doc/admin-guide.md, "Open MPI 6"). Needs mpicc; says "skipped" otherwise.
 set -u
 rounds=${BENCH_INIT_ROUNDS:-5}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "mpi_init: BENCH_INIT_ROUNDS must be a positive integer, not '$rounds'" >&2; exit 2; }
 skip() { echo "mpi_init: $*; skipped"; exit 0; }
 command -v mpicc >/dev/null && command -v mpirun >/dev/null || skip "no mpicc/mpirun"
 D=$(mktemp -d /tmp/mpi_init.XXXXXX)
