@@ -50,6 +50,9 @@ class Job:
         # between a re-form's relaunch and the new world's first step no
         # rank trains: the GPU-seconds count none there
         self.relaunching = False
+        # when its GPUs last grew and its ranks last fell: which one the
+        # GPUs without a rank wait on (see idle_cause)
+        self.grown = self.shrunk = 0.0
         self.size_since = 0  # first step committed at the current size
         self.step = -1
         self.steps = {}  # step -> (epoch, size, loss, t, test accuracy or None)
@@ -71,6 +74,18 @@ class Job:
         self.reasons = []  # elasticd's lines about this job since its last change
         self.cause = ""  # what the demo did to it, for its next change
         self.priority = None
+
+    def idle_cause(self):
+        """Why some of the job's GPUs have no training rank now ("" when all
+        have one): a key of IDLE_CAUSES."""
+        ranks = self.ranks if self.gpus and not self.relaunching else 0
+        if self.gpus <= ranks:
+            return ""
+        if self.step < 0:
+            return "start"
+        if self.relaunching:
+            return "relaunch"
+        return "join" if self.grown > self.shrunk else "gone"
 
     def label(self):
         return f"job {self.num} ({self.user}, {self.id}{', PyTorch' if self.torch else ''})"
@@ -97,6 +112,15 @@ class Job:
 # node loss (failure), back to 5 when the node is back, to 8 when job 1 ends
 # (grow x3).
 CAUSES = ec.CAUSES
+# Why a GPU a job holds has no training rank on it (Job.idle_cause), in the
+# order the demo prints them.
+IDLE_CAUSES = {
+    "start": "first launch (the job's first step not reached: MPI start, imports)",
+    "join": "new GPUs before their ranks train (a grant's interpreter starts, the "
+            "ranks reach a step boundary)",
+    "relaunch": "re-forms (every GPU, from the relaunch to the new world's first step)",
+    "gone": "GPUs of lost or shrunk ranks (until released or given a rank again)",
+}
 DIGITS_TRAIN = 1500  # examples/pytorch/train_digits.py's training split
 TORCH_TRAIN = os.path.join(ec.SRC, "examples/pytorch/train_digits.py")
 TORCH_SBATCH = os.path.join(ec.SRC, "examples/pytorch/train.sbatch")
@@ -127,7 +151,7 @@ class Demo:
         self.t0 = time.time()
         self.lock = threading.Lock()
         self.events = []  # (t, kind, job num or 0, text, extra dict)
-        self.alloc = []  # (t, gpus1, gpus2, ranks1, ranks2)
+        self.alloc = []  # (t, gpus1, gpus2, ranks1, ranks2, idle cause1, idle cause2)
         self.jobs = [Job(1, "alice", "acct_a", a.epochs1, a.torch_job == 1),
                      Job(2, "bob", "acct_b", a.epochs2, a.torch_job == 2)]
         for j in self.jobs:
@@ -226,6 +250,8 @@ class Demo:
             j.step = max(j.step, step)
             if size != j.ranks:
                 old = j.ranks
+                if size < old:
+                    j.shrunk = time.time()
                 j.ranks, j.size_since = size, step
                 what = f"ranks {old} -> {size}" if old else f"ranks {size}"
                 text = f"{j.pending}; " if j.pending else ""
@@ -250,6 +276,7 @@ class Demo:
             j.heals.append((t, step, size, ms))
             old = j.ranks
             j.ranks, j.size_since = size, step
+            j.shrunk = time.time()
             self.live(t, j, f"ranks {old} -> {size}",
                       f"healed in place (ULFM): redoing step {step} on {size} ranks, "
                       f"recovery {ms:.1f} ms, no relaunch", "heal",
@@ -322,6 +349,8 @@ class Demo:
                         per[nodes] = per.get(nodes, 0) + n
                     j.layout = " ".join(f"{k}:{v}" for k, v in sorted(per.items()))
                     up = gpus > old
+                    if up:
+                        j.grown = now
                     mine = [r for r in j.reasons if r.startswith(("grow", "start"))
                             == up and not r.startswith("held")]
                     why = "; ".join(["elasticd: " + r for r in mine] +
@@ -338,7 +367,8 @@ class Demo:
                               f"{why}" + (f" [{j.layout}]" if j.layout else ""), "gpus",
                               {"old": old, "new": gpus})
             cur = tuple(j.gpus for j in self.jobs) + tuple(
-                j.ranks if j.gpus and not j.relaunching else 0 for j in self.jobs)
+                j.ranks if j.gpus and not j.relaunching else 0 for j in self.jobs) + tuple(
+                j.idle_cause() for j in self.jobs)
             if cur != last:
                 with self.lock:
                     self.alloc.append((now,) + cur)
@@ -780,35 +810,49 @@ class Demo:
         print(f"  the demo took {secs:.0f} s: {'OK' if not bad else 'FAILED'}", flush=True)
 
     def gpu_seconds(self):
-        """Per job: GPU-seconds held (GPUs Slurm gave it) and trained (GPUs
+        """Per job: GPU-seconds held (GPUs Slurm gave it), trained (GPUs
         with a rank of the running world on them; none from a re-form's
-        relaunch to the new world's first step), integrated over the
-        allocation timeline; also in gpu-seconds.tsv."""
+        relaunch to the new world's first step) and the rest by cause
+        (IDLE_CAUSES), integrated over the allocation timeline; also in
+        gpu-seconds.tsv."""
         rows = self.alloc
         out = {}
         for j in self.jobs:
             held = trained = 0.0
+            idle = dict.fromkeys(IDLE_CAUSES, 0.0)
             for a, b in zip(rows, rows[1:]):
                 dt = b[0] - a[0]
                 g, r = a[j.num], a[2 + j.num]
                 held += dt * g
                 trained += dt * min(g, r)
-            out[j.num] = (held, trained)
+                if g > r:
+                    idle[a[4 + j.num]] += dt * (g - r)
+            out[j.num] = (held, trained, idle)
         with open(os.path.join(self.a.out, "gpu-seconds.tsv"), "w") as f:
-            f.write("# job\theld\ttrained (GPU-seconds)\n")
-            for num, (h, t) in sorted(out.items()):
-                f.write(f"{num}\t{h:.1f}\t{t:.1f}\n")
+            f.write("# job\theld\ttrained\t" + "\t".join(IDLE_CAUSES) +
+                    " (GPU-seconds; the last columns: held, not trained, by cause)\n")
+            for num, (h, t, idle) in sorted(out.items()):
+                f.write(f"{num}\t{h:.1f}\t{t:.1f}" +
+                        "".join(f"\t{idle[c]:.1f}" for c in IDLE_CAUSES) + "\n")
         return out
 
     def gpu_seconds_lines(self):
         gs = self.gpu_seconds()
-        th = sum(h for h, _ in gs.values())
-        tt = sum(t for _, t in gs.values())
-        for num, (h, t) in sorted(gs.items()):
+        th = sum(h for h, _, _ in gs.values())
+        tt = sum(t for _, t, _ in gs.values())
+        for num, (h, t, _) in sorted(gs.items()):
             pct = f"{100 * t / h:.0f} %" if h else "-"
             print(f"  job {num}: GPU-seconds held {h:.0f}, trained {t:.0f} ({pct})")
+        if not th:
+            print("  no GPU held")
+            return
         print(f"  both jobs: GPU-seconds held {th:.0f}, trained {tt:.0f} "
-              f"({100 * tt / th:.0f} %; goal 95 %)" if th else "  no GPU held")
+              f"({100 * tt / th:.0f} %; goal 95 %); held without training, by cause:")
+        for c, text in IDLE_CAUSES.items():
+            per = [idle[c] for _, _, idle in gs.values()]
+            print(f"    {sum(per):5.1f}  {text}" +
+                  "".join(f"; job {num} {idle[c]:.1f}" for num, (_, _, idle) in sorted(gs.items())
+                          if idle[c] >= 0.05))
 
     def reform_table(self):
         """Re-forms per job and cause (from each job's output) against the
@@ -838,9 +882,12 @@ class Demo:
             for t, kind, num, text, extra in sorted(self.events, key=lambda e: e[0]):
                 f.write(f"{self.rel(t):.3f}\t{kind}\t{num}\t{text}\n")
         with open(os.path.join(self.a.out, "alloc.tsv"), "w") as f:
-            f.write("# t_rel\tgpus1\tgpus2\tranks1\tranks2\n")
+            f.write("# t_rel\tgpus1\tgpus2\tranks1\tranks2\tidle1\tidle2 (training ranks: "
+                    "none during a relaunch; idle: why a GPU has no training rank, "
+                    "- when every one has)\n")
             for row in self.alloc:
-                f.write(f"{self.rel(row[0]):.3f}\t" + "\t".join(str(x) for x in row[1:]) + "\n")
+                f.write(f"{self.rel(row[0]):.3f}\t" + "\t".join(str(x) for x in row[1:5]) +
+                        "".join(f"\t{c or '-'}" for c in row[5:]) + "\n")
 
     def cleanup(self):
         self.stop.set()

@@ -250,5 +250,12 @@ GPU_SECONDS_FLOOR=72
 pct=$(awk '!/^#/ { h += $2; t += $3 } END { if (h > 0) printf "%.0f", 100 * t / h; else print 0 }' "$out/gpu-seconds.tsv")
 t_log "GPU-seconds trained / held: $pct % (floor $GPU_SECONDS_FLOOR %): $(grep -a 'both jobs: GPU-seconds' "$T_DIR/demo.log" | sed 's/^ *//')"
 [ "$pct" -ge $GPU_SECONDS_FLOOR ] || t_fail "the jobs trained on $pct % of the GPU-seconds they held (floor $GPU_SECONDS_FLOOR %)"
+# Every GPU-second held and not trained has its cause (columns 4-7: first
+# launch, new GPUs joining, re-form relaunches, lost or shrunk ranks), and
+# the demo prints them.
+gap=$(awk '!/^#/ { d = $2 - $3 - $4 - $5 - $6 - $7; if (d < -0.5 || d > 0.5) print "job " $1 ": " d }' "$out/gpu-seconds.tsv")
+[ -z "$gap" ] || t_fail "GPU-seconds held, not trained and given no cause: $gap ($out/gpu-seconds.tsv)"
+t_grep "^ *[0-9.]*  re-forms [(]every GPU" "$T_DIR/demo.log" "the demo printed no idle GPU-seconds by cause"
+t_log "held, not trained, by cause: $(grep -a -A4 'held without training, by cause' "$T_DIR/demo.log" | tail -4 | sed 's/^ *//; s/ (.*)//' | paste -sd';')"
 t_log "job 2 trained at sizes: $sizes2"
 t_log "PASS in $((SECONDS - t0)) s: $(grep -a 'priority update ->' "$T_DIR/demo.log" | sed 's/^ *//')"
