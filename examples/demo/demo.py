@@ -75,11 +75,14 @@ class Job:
         self.cause = ""  # what the demo did to it, for its next change
         self.priority = None
 
+    def training(self):
+        """The ranks training now: none during a relaunch or without GPUs."""
+        return self.ranks if self.gpus and not self.relaunching else 0
+
     def idle_cause(self):
         """Why some of the job's GPUs have no training rank now ("" when all
         have one): a key of IDLE_CAUSES."""
-        ranks = self.ranks if self.gpus and not self.relaunching else 0
-        if self.gpus <= ranks:
+        if self.gpus <= self.training():
             return ""
         if self.step < 0:
             return "start"
@@ -367,8 +370,7 @@ class Demo:
                               f"{why}" + (f" [{j.layout}]" if j.layout else ""), "gpus",
                               {"old": old, "new": gpus})
             cur = tuple(j.gpus for j in self.jobs) + tuple(
-                j.ranks if j.gpus and not j.relaunching else 0 for j in self.jobs) + tuple(
-                j.idle_cause() for j in self.jobs)
+                j.training() for j in self.jobs) + tuple(j.idle_cause() for j in self.jobs)
             if cur != last:
                 with self.lock:
                     self.alloc.append((now,) + cur)
@@ -849,8 +851,8 @@ class Demo:
         print(f"  both jobs: GPU-seconds held {th:.0f}, trained {tt:.0f} "
               f"({100 * tt / th:.0f} %; goal 95 %); held without training, by cause:")
         for c, text in IDLE_CAUSES.items():
-            per = [idle[c] for _, _, idle in gs.values()]
-            print(f"    {sum(per):5.1f}  {text}" +
+            total = sum(idle[c] for _, _, idle in gs.values())
+            print(f"    {total:5.1f}  {text}" +
                   "".join(f"; job {num} {idle[c]:.1f}" for num, (_, _, idle) in sorted(gs.items())
                           if idle[c] >= 0.05))
 
