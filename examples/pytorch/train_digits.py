@@ -76,15 +76,24 @@ def _launch_timings(t_proc):
     return ["%s -> %s %.3f s" % (a[0], b[0], b[1] - a[1]) for a, b in zip(pts, pts[1:])], pts[0]
 
 
-def compare(params, path):
+SPREAD_FACTOR = 10
+
+
+def compare(params, path, spread_path=None):
     """Print how far the final parameters are from a static run's. Equal up
     to float32 summation order: the gradient sum of a global batch is added
     up in another order when the world size differs (rtol 1e-3, atol 1e-4,
-    as tests/python/common.sh)."""
+    as tests/python/common.sh). Over thousands of Adam steps that rounding
+    grows past any fixed tolerance; spread_path, a static run of the same
+    training on another number of ranks, measures it: a model within
+    SPREAD_FACTOR times the two static runs' largest difference matches too.
+    A wrong restored state is far outside either: Adam's moments lost once
+    move the largest parameter by 0.77 (40 epochs) to 2.3 (200 epochs),
+    where static runs on 2 and 3 ranks differ by 1.2e-5 and 0.0018."""
     ref = np.load(path)
     same = ref.shape == params.shape
     ok = same and bool(np.allclose(params, ref, rtol=1e-3, atol=1e-4))
-    dw, where = (0.0 if same else float("inf")), ""
+    dw, where, spread = (0.0 if same else float("inf")), "", ""
     if same and ref.size:
         # where the largest difference is, and the whole vector's relative
         # distance: what tells float drift from a lost or repeated step
@@ -94,9 +103,18 @@ def compare(params, path):
         rel = float(np.linalg.norm(d) / max(np.linalg.norm(ref), 1e-30))
         where = ", at parameter %d (reference %.3g); |dw|/|w| = %.3g over all %d" % (
             i, float(ref.flat[i]), rel, d.size)
+    if same and spread_path:
+        other = np.load(spread_path)
+        if other.shape != ref.shape:
+            sys.exit("--compare-spread %s: %s parameters, the reference %s"
+                     % (spread_path, other.shape, ref.shape))
+        s = float(np.abs(other - ref).max()) if ref.size else 0.0
+        ok = ok or dw <= SPREAD_FACTOR * s
+        spread = "; static runs on other rank counts differ by %.3g (up to %d times that " \
+                 "matches)" % (s, SPREAD_FACTOR)
     print("model %s reference: max |dw| = %.3g (rtol 1e-3, atol 1e-4: float32 summation "
-          "order differs between world sizes)%s" % ("matches" if ok else "DIFFERS from", dw,
-                                                    where), flush=True)
+          "order differs between world sizes%s)%s" % ("matches" if ok else "DIFFERS from", dw,
+                                                      spread, where), flush=True)
 
 
 def parse():
@@ -118,6 +136,9 @@ def parse():
                    help="rank 0 adds the test accuracy to every step line")
     p.add_argument("--compare", metavar="REF.npy",
                    help="at the end, compare the parameters with a static run's (--out)")
+    p.add_argument("--compare-spread", metavar="REF2.npy",
+                   help="a static run on another number of ranks: how far float32 rounding "
+                   "alone takes a long run from REF.npy (with --compare)")
     p.add_argument("--out", help="write the final parameters here (.npy)")
     p.add_argument("--quiet", action="store_true", help="print only epoch lines")
     p.add_argument("--timings", action="store_true",
@@ -229,7 +250,7 @@ def main():
         if ctx.rank == 0 and a.out:
             np.save(a.out, edp.flat_params.cpu().numpy())
         if ctx.rank == 0 and a.compare:
-            compare(edp.flat_params.cpu().numpy(), a.compare)
+            compare(edp.flat_params.cpu().numpy(), a.compare, a.compare_spread)
         if not ok:
             sys.exit(4)
 
