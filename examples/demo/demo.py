@@ -44,6 +44,7 @@ class Job:
         self.id = None
         self.out = None
         self.reference = None
+        self.spread = None  # the PyTorch job: its static run on 3 ranks
         self.gpus = 0
         self.layout = ""
         self.ranks = 0
@@ -486,30 +487,42 @@ class Demo:
                 "--seed", str(j.num)]
 
     def reference(self, j):
-        """The same training as a static 2-rank run, with no failure: its model."""
+        """The same training as a static 2-rank run, with no failure: its model.
+        The PyTorch job's also on 3 ranks: how far float32 rounding alone
+        takes a static run (train_digits.py --compare-spread)."""
         j.reference = os.path.join(self.a.out, f"reference-job{j.num}.model")
+        if j.torch:
+            j.reference += ".npy"
+            j.spread = os.path.join(self.a.out, f"reference-job{j.num}-3ranks.model.npy")
+        t = time.time()
+        self.static_run(j, 2, j.reference, f"reference-job{j.num}.out")
+        also = ""
+        if j.torch:
+            self.static_run(j, 3, j.spread, f"reference-job{j.num}-3ranks.out")
+            also = " and 3"
+        print(f"  static reference of job {j.num}: {j.epochs} epochs on 2{also} ranks, "
+              f"{time.time() - t:.1f} s -> {j.reference}", flush=True)
+
+    def static_run(self, j, ranks, model, log):
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                    TMPDIR=self.a.out)
         for k in list(env):
             if k.startswith(("ELASTIC_", "SLURM_JOB")) and k != "ELASTIC_MUNGE_SOCKET":
                 del env[k]
-        t = time.time()
         prog = [os.path.join(self.build, "examples/elastic_train")]
         if j.torch:
-            j.reference += ".npy"
             env["PYTHONPATH"] = os.path.join(self.build, "python")
             env["OMP_NUM_THREADS"] = "1"
             prog = ["-x", "PYTHONPATH", "-x", "OMP_NUM_THREADS", "python3", TORCH_TRAIN]
-        with open(os.path.join(self.a.out, f"reference-job{j.num}.out"), "w") as f:
-            p = subprocess.run(["mpirun", "--bind-to", "none", "--oversubscribe", "-np", "2"]
-                               + prog + self.train_args(j) + ["--quiet", "--out", j.reference],
+        with open(os.path.join(self.a.out, log), "w") as f:
+            p = subprocess.run(["mpirun", "--bind-to", "none", "--oversubscribe", "-np",
+                                str(ranks)] + prog + self.train_args(j)
+                               + ["--quiet", "--out", model],
                                stdout=f, stderr=subprocess.STDOUT, env=env, timeout=300)
-        if p.returncode != 0 or not os.path.exists(j.reference):
-            die(f"the static reference run of job {j.num} failed "
-                f"(see {self.a.out}/reference-job{j.num}.out)")
-        os.chmod(j.reference, 0o644)
-        print(f"  static reference of job {j.num}: {j.epochs} epochs on 2 ranks, "
-              f"{time.time() - t:.1f} s -> {j.reference}", flush=True)
+        if p.returncode != 0 or not os.path.exists(model):
+            die(f"the static reference run of job {j.num} on {ranks} ranks failed "
+                f"(see {self.a.out}/{log})")
+        os.chmod(model, 0o644)
 
     def submit(self, j):
         j.out = os.path.join(self.a.out, f"job{j.num}.out")
@@ -532,7 +545,7 @@ class Demo:
         sample (steps get faster with more ranks) and the test accuracy on
         every step line."""
         extra = (f"--sample-sleep {self.a.torch_sample_us / 1e6} --accuracy "
-                 f"--compare {j.reference}")
+                 f"--compare {j.reference} --compare-spread {j.spread}")
         env = ",".join(["ALL", f"ELASTIC_BIN={self.build}/launcher", f"TRAIN={TORCH_TRAIN}",
                         f"PYTHONPATH={os.path.join(self.build, 'python')}",
                         f"EPOCHS={j.epochs}", f"GLOBAL_BATCH={self.a.batch}",
