@@ -490,14 +490,13 @@ class Demo:
         """The same training as a static 2-rank run, with no failure: its model.
         The PyTorch job's also on 3 ranks: how far float32 rounding alone
         takes a static run (train_digits.py --compare-spread)."""
-        j.reference = os.path.join(self.a.out, f"reference-job{j.num}.model")
-        if j.torch:
-            j.reference += ".npy"
-            j.spread = os.path.join(self.a.out, f"reference-job{j.num}-3ranks.model.npy")
+        j.reference = os.path.join(self.a.out, f"reference-job{j.num}.model"
+                                   + (".npy" if j.torch else ""))
         t = time.time()
         self.static_run(j, 2, j.reference, f"reference-job{j.num}.out")
         also = ""
         if j.torch:
+            j.spread = os.path.join(self.a.out, f"reference-job{j.num}-3ranks.model.npy")
             self.static_run(j, 3, j.spread, f"reference-job{j.num}-3ranks.out")
             also = " and 3"
         print(f"  static reference of job {j.num}: {j.epochs} epochs on 2{also} ranks, "

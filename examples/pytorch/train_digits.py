@@ -143,7 +143,14 @@ def parse():
     p.add_argument("--quiet", action="store_true", help="print only epoch lines")
     p.add_argument("--timings", action="store_true",
                    help="rank 0 prints where this launch spent its time up to its first commit")
-    return p.parse_args()
+    a = p.parse_args()
+    # refused before training, on every rank, rather than after it on rank 0
+    if a.compare_spread and not a.compare:
+        p.error("--compare-spread needs --compare")
+    for opt, path in (("--compare", a.compare), ("--compare-spread", a.compare_spread)):
+        if path and not os.path.isfile(path):
+            p.error("%s %s: no such file (a static run's --out)" % (opt, path))
+    return a
 
 
 def main():

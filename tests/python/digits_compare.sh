@@ -5,8 +5,8 @@
 # float32 rounding up to 10 times the difference between two static runs on
 # other rank counts is accepted, so a long run matches; without REF2 the fixed
 # tolerance (rtol 1e-3, atol 1e-4) holds; a model as far off as one that lost
-# its optimizer state once (0.77) differs either way; a REF2 of another shape
-# is refused by name.
+# its optimizer state once (0.77) differs either way; a REF2 of another shape,
+# a missing file or REF2 without REF is refused by name.
 set -u
 . "$(dirname "$0")/common.sh"
 python3 -c 'import torch' 2>/dev/null || t_skip "no torch in this Python (Debian: python3-torch)"
@@ -50,5 +50,14 @@ t_grep "^model DIFFERS from reference: max \|dw\| = 0.77" "$T_DIR/lost" "a lost 
 run lost short.npy && t_fail "a second static run of another shape was accepted: $(cat "$T_DIR/lost-short.npy")"
 t_grep "^--compare-spread short.npy: \(100,\) parameters, the reference \(9610,\)" "$T_DIR/lost-short.npy" \
 	"the refusal of a second static run of another shape"
-t_log "drift 0.005 matches with a 0.0018 spread, not without; 0.77 differs; another shape is refused"
+# a missing file or a spread without its reference: refused before any
+# training (argparse, exit 2), naming the option
+ex=$top_srcdir/examples/pytorch/train_digits.py
+(cd "$T_DIR" && python3 "$ex" --compare ref.npy --compare-spread nothere.npy) >"$T_DIR/missing" 2>&1
+[ $? = 2 ] || t_fail "a missing --compare-spread file was not refused with exit 2: $(cat "$T_DIR/missing")"
+t_grep "error: --compare-spread nothere.npy: no such file" "$T_DIR/missing" "the missing file named"
+(cd "$T_DIR" && python3 "$ex" --compare-spread spread.npy) >"$T_DIR/alone" 2>&1
+[ $? = 2 ] || t_fail "--compare-spread without --compare was not refused: $(cat "$T_DIR/alone")"
+t_grep "error: --compare-spread needs --compare" "$T_DIR/alone" "--compare-spread without --compare"
+t_log "drift 0.005 matches with a 0.0018 spread, not without; 0.77 differs; another shape and a missing file are refused"
 t_cleanup 0
