@@ -122,6 +122,20 @@ t_env_has() { # pid VAR=VALUE...
 	return 0
 }
 
+# pgrep over this root's processes only: testbed/check runs the roots'
+# clusters side by side on one host, and their programs have the same names
+# and command lines. Exits 1 when none matched, as pgrep.
+t_pgrep() { # pgrep-args...
+	local me p n=0
+	me=$(stat -L -c %d:%i /proc/self/root/)
+	for p in $(pgrep "$@"); do
+		[ "$(stat -L -c %d:%i "/proc/$p/root/" 2>/dev/null)" = "$me" ] || continue
+		echo "$p"
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ]
+}
+
 # Run a command as a test user, keeping the cluster environment.
 t_as() { # user cmd...
 	local u=$1

@@ -57,7 +57,7 @@ no_relaunch() { # line what
 # node: elastic-run(1)), whose command line names the trainer too.
 ranks_on_gnode() {
 	local p
-	for p in $(pgrep -f -- "--step-sleep 20000 --compare $T_DIR/ref.model"); do
+	for p in $(t_pgrep -f -- "--step-sleep 20000 --compare $T_DIR/ref.model"); do
 		[ "$(cat "/proc/$p/comm" 2>/dev/null)" != srun ] || continue
 		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=$gnode" &&
 			! tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -qx -- '--rank' && echo "$p"

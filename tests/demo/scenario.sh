@@ -14,7 +14,7 @@
 # noise); job 2's loss falls and the demo's loss table shows its test accuracy
 # at each resize.
 # Uses the suite's cluster when it is 2 nodes x 4 GPUs; otherwise starts its
-# own instance "demot" (2 nodes) inside the testbed root and stops it.
+# own instance "demo<the suite's instance>" (2 nodes) inside the testbed root and stops it.
 set -uo pipefail
 . "${top_srcdir:-/src}/tests/lib.sh"
 t_need_cluster
@@ -32,13 +32,15 @@ own=""
 shape=$(sinfo -h -N -o '%N %G' | sort -u | awk '{ n++; if ($2 == "gpu:4") g++ } END { print n + 0, g + 0 }')
 if [ "$shape" != "2 2" ] || ! t_have_spank; then
 	# A private 2-node cluster with this build's plugins.
-	own=demot
-	export ELASTIC_TESTBED_INSTANCE=demot ELASTIC_TESTBED_NODES=2 ELASTIC_BUILD_DIR=$build
+	# (named after the suite's cluster: each root's suite of testbed/check
+	# runs its own at the same time, with its own ports and job ids)
+	own=$(printf 'demo%s' "${ELASTIC_TESTBED_INSTANCE:-main}" | cut -c1-16)
+	export ELASTIC_TESTBED_INSTANCE=$own ELASTIC_TESTBED_NODES=2 ELASTIC_BUILD_DIR=$build
 	unset ELASTIC_TESTBED_PORT_BASE
-	bash "$src/testbed/cluster-inner.sh" up >"/tmp/demot-up.log" 2>&1 ||
-		{ cat /tmp/demot-up.log; t_fail "cannot start the private cluster demot"; }
+	bash "$src/testbed/cluster-inner.sh" up >"/tmp/$own-up.log" 2>&1 ||
+		{ cat "/tmp/$own-up.log"; t_fail "cannot start the private cluster $own"; }
 	eval "$(bash "$src/testbed/cluster-inner.sh" env)"
-	t_log "private cluster demot up (2 nodes x 4 GPUs, SLURM_CONF=$SLURM_CONF)"
+	t_log "private cluster $own up (2 nodes x 4 GPUs, SLURM_CONF=$SLURM_CONF)"
 fi
 # One elasticd per cluster (tests/controller/ctl-lib.sh takes the same lock).
 exec 9>"$ELASTIC_TESTBED_DIR/elasticd-test.lock"

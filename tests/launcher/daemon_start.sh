@@ -34,7 +34,7 @@ EOS
 chmod +x "$T_DIR/bin/srun"
 LR_PATH=$T_DIR/bin lr_start "--epochs 4 --samples 4096 --global-batch 128 --step-sleep 20000" 2
 lr_wait_step 20
-er=$(pgrep -f "^./elastic-run -v -- $train" | head -n1)
+er=$(t_pgrep -f "^./elastic-run -v -- $train" | head -n1)
 [ -n "$er" ] || t_fail "no elastic-run process found"
 t_log "SIGUSR1 to elastic-run (pid $er): a planned re-form"
 kill -USR1 "$er"

@@ -18,7 +18,7 @@ lr_wait_step 15
 # A grant of 2 GPUs on node2, as elasticd starts one; then SIGUSR1 to
 # elastic-run, what it does itself on the controller's word of a grant.
 t_grant_start "$lead" 2
-er=$(pgrep -f "^./elastic-run -v -- $train" | head -n1)
+er=$(t_pgrep -f "^./elastic-run -v -- $train" | head -n1)
 [ -n "$er" ] || t_fail "no elastic-run process found"
 t_log "grant $grant running on node2: SIGUSR1 to elastic-run (pid $er)"
 kill -USR1 "$er"

@@ -32,9 +32,9 @@ for p in /proc/[0-9]*; do
 done
 [ -n "$victims" ] || t_fail "no process of grant $grant found on node2"
 if [ "$mode" = node ]; then
-	stepd=$(pgrep -f "^slurmstepd: \[$grant\.batch\]" || true)
+	stepd=$(t_pgrep -f "^slurmstepd: \[$grant\.batch\]" || true)
 	[ -n "$stepd" ] || t_fail "no batch slurmstepd of grant $grant found"
-	slurmd=$(pgrep -f "^slurmd -N node2\$" || true)
+	slurmd=$(t_pgrep -f "^slurmd -N node2\$" || true)
 	[ -n "$slurmd" ] || t_fail "no slurmd of node2 found"
 	trap 'rc=$?; kill -CONT $stepd $slurmd 2>/dev/null; t_cleanup $rc' EXIT
 	kill -STOP $slurmd $stepd

@@ -13,7 +13,7 @@ set -euo pipefail
 lr_start "--epochs 2 --samples 4096 --global-batch 128 --step-sleep 20000" 1
 lr_wait_step 15
 # The batch script exec'd elastic-run: it is the job's batch step process.
-er=$(pgrep -f "^./elastic-run -v -- $train" | head -n1)
+er=$(t_pgrep -f "^./elastic-run -v -- $train" | head -n1)
 [ -n "$er" ] || t_fail "no elastic-run process found"
 t_log "SIGUSR1 to elastic-run (pid $er)"
 kill -USR1 "$er"

@@ -37,7 +37,7 @@ wait_step 8
 t_grep "job $lead: 4 ranks on node1:4 GPUs" "$T_DIR/lead.out" "the run did not start on the 4 GPUs of node1"
 # A planned re-form first: the ranks in the grants' steps stop with the
 # others (exit 75 through srun) and the relaunch resumes from the snapshot.
-er=$(pgrep -f "^./elastic-run -v -- $train" | head -n1)
+er=$(t_pgrep -f "^./elastic-run -v -- $train" | head -n1)
 [ -n "$er" ] || t_fail "no elastic-run process found"
 kill -USR1 "$er"
 end=$((SECONDS + 60))

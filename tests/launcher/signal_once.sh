@@ -39,7 +39,7 @@ until grep -q '^ready' "$T_DIR/out" 2>/dev/null; do
 	[ $SECONDS -lt $end ] || { cat "$T_DIR/out"; t_fail "the rank did not start"; }
 	sleep 0.1
 done
-wrapper=$(pgrep -f -- "^$ER --rank python3 $T_DIR/rank.py")
+wrapper=$(t_pgrep -f -- "^$ER --rank python3 $T_DIR/rank.py")
 [ -n "$wrapper" ] || t_fail "no rank wrapper found"
 kill -STOP "$wrapper"
 kill -USR1 "$mp"

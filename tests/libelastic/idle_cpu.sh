@@ -21,7 +21,7 @@ run=$!
 # the rank: the elastic_train with this test's job id
 rank="" tid=""
 for _ in $(seq 1 200); do
-	for p in $(pgrep -x elastic_train); do
+	for p in $(t_pgrep -x elastic_train); do
 		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "ELASTIC_JOB_ID=$ELASTIC_JOB_ID" && rank=$p
 	done
 	if [ -n "$rank" ]; then

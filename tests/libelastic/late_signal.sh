@@ -36,7 +36,7 @@ trap 'rc=$?; kill -KILL $mp 2>/dev/null; t_cleanup $rc' EXIT
 # The trainer process of rank $1 (not its wrapper), by its environment.
 trainer() {
 	local p
-	for p in $(pgrep -f -- "$args"); do
+	for p in $(t_pgrep -f -- "$args"); do
 		case "$(cat "/proc/$p/comm" 2>/dev/null)" in elastic_train | lt-elastic_tra*) ;; *) continue ;; esac
 		t_env_has "$p" "OMPI_COMM_WORLD_RANK=$1" && echo "$p"
 	done | tail -n1

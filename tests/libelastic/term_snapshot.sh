@@ -24,7 +24,7 @@ timeout -s KILL 60 $MPIRUN -np 4 "$TRAIN" --quiet $args --out "$T_DIR/ref.model"
 	{ cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }
 
 # Ranks of the launch whose output goes to $1.1 (not mpirun: pid $2).
-ranks_of() { pgrep -f -- "--out $1.model" | grep -vx "$2" | xargs; }
+ranks_of() { t_pgrep -f -- "--out $1.model" | grep -vx "$2" | xargs; }
 local_rank() { tr '\0' '\n' <"/proc/$1/environ" | sed -n 's/^OMPI_COMM_WORLD_LOCAL_RANK=//p'; }
 last_step() { sed -n 's/^step \([0-9]*\) .*/\1/p' "$1" | tail -1; }
 

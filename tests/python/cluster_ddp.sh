@@ -85,7 +85,7 @@ lead=$(t_sbatch root -N1 -n1 -w node1 --gres=gpu:2 -o "$out" \
 	--export="ALL,PYTHONPATH=$PYTHONPATH,EPOCHS=$EPOCHS,SLEEP_FILE=$T_DIR/grow.sleep" "$T_DIR/ddp.sbatch" exact_grow)
 wait_lr exact_grow 10 2
 t_grant_start "$lead" 2
-er=$(pgrep -f "elastic-run -v -- python3 $here/ddp_checks.py exact_grow" | head -n1)
+er=$(t_pgrep -f "elastic-run -v -- python3 $here/ddp_checks.py exact_grow" | head -n1)
 [ -n "$er" ] || t_fail "no elastic-run process found"
 kill -USR1 "$er"
 t_log "grant $grant running on node2; SIGUSR1 to elastic-run (pid $er)"

@@ -26,7 +26,7 @@ lead=$(t_sbatch root -N1 -n1 -w node1 --gres=gpu:2 -o "$T_DIR/job.out" \
 py_wait_step "$lead" "$target" 0.05
 t_grep "^step $target epoch [0-9]+ size 2 " "$T_DIR/job.out" "training at 2 ranks on node1"
 t_grant_start "$lead" 2
-er=$(pgrep -f "elastic-run -v -- python3 $ex/train_digits.py" | head -n1)
+er=$(t_pgrep -f "elastic-run -v -- python3 $ex/train_digits.py" | head -n1)
 [ -n "$er" ] || t_fail "no elastic-run process found"
 last=$(grep -a '^step [0-9]* ' "$T_DIR/job.out" | tail -1 | awk '{print $2}')
 t_order=$(date +%s.%N)

@@ -84,7 +84,7 @@ awk '/^redo step [0-9]+: size now 1/ { f = 1 } f && /held with no rank for/ { r 
 t_grep "^done: $((epochs * 12)) steps, $epochs epochs, size 2, each committed step applied once: yes, samples once per epoch: yes" \
 	"$T_DIR/job.out" "completed at 2 ranks (a rank again on the killed one's GPU), each step once, each sample once an epoch"
 sleep 1
-left=$(pgrep -f "slurm_elastic.warm .*elastic-warm.$lead\." || true)
+left=$(t_pgrep -f "slurm_elastic.warm .*elastic-warm.$lead\." || true)
 [ -z "$left" ] || t_fail "zygote processes outlived the job: $left"
 t_log "no zygote left after the job"
 exit 0

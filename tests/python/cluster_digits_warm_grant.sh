@@ -28,7 +28,7 @@ until [ "$(grep -ac 'elastic-run warm node1: ready' "$T_DIR/job.out")" -ge 2 ]; 
 	sleep 0.1
 done
 # the zygotes, not the ranks they forked (which show the zygote's command line)
-zs=$(pgrep -f "^[^ ]*python[0-9.]* (-[^ ]+ )*-m slurm_elastic.warm .*elastic-warm\.$lead\..*\.node1\.($lead|$grant) " || true)
+zs=$(t_pgrep -f "^[^ ]*python[0-9.]* (-[^ ]+ )*-m slurm_elastic.warm .*elastic-warm\.$lead\..*\.node1\.($lead|$grant) " || true)
 z=0
 for p in $zs; do
 	pp=$(awk '/^PPid:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
@@ -48,6 +48,6 @@ t_wait_job "$lead" 300
 t_grep "^done: $((epochs * 12)) steps, $epochs epochs, size 4, each committed step applied once: yes, samples once per epoch: yes" \
 	"$T_DIR/job.out" "completed at 4 ranks, each step once, each sample once an epoch"
 sleep 1
-left=$(pgrep -f "slurm_elastic.warm .*elastic-warm.$lead\." || true)
+left=$(t_pgrep -f "slurm_elastic.warm .*elastic-warm.$lead\." || true)
 [ -z "$left" ] || t_fail "zygote processes outlived the job: $left"
 t_log "PASS: re-form 1: 4 of 4 ranks started warm (2 by the grant's zygote); $(grep -a '^timings (resumed' "$T_DIR/job.out" | head -1)"

@@ -85,7 +85,7 @@ py_wait_step() { # job step [poll seconds]
 
 # The pid of job's elastic-run (not a rank wrapper, nor a launch agent).
 py_elastic_run_pid() { # job
-	pgrep -f "elastic-run .*train_digits.py" | while read -r p; do
+	t_pgrep -f "elastic-run .*train_digits.py" | while read -r p; do
 		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -Eq -- ' --(rank|rank-in-step|agent) ' && continue
 		t_env_has "$p" "SLURM_JOB_ID=$1" && echo "$p"
 	done | head -n1
@@ -102,7 +102,7 @@ py_rank_pid() { # job rank out
 		t_env_has "${p#/proc/}" "SLURM_JOB_ID=$1" "OMPI_COMM_WORLD_RANK=$2" && w=${p#/proc/}
 	done
 	[ -n "$w" ] || return 0
-	c=$(pgrep -P "$w" | head -n1)
+	c=$(t_pgrep -P "$w" | head -n1)
 	[ -n "$c" ] || c=$(grep -a "elastic-run --rank $2: started warm: pid" "$3" | tail -n1 | awk '{ print $7 }')
 	[ -n "$c" ] && [ -d "/proc/$c" ] && echo "$c"
 	return 0

@@ -53,7 +53,7 @@ if [ "$np" -ge 3 ]; then
 		kill -0 $pid 2>/dev/null || break
 		sleep 0.2
 	done
-	victim=$(pgrep -f "train_digits.py --epochs 4 --device cuda" | tail -1)
+	victim=$(t_pgrep -f "train_digits.py --epochs 4 --device cuda" | tail -1)
 	[ -n "$victim" ] && kill -9 "$victim"
 fi
 wait $pid

@@ -58,7 +58,7 @@ late() { # out imports pythonpath: ranks first, then their zygote
 	ELASTIC_GPU_JOB=42 ELASTIC_RUN_WARM_LIVE="other.42 $SLURMD_NODENAME.42" \
 		MPIRUN="$MPIRUN -x ELASTIC_GPU_JOB -x ELASTIC_RUN_WARM_LIVE" run "$out" 2 --epochs 1 &
 	local mp=$! end=$((SECONDS + 60))
-	until [ "$(pgrep -fc -- "elastic-run --rank python3 $ex")" -ge 2 ]; do
+	until [ "$(t_pgrep -f -- "elastic-run --rank python3 $ex" | wc -l)" -ge 2 ]; do
 		[ $SECONDS -lt $end ] || t_fail "$out: the rank wrappers did not start"
 		sleep 0.1
 	done
@@ -102,7 +102,7 @@ until grep -q "^step 3 " "$T_DIR/kill" 2>/dev/null; do
 done
 pid=$(awk '/--rank 2: started warm: pid/ { for (i = 1; i <= NF; i++) if ($i == "pid") print $(i + 1) }' "$T_DIR/kill")
 shim=""
-for p in $(pgrep -f -- "elastic-run --rank python3 $ex"); do
+for p in $(t_pgrep -f -- "elastic-run --rank python3 $ex"); do
 	t_env_has "$p" OMPI_COMM_WORLD_RANK=2 && shim=$p
 done
 [ -n "$pid" ] && [ -n "$shim" ] && [ -d "/proc/$pid" ] || t_fail "rank 2 (pid '$pid', wrapper '$shim') not found"
