@@ -87,7 +87,7 @@ tb_dist() { # [suite: default $TB_SUITE; the ompi6 root adds $TB_SID's state]
 		awk '!v && /^Version:/ { v = $2 } !d && /^Date:/ { sub(/^Date: */, ""); d = $0 }
 			END { if (d != "") print (v != "" ? v : "?") " of " d }') && [ -n "$rel" ]; then
 		mkdir -p "$TB_CACHE"
-		echo "$rel" >"$memo.tmp" && mv -f "$memo.tmp" "$memo"
+		echo "$rel" >"$memo.tmp.$$" && mv -f "$memo.tmp.$$" "$memo"
 		echo "$rel"
 	elif [ -s "$memo" ]; then
 		tb_log "warning: $(tb_mirror)/dists/$suite/InRelease did not answer: using the last state seen ($(cat "$memo"))"
@@ -136,4 +136,19 @@ TB_LOCK=/etc/elastic-testbed-packages.lock
 tb_cuda_dir() {
 	local d=${ELASTIC_CUDA_DIR:-/usr/local/cuda}
 	[ -e "$d" ] && readlink -f "$d"
+}
+
+# A copy of a root, without what its clusters and tests write while they run
+# (/tmp, the clusters' state in /var/lib/elastic-testbed): a root can be
+# copied while a cluster runs in it.
+tb_copy_root() { # from to
+	local rc=0
+	rm -rf "$2" && mkdir -p "$2"
+	# (tar: 1 is "a file changed or vanished as it was read", 2 a real error)
+	tar -C "$1" --exclude=./tmp --exclude=./var/lib/elastic-testbed --exclude=./var/tmp \
+		--warning=no-file-changed --warning=no-file-removed -cf - . |
+		tar -C "$2" -xpf - || rc=$?
+	[ "$rc" -le 1 ] || tb_die "copying the root $1 to $2 failed (tar: $rc)"
+	mkdir -p "$2/tmp" "$2/var/tmp"
+	chmod 1777 "$2/tmp" "$2/var/tmp"
 }
