@@ -218,6 +218,12 @@ void elastic__stop_clear(void);
 void elastic__term_signal_install(elastic_ctx_t *ctx);
 void elastic__term_signal_remove(void);
 int elastic__term_requested(void);
+/* The process ends now with a status of its own (a planned re-form, every
+ * rank agreed): SIGTERM is ignored from here on, and one held back is
+ * dropped. A runtime ends a launch's other ranks as soon as the first exits
+ * (Open MPI 5: SIGTERM); a rank already on its way out must still end with
+ * its own status, which elastic-run reads as "asked to re-form". */
+void elastic__term_signal_drop(void);
 /* Persist (how: 1 from the main thread at a step boundary; 0 from the
  * watchdog, inside a step; -1 not at all; -2 not at all, nothing owed:
  * before the first step or after elastic_complete), then pass SIGTERM on;

@@ -237,6 +237,16 @@ void elastic__term_signal_remove(void)
 		_term_restore();
 }
 
+void elastic__term_signal_drop(void)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+
+	sigemptyset(&ign.sa_mask);
+	term_armed = 0;
+	term_requested = 0;
+	sigaction(SIGTERM, &ign, NULL);
+}
+
 void elastic__term_act(elastic_ctx_t *ctx, int how)
 {
 	char msg[200];

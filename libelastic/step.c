@@ -263,6 +263,7 @@ static int _resume(elastic_ctx_t *ctx, elastic_error_t *err)
 static void _stop_for_reform(elastic_ctx_t *ctx)
 {
 	atomic_store(&ctx->wd.leaving, 1); /* the peers' exits 75 are expected */
+	elastic__term_signal_drop();	   /* and the runtime's SIGTERM after them */
 	elastic__persist_now(ctx);
 	elastic__log(ctx, ELASTIC_LOG_INFO,
 		     "planned re-form: stopping after committed step %llu (exit %d)",
