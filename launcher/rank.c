@@ -170,7 +170,7 @@ static void _rank_exec(pid_t parent, char **argv)
 }
 
 /* Tell elastic-run how the program ended (wait status ws). */
-static void _rank_report(int ws)
+static void _rank_report_send(int ws)
 {
 	const char *addr = getenv("ELASTIC_RUN_REPORT"),
 		   *token = getenv("ELASTIC_RUN_TOKEN");
@@ -196,6 +196,26 @@ static void _rank_report(int ws)
 		gpu ? atoi(gpu) : -1);
 	if (elastic__report_send(addr, line) < 0)
 		fprintf(stderr, "elastic-run --rank: cannot report to %s\n", addr);
+}
+
+/* The report, with the signals the wrapper takes held meanwhile: the
+ * program is reaped, so there is no one to pass them to, and one arriving
+ * in the middle would cut the report's connect or send short (EINTR: a
+ * socket with a send timeout is never restarted). The runtime sends SIGTERM
+ * to a launch's other ranks as soon as one exits: at a planned re-form
+ * every rank exits at once, and a report lost so made a rank that stopped
+ * as asked look lost. */
+static void _rank_report(int ws)
+{
+	int sigs[] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGCONT, SIGHUP, SIGALRM};
+	sigset_t hold, old;
+
+	sigemptyset(&hold);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&hold, sigs[i]);
+	sigprocmask(SIG_BLOCK, &hold, &old);
+	_rank_report_send(ws);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 /* The Slurm job whose step must run this rank: its GPU's job when that is
