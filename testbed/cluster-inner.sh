@@ -583,16 +583,31 @@ do_down() {
 		scancel --quiet --full --user=root 2>/dev/null || true
 		for u in alice bob; do scancel --quiet --full --user=$u 2>/dev/null || true; done
 	fi
-	# Stop in reverse order of start.
-	while read -r name pf prog; do
-		if pid=$(_live_pid "$pf" "$prog"); then
-			kill -TERM "$pid" 2>/dev/null || true
-			for _ in $(seq 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
-			[ -d "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null || true
-			stopped=$((stopped + 1))
-		fi
-		rm -f "$pf"
-	done < <(_daemons | tac)
+	# Stop in reverse order of start, a tier at a time (the nodes' slurmd
+	# together, then slurmctld, slurmdbd, the database, munged, the
+	# namespaces), each daemon given 5 s after SIGTERM.
+	local tier pids left
+	for tier in 'slurmd-*' slurmctld slurmdbd mariadbd munged 'netns-node*' netns-head; do
+		pids=""
+		while read -r name pf prog; do
+			# shellcheck disable=SC2053 # a glob on purpose
+			[[ $name == $tier ]] || continue
+			if pid=$(_live_pid "$pf" "$prog"); then
+				kill -TERM "$pid" 2>/dev/null || true
+				pids="$pids $pid"
+				stopped=$((stopped + 1))
+			fi
+			rm -f "$pf"
+		done < <(_daemons)
+		for _ in $(seq 50); do
+			left=""
+			for pid in $pids; do [ ! -d "/proc/$pid" ] || left="$left $pid"; done
+			pids=$left
+			[ -n "$pids" ] || break
+			sleep 0.1
+		done
+		for pid in $pids; do kill -KILL "$pid" 2>/dev/null || true; done
+	done
 	[ -f "$SLURM_CONF" ] && _kill_leftovers
 	_remove_snapshots
 	[ -n "$quiet" ] || say "down: stopped $stopped daemons"
