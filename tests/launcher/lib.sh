@@ -17,8 +17,9 @@ lr_start() {
 	cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
 	# (elastic_train in place: its libtool wrapper finds libelastic in the build tree)
 	lead=$(t_sbatch root -N1 -n2 -w node1 --gres=gpu:2 -H -o "$T_DIR/lead.out" -D "$T_DIR" --wrap "
-# the reference: the same training, no change, 2 ranks
-ELASTIC_JOB_ID=ref\$SLURM_JOB_ID mpirun --bind-to none -np 2 $train $args --quiet --out ref.model > ref.out 2>&1 || echo 'reference failed'
+# the reference: the same training, no change, 2 ranks, without the pause
+# that paces the elastic run's steps (a sleep changes no number)
+ELASTIC_JOB_ID=ref\$SLURM_JOB_ID mpirun --bind-to none -np 2 $train $args --step-sleep 0 --quiet --out ref.model > ref.out 2>&1 || echo 'reference failed'
 echo reference-done
 ${LR_PATH:+PATH=$LR_PATH:\$PATH }exec ./elastic-run -v -- $train $args --compare ref.model")
 	if [ "$ggpus" = 0 ]; then
