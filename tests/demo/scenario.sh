@@ -69,10 +69,13 @@ t0=$SECONDS
 # On sid job 2's PyTorch ranks start cold about twice as slowly (import
 # torch 2.14 + sklearn 3.5 s against 1.7 s for Debian 13's 2.6, same load):
 # with 40 epochs job 1 had ended before step 4 (2 runs of 2 under load);
-# with 60 it passed.
+# with 60 it passed. Job 2 then has to outlast job 1 by the time it takes to
+# grow to 8 (a PyTorch re-form, 4-7 s): with 40 epochs it was still at 5
+# ranks and finished one step after job 1 ended (sid, once); 56 epochs
+# give it about 190 steps (near 20 s at 5 ranks) more.
 epochs1=${DEMO_EPOCHS1:-40}
 [ "${ELASTIC_TESTBED_RUNTIME:-}" = sid ] && epochs1=${DEMO_EPOCHS1:-60}
-torch_epochs=${DEMO_TORCH_EPOCHS:-40}
+torch_epochs=${DEMO_TORCH_EPOCHS:-56}
 python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (the demo's job 2 is the PyTorch example)"
 # (in the private cluster's own network where its nodes have one: cluster exec)
 in_cluster=()
