@@ -131,7 +131,7 @@ five_events() { # scenario dir verify-args
 	grep -aq ' size 2$' <(grep -a '^LR step' "$out" | tail -n 1) || t_fail "$1 did not end at 2 ranks"
 	verify "$T_DIR/$2" "$EPOCHS" "r.check(\"$1\", ranks=2, $3)"
 	sizes=$(grep -a '^LR step' "$out" | awk '{print $NF}' | uniq | paste -sd' ' -)
-	t_log "$1: sizes $sizes over $(grep -ac '^LR step' "$out") committed steps; $(grep -ac 're-form [0-9]*:' "$out") re-forms, $(grep -ac 'healed' "$out") heals"
+	t_log "$1: sizes $sizes over $(grep -a '^LR step' "$out" | awk '{print $3}' | sort -u | wc -l) committed steps; $(grep -ac 're-form [0-9]*:' "$out") re-forms, $(grep -ac 'healed' "$out") heals"
 }
 
 five_events lm_five lm 'lr_ref="lm1", eval_ref="lm1"'

@@ -230,9 +230,9 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
                 # a rank killed right after a commit cannot report its own share
                 print("STEP epoch %d step %d %s END" % (epoch, committed, " ".join(
                     map(str, perm(sampler.epoch)[at:at + 40]))), flush=True)
-                if dist.get_rank() == 0:
-                    print("LR step %d %.10g size %d" % (committed, lr, dist.get_world_size()),
-                          flush=True)
+                # every rank: a line cut by another rank's is still read from the others
+                print("LR step %d %.10g size %d" % (committed, lr, dist.get_world_size()),
+                      flush=True)
             sched.step()
             counters["iterations"] += 1
             if fault == committed:  # between two steps, as when a DataLoader worker dies

@@ -137,7 +137,13 @@ class Runs:
                   % (sc, self.samples, self.epochs))
         if lr_ref:
             want = {int(w[2]): w[3] for w in self.lines([lr_ref], "LR")}
-            got = {int(w[2]): w[3] for w in self.lines(outs, "LR")}
+            got, apart = {}, set()
+            for w in self.lines(outs, "LR"):  # one line per rank and step
+                if got.setdefault(int(w[2]), w[3]) != w[3]:
+                    apart.add(int(w[2]))
+            if apart:
+                self.fail("%s: the ranks disagree on the learning rate at committed steps %s"
+                          % (sc, sorted(apart)[:5]))
             diff = [s for s in sorted(want) if got.get(s) != want[s]]
             if diff or len(got) != len(want) or not want:
                 self.fail("%s: the learning rate differs from %s's at committed steps %s "
