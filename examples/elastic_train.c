@@ -482,7 +482,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		if (first_step && elastic_resumed(ctx))
-			redo_pending = 1; /* path B: mark the first commit after it */
+			redo_pending = 1; /* a relaunch: mark the first commit after it */
 		first_step = 0;
 		uint64_t step = elastic_step(ctx), epoch = elastic_sampler_epoch(sampler);
 		int ns = (int)elastic_sampler_step_samples(sampler, (int)o.global);

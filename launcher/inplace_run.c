@@ -53,7 +53,7 @@ void elastic__inplace_begin(struct run *r)
 }
 
 /* The grown map (for the launch agent) and the join list (libelastic's
- * grow.c) for a growth onto seen: 0, or -1 with errno. */
+ * resize.c) for a growth onto seen: 0, or -1 with errno. */
 static int _write_join(const struct run *r, const struct elastic_gpuset *seen)
 {
 	char *map = elastic__map_env(seen);

@@ -375,7 +375,7 @@ static int _run_cold(char **argv, int *ws)
 	return 0;
 }
 
-/* "--join BASE MAP": started by a growth in place (libelastic's grow.c) as
+/* "--join BASE MAP": started by a growth in place (libelastic's resize.c) as
  * rank BASE + its rank of the new ranks, on the grown set. Takes them off
  * *argc, *argv: 0, or -1 after saying what is wrong. */
 static int _rank_join_args(int *argc, char ***argv)

@@ -43,7 +43,7 @@ struct run_job {
 	int in_place;
 	/* the MPI runtime starts ranks on a new node inside a running mpirun
 	 * and merges them under fault tolerance (Open MPI 5.0.x): a grant on a
-	 * node new to the launch is taken in place (libelastic's grow.c) */
+	 * node new to the launch is taken in place (libelastic's resize.c) */
 	int grow_in_place;
 };
 

@@ -152,7 +152,7 @@ struct elastic_ctx {
 	uint64_t ask_done;  /* elastic-run's request taken last (ELASTIC_RUN_ASK) */
 	int stop_pending;   /* planned re-form agreed; update-after-commit mode
 			     * stops at the next begin */
-	char *join;	    /* growth in place agreed: the join list (grow.c),
+	char *join;	    /* growth in place agreed: the join list (resize.c),
 			     * acted on at the next begin */
 	int joining;	    /* started by a growth in place: the state comes
 			     * from rank 0 at the first begin */

@@ -64,7 +64,7 @@ enum elastic_step_result {
 
 /* Exit status of a process ended by the recovery watchdog, or by a planned
  * re-form: the launcher (elastic-run) re-forms the job from the last
- * committed step (path B).
+ * committed step in a new launch (a relaunch).
  *
  * Planned re-form: elastic-run sends SIGUSR1 to every rank when the
  * controller grows or shrinks the job. libelastic's handler (installed by
@@ -103,7 +103,7 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  * initialized). Collective over comm. The library works on its own duplicate
  * with MPI_ERRORS_RETURN. Reads the environment (all optional):
  *   ELASTIC_JOB_ID       job id, [A-Za-z0-9_.-], 1-64 chars; enables the
- *                        node-local snapshot (path B resume) under
+ *                        node-local snapshot (read by a relaunch) under
  *                        ELASTIC_SHM_DIR/elastic-<id>-*
  *   ELASTIC_JOB_STAMP    [A-Za-z0-9_.-], 1-32 chars: tells this run of the job
  *                        from an older one with the same id (elastic-run sets
@@ -123,7 +123,7 @@ typedef void (*elastic_change_fn)(elastic_ctx_t *ctx, void *arg);
  *   ELASTIC_WATCHDOG     seconds, 0..86400 (default 60; 0 = off): when a
  *                        recovery does not finish in time the process exits
  *                        with ELASTIC_EXIT_REFORM so that the launcher can
- *                        re-form the job (path B)
+ *                        relaunch the job
  *   ELASTIC_STEP_TIMEOUT seconds, 0..86400 (default 0 = off): a step (begin
  *                        to the end of its commit) that takes longer ends
  *                        the process with ELASTIC_EXIT_REFORM, as the
@@ -203,9 +203,9 @@ void elastic_set_exit_hook(elastic_ctx_t *ctx, elastic_exit_fn fn, void *arg);
  *   before the next elastic_step_begin() (compute, reduce, commit, then
  *   apply the update and elastic_sampler_advance(): in this mode the
  *   sampler is advanced after the commit too, never inside the step). A
- *   failed step then never
- *   touched the state: nothing is copied per step for path A. The node-local
- *   snapshot (path B) is copied at the next begin (or, with
+ *   failed step then never touched the state: nothing is copied per step
+ *   for a heal in place. The node-local snapshot (for a relaunch) is copied
+ *   at the next begin (or, with
  *   ELASTIC_SNAPSHOT_THREAD=yes, by a thread while that step runs, and
  *   elastic_step_commit() waits for it).
  */
@@ -232,7 +232,7 @@ int elastic_register(elastic_ctx_t *ctx, const char *name, void *ptr, size_t byt
 /*
  * Begin a step. The first call (collective) checks that every rank
  * registered the same state (EINVAL if not), restores a snapshot of this job
- * if one exists (path B resume: the highest committed step found on any
+ * if one exists (a relaunch: the highest committed step found on any
  * node, sent to every rank; EINVAL for a snapshot of another registration,
  * which is left as it is), and records the initial state as the one to
  * return to. EPROTO if a step is already open or the training completed.
@@ -302,7 +302,7 @@ int elastic_rank(const elastic_ctx_t *ctx);
 int elastic_size(const elastic_ctx_t *ctx);
 /* Committed steps so far = index of the step to run next. */
 uint64_t elastic_step(const elastic_ctx_t *ctx);
-/* 1 if this run resumed from a snapshot (path B) at its first step. */
+/* 1 if this run resumed from a snapshot (a relaunch) at its first step. */
 int elastic_resumed(const elastic_ctx_t *ctx);
 
 struct elastic_stats {
