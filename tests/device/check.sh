@@ -15,9 +15,10 @@
 #     pinned host shadows (after each commit, on a redo, on a resume from a node
 #     snapshot), the per-step cost against plain torch, two ranks on one GPU.
 # One line per check (PASS:/FAIL:/SKIP: name ...), then "N passed, N failed, N
-# skipped"; exit 1 when a check failed. Logs go under OUT (the device tool's
-# $OUT; at most 8 files come back from there): check.log, facts.txt, build.log,
-# details.log (every check's log, each cut to its last 200 lines), logs.tar.gz.
+# skipped"; exit 1 when a check failed. Logs go under OUT (few files, so that
+# a machine that hands back only a few gets them all): check.log, facts.txt,
+# build.log, details.log (every check's log, each cut to its last 200 lines),
+# logs.tar.gz.
 #
 # usage: tests/device/check.sh [--bundle DIR] [--out DIR] [--jobs N] [--keep]
 #   --bundle  the bundle (default build-device/bundle)
@@ -25,7 +26,7 @@
 #   --jobs    parallel compiles (default: the number of cores)
 #   --keep    keep the scratch directory (build tree, runs) and print its path
 #   --deadline  seconds after which the checks not yet begun SKIP (default
-#             400: the logs are written well inside the device's 8 minutes)
+#             400: the logs are written inside a limit of 8 minutes)
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=$src/build-device/bundle
@@ -39,7 +40,7 @@ while [ $# -gt 0 ]; do
 	--jobs) jobs=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
 	--deadline) deadline=$2; shift 2 ;;
-	-h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,29p' "$0"; exit 0 ;;
 	*) echo "check.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
 done
