@@ -353,9 +353,10 @@ enum run_state elastic__watch(struct run *r)
 			r->launch.sum.missing, r->launch.sum.left);
 		for (int i = 0; i < r->launch.rep.nranks; i++) {
 			const struct elastic_rank_end *e = &r->launch.rep.end[i];
-			if (e->how == ELASTIC_RANK_SIGNALED ||
-			    (e->how != ELASTIC_RANK_UNKNOWN && e->value != 0 &&
-			     e->value != EXIT_REFORM))
+			if (e->how == ELASTIC_RANK_UNKNOWN)
+				elastic__say("rank %d: no report from its wrapper", i);
+			else if (e->how == ELASTIC_RANK_SIGNALED ||
+				 (e->value != 0 && e->value != EXIT_REFORM))
 				elastic__say("rank %d: %s %d", i,
 					     e->how == ELASTIC_RANK_SIGNALED
 						     ? "signal"

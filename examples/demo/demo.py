@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import threading
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -170,10 +171,11 @@ class Demo:
         self.failed = []
         self.drained = []
         # This run's node snapshots (tmpfs, as /dev/shm on a real node): all
-        # fake nodes share this host, and a snapshot left by another run's
-        # killed job must never be found.
-        self.shm = "/dev/shm/elastic-demo-" + os.path.basename(a.out.rstrip("/"))
-        os.makedirs(self.shm, exist_ok=True)
+        # fake nodes share this host, and so may other runs (the clusters of
+        # other roots): a directory of its own, so that a snapshot left by
+        # another run's killed job is never found, and the cleanup of one run
+        # never takes another's.
+        self.shm = tempfile.mkdtemp(prefix="elastic-demo-", dir="/dev/shm")
         os.chmod(self.shm, 0o1777)
 
     # ---- output ------------------------------------------------------

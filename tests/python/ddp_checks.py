@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import time
+import zlib
 
 import numpy as np
 import torch
@@ -18,6 +19,14 @@ from torch.utils.data import DataLoader, Dataset
 
 import slurm_elastic.torch as dist
 from slurm_elastic.torch import DistributedDataParallel as DDP, DistributedSampler
+
+
+def _checked(body):
+    """A USED or STEP line with its check: the ranks' output reaches the job's
+    through several forwarders (mpirun, srun) that may splice one line with
+    pieces of another; the verifier keeps only lines whose CRC holds."""
+    body = " ".join(body.split())
+    return "%s ck %08x END" % (body, zlib.crc32(body.encode()))
 
 torch.set_num_threads(1)
 scenario, out = (sys.argv[1], sys.argv[2]) if len(sys.argv) > 2 else ("", "")
@@ -216,10 +225,10 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
             if stop == committed:  # the whole launch ends, as when a job is requeued
                 print("TERM rank %d at step %d" % (dist.get_rank(), committed), flush=True)
                 os.kill(os.getpid(), signal.SIGTERM)
-            # USED and STEP lines end with END: the ranks' output reaches the job's file
-            # through several forwarders, and a line cut by another's is left out
-            used = "USED epoch %d step %d rank %d %s END" % (
-                epoch, committed, dist.get_rank(), " ".join(map(str, idx.tolist())))
+            # USED and STEP lines end with their CRC (_checked): a line cut or spliced
+            # by the forwarders is left out
+            used = _checked("USED epoch %d step %d rank %d %s" % (
+                epoch, committed, dist.get_rank(), " ".join(map(str, idx.tolist()))))
             pending[:] = [used]
             at = sampler.pos  # the step's global batch starts there (the sampler's state)
             opt.step()
@@ -228,8 +237,8 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
                 print(used, flush=True)
                 # the whole global batch, as the sampler's documented shuffle gives it:
                 # a rank killed right after a commit cannot report its own share
-                print("STEP epoch %d step %d %s END" % (epoch, committed, " ".join(
-                    map(str, perm(sampler.epoch)[at:at + 40]))), flush=True)
+                print(_checked("STEP epoch %d step %d %s" % (epoch, committed, " ".join(
+                    map(str, perm(sampler.epoch)[at:at + 40])))), flush=True)
                 # every rank: a line cut by another rank's is still read from the others
                 print("LR step %d %.10g size %d" % (committed, lr, dist.get_world_size()),
                       flush=True)

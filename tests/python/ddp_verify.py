@@ -13,6 +13,7 @@
 import collections
 import glob
 import os
+import zlib
 
 import numpy as np
 
@@ -33,14 +34,18 @@ class Runs:
     def whole(w):
         """Whether the words w are a whole line of their kind. The ranks' lines
         reach the job's output through several forwarders (mpirun, srun), and
-        under load one line may be cut by another's: such lines are left out
-        (a committed step's samples are in its STEP lines too)."""
+        under load one line may be cut by another's, or spliced with pieces of
+        others: such lines are left out (a committed step's samples are in its
+        STEP lines too, and every rank prints the LR line). USED and STEP lines
+        end with "ck CRC END", the CRC-32 of the words before."""
         try:
             if w[0] in ("USED", "STEP"):
                 head = 7 if w[0] == "USED" else 5
-                return (len(w) > head and w[1] == "epoch" and w[3] == "step" and w[-1] == "END"
+                return (len(w) > head + 3 and w[1] == "epoch" and w[3] == "step"
+                        and w[-1] == "END" and w[-3] == "ck"
+                        and int(w[-2], 16) == zlib.crc32(" ".join(w[:-3]).encode())
                         and (w[0] == "STEP" or w[5] == "rank")
-                        and all(int(x) >= 0 for x in w[2:head:2] + w[head:-1]))
+                        and all(int(x) >= 0 for x in w[2:head:2] + w[head:-3]))
             if w[0] == "LR":
                 return len(w) == 6 and w[1] == "step" and w[4] == "size" and \
                     int(w[2]) >= 0 and float(w[3]) >= 0 and int(w[5]) > 0
@@ -55,7 +60,7 @@ class Runs:
     def lines(self, outs, tag):
         """The words of the tag's lines over outputs outs (in launch order),
         without those of steps a later launch redid. USED and STEP lines
-        without their END word are left out."""
+        come without their check words (ck CRC END)."""
         col = 4 if tag in ("USED", "STEP") else 2
         res, cut = [], 0
         for name in outs:
@@ -71,7 +76,7 @@ class Runs:
                     at = int(w[3])
                     res = [x for x in res if tag == "EVAL" or int(x[col]) < at]
                 else:
-                    res.append(w[:-1] if tag in ("USED", "STEP") else w)
+                    res.append(w[:-3] if tag in ("USED", "STEP") else w)
         if cut:
             print("%s: %d %s or RESUMED lines cut by other output, left out" % (outs[0], cut, tag))
         return res
