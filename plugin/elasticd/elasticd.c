@@ -88,8 +88,8 @@ static void _keep_string(char **fresh, const char *used, const char *key)
 	char *dup;
 	if (strcmp(*fresh, used) == 0 || !(dup = strdup(used)))
 		return;
-	ed_error("SIGHUP: %s=%s takes effect when elasticd restarts; keeping %s=%s", key,
-		 *fresh, key, used);
+	ed_notice("SIGHUP: %s=%s takes effect when elasticd restarts; keeping %s=%s", key,
+		  *fresh, key, used);
 	free(*fresh);
 	*fresh = dup;
 }
@@ -98,8 +98,8 @@ static void _keep_long(long *fresh, long used, const char *key)
 {
 	if (*fresh == used)
 		return;
-	ed_error("SIGHUP: %s=%ld takes effect when elasticd restarts; keeping %s=%ld",
-		 key, *fresh, key, used);
+	ed_notice("SIGHUP: %s=%ld takes effect when elasticd restarts; keeping %s=%ld",
+		  key, *fresh, key, used);
 	*fresh = used;
 }
 

@@ -38,16 +38,18 @@ void ed_log(int level, const char *fmt, ...)
 		localtime_r(&ts.tv_sec, &tm);
 		strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
 		fprintf(_logf, "[%s.%03ld] elasticd: %s", stamp, ts.tv_nsec / 1000000L,
-			level == ED_LOG_ERROR	? "error: "
-			: level == ED_LOG_DEBUG ? "debug: "
-						: "");
+			level == ED_LOG_ERROR	 ? "error: "
+			: level == ED_LOG_NOTICE ? "notice: "
+			: level == ED_LOG_DEBUG	 ? "debug: "
+						 : "");
 		vfprintf(_logf, fmt, ap);
 		fputc('\n', _logf);
 		fflush(_logf);
 	} else {
-		vsyslog(level == ED_LOG_ERROR	? LOG_ERR
-			: level == ED_LOG_DEBUG ? LOG_DEBUG
-						: LOG_INFO,
+		vsyslog(level == ED_LOG_ERROR	 ? LOG_ERR
+			: level == ED_LOG_NOTICE ? LOG_NOTICE
+			: level == ED_LOG_DEBUG	 ? LOG_DEBUG
+						 : LOG_INFO,
 			fmt, ap);
 	}
 	va_end(ap);

@@ -7,14 +7,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum { ED_LOG_ERROR, ED_LOG_INFO, ED_LOG_DEBUG };
+/* ED_LOG_NOTICE: what an admin should know but need not fix (a setting
+ * that waits for a restart). */
+enum { ED_LOG_ERROR, ED_LOG_NOTICE, ED_LOG_INFO, ED_LOG_DEBUG };
 
 /* One line, "[stamp] elasticd: " and fmt in a file or on stderr, fmt alone
  * in syslog; nothing above the level set (ED_LOG_INFO until then). */
 void ed_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#define ed_error(...) ed_log(ED_LOG_ERROR, __VA_ARGS__)
-#define ed_info(...)  ed_log(ED_LOG_INFO, __VA_ARGS__)
-#define ed_debug(...) ed_log(ED_LOG_DEBUG, __VA_ARGS__)
+#define ed_error(...)  ed_log(ED_LOG_ERROR, __VA_ARGS__)
+#define ed_notice(...) ed_log(ED_LOG_NOTICE, __VA_ARGS__)
+#define ed_info(...)   ed_log(ED_LOG_INFO, __VA_ARGS__)
+#define ed_debug(...)  ed_log(ED_LOG_DEBUG, __VA_ARGS__)
 
 /* Milliseconds since the epoch (realtime). */
 uint64_t ed_now_ms(void);
