@@ -233,10 +233,13 @@ int elastic_finalize(elastic_ctx_t *ctx, int status)
 		env = ctx->env;
 	else if (elastic_env_parse(&env, NULL, NULL) < 0)
 		env.finalize_timeout_s = 10;
-	elastic__finalize_guard(env.finalize_timeout_s,
-				ctx && ctx->completed ? status : ELASTIC_EXIT_REFORM,
-				ctx ? ctx->cb.exit_fn : NULL,
-				ctx ? ctx->cb.exit_arg : NULL);
+	/* the caller's own failure is a failure, completed or not; a process
+	 * that ends before the training completed, with no error of its own,
+	 * asks for a re-form */
+	elastic__finalize_guard(
+		env.finalize_timeout_s,
+		(ctx && ctx->completed) || status != 0 ? status : ELASTIC_EXIT_REFORM,
+		ctx ? ctx->cb.exit_fn : NULL, ctx ? ctx->cb.exit_arg : NULL);
 	elastic_destroy(ctx);
 	rc = MPI_Finalize();
 	elastic__finalize_returned();

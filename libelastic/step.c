@@ -612,9 +612,18 @@ int elastic_complete(elastic_ctx_t *ctx, elastic_error_t *err)
 			     (unsigned long long)ctx->committed);
 	atomic_store(&ctx->applying, 0); /* the last update is applied */
 	rc = MPI_Barrier(ctx->comm);
-	if (rc != MPI_SUCCESS)
-		return _fail(err, elastic__ft_is_fault(rc) ? EPIPE : EIO,
-			     "elastic_complete: barrier failed (MPI error %d)", rc);
+	/* A rank lost here cannot undo the training: this rank's last step
+	 * committed by agreement, so every rank's did, and every rank's step
+	 * loop ended with it (the loop is the same everywhere). The lost rank
+	 * failed after the training (a save that raised): complete. */
+	if (rc != MPI_SUCCESS && elastic__ft_is_fault(rc))
+		elastic__log(
+			ctx, ELASTIC_LOG_WARN,
+			"elastic_complete: a rank failed after the last committed step %llu: the training is complete",
+			(unsigned long long)ctx->committed);
+	else if (rc != MPI_SUCCESS)
+		return _fail(err, EIO, "elastic_complete: barrier failed (MPI error %d)",
+			     rc);
 	elastic__persist_wait(ctx);
 	if (ctx->shm_prefix[0] && ctx->node_rank == 0) {
 		/* only while this launch owns them: a newer launch of the job

@@ -40,6 +40,8 @@ interpreter do **not** run then.
 import atexit as _atexit
 import os as _os
 import signal as _signal
+import sys as _sys
+import traceback as _traceback
 
 from . import _core
 from ._core import Error, batch_plan as _batch_plan
@@ -61,6 +63,29 @@ REDO = _core.REDO
 EXIT_REFORM = _core.EXIT_REFORM
 COPY_AT_COMMIT = _core.COPY_AT_COMMIT
 UPDATE_AFTER_COMMIT = _core.UPDATE_AFTER_COMMIT
+
+
+# An uncaught exception is the program's own failure: the rank ends with
+# status 1 (not 75, a re-form's), and its traceback goes to the file
+# elastic-run's rank wrapper names (ELASTIC_ERROR_FILE), which elastic-run
+# prints again at the job's end. Python's own hook still prints it here.
+_uncaught = []
+_prev_excepthook = _sys.excepthook
+
+
+def _excepthook(et, ev, tb):
+    _uncaught.append(et)
+    path = _os.environ.get("ELASTIC_ERROR_FILE")
+    if path:
+        try:
+            with open(path, "w") as f:
+                f.write("".join(_traceback.format_exception(et, ev, tb)))
+        except OSError:
+            pass
+    _prev_excepthook(et, ev, tb)
+
+
+_sys.excepthook = _excepthook
 
 
 def mpi_init():
@@ -327,10 +352,21 @@ class Context:
         self._c.complete()
         self._done = True
 
-    def close(self, status=0):
-        """Finalize MPI under the library's guard and end the context."""
-        if not self._c.closed:
-            self._c.finalize(status)
+    def close(self, status=None):
+        """Finalize MPI under the library's guard and end the context.
+        ``status`` is the exit status if MPI_Finalize hangs (elastic(3)),
+        0 by default. At the interpreter's exit after an uncaught exception
+        MPI is not finalized: the rank ends at once with Python's status 1,
+        and the others learn of it from the runtime."""
+        if self._c.closed:
+            return
+        if status is None and _uncaught:
+            # no MPI_Finalize: the others may wait for this rank in a
+            # collective, where it would hang; the runtime tells them of
+            # its end at once instead (the node snapshot stays)
+            self._c.close()
+            return
+        self._c.finalize(0 if status is None else status)
 
     def __enter__(self):
         return self
