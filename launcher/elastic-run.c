@@ -113,6 +113,50 @@ static void _hold_out_lost(struct run *r)
 	r->sets.lost_look = now + 1.0;
 }
 
+/* A failure of the program's own in the launch that ended: the rank that
+ * wrote its error, else the first that failed. Kept if it is the run's
+ * first, and the run's exit status is that rank's. Returns 1 if there was
+ * one. */
+static int _note_failure(struct run *r)
+{
+	const struct elastic_report *rep = &r->launch.rep;
+	struct run_failure *f = &r->launch.first;
+	int rank = rep->err_from - 1;
+	char cause[200];
+
+	if (rank >= 0)
+		elastic__report_describe(rep, rank, cause, sizeof(cause));
+	else if (elastic__report_cause(rep, EXIT_REFORM, cause, sizeof(cause)) < 0)
+		return 0;
+	if (rank >= 0 && rep->end[rank].how == ELASTIC_RANK_EXITED &&
+	    rep->end[rank].value)
+		r->launch.status = rep->end[rank].value;
+	snprintf(r->launch.last_cause, sizeof(r->launch.last_cause), "%s", cause);
+	if (!f->launch) {
+		f->launch = r->launch.launches;
+		snprintf(f->cause, sizeof(f->cause), "%s", cause);
+		snprintf(f->text, sizeof(f->text), "%s", rank >= 0 ? rep->err_text : "");
+	}
+	return 1;
+}
+
+/* The run's first failure, last, where the user looks (once the warm
+ * interpreters said their end): elastic-run's line, then what the rank
+ * wrote (its traceback), as it wrote it. */
+static void _say_first_failure(const struct run *r)
+{
+	const struct run_failure *f = &r->launch.first;
+
+	/* (one the give-up line named already, with nothing written, is not
+	 * said twice) */
+	if (!f->launch || (!f->text[0] && f->launch == r->launch.launches))
+		return;
+	elastic__say("the first failure, launch %d: %s%s", f->launch, f->cause,
+		     f->text[0] ? "; it wrote:" : "");
+	if (f->text[0])
+		fprintf(stderr, "%s\n", f->text);
+}
+
 /* REFORM: finished, or launch again, or give up (elastic__run_* decide). */
 static enum run_state _reform(struct run *r)
 {
@@ -135,9 +179,22 @@ static enum run_state _reform(struct run *r)
 	case ELASTIC_RUN_NOSTART:
 		elastic__say("%s could not be started (status 127)", r->opt.mpirun);
 		return RUN_FINISH;
+	case ELASTIC_RUN_FAILED:
+		_note_failure(r);
+		elastic__say(
+			"job %lu: %d rank%s ended the program, %d failed on an error of its own (%s): the training is over, not relaunching",
+			r->job.jobid, sum->ok, sum->ok == 1 ? "" : "s", sum->failed,
+			r->launch.last_cause);
+		r->launch.say_first = 1;
+		return RUN_FINISH;
 	default:
 		break;
 	}
+	/* (whether rank 0 had committed a step when the first rank failed:
+	 * the survivors of a failure may commit more, at a smaller size) */
+	int failed = sum->failed > 0 && _note_failure(r),
+	    committed = r->launch.fail_seen ? r->launch.fail_committed
+					    : elastic__progress_committed(r);
 	_hold_out_lost(r);
 	r->sets.seen_fresh = elastic__slurm_gpus(r, &r->sets.seen, &err) == 0;
 	int changed = !elastic__same_set(&r->sets.launched, &r->sets.seen);
@@ -146,10 +203,11 @@ static enum run_state _reform(struct run *r)
 		r->launch.t_end - r->launch.t0, sum->ok, sum->ok == 1 ? "" : "s",
 		sum->failed, sum->reform, sum->signaled, sum->missing,
 		changed ? "; the job's GPUs changed" : "");
-	switch (elastic__run_retry(sum->reform > 0 || changed || r->launch.stop_sent,
-				   r->launch.stop_sent, &r->launch.stuck,
-				   &r->launch.unplanned, r->opt.max_stuck,
-				   r->opt.max_relaunch)) {
+	/* (a stop sent because a rank failed on its own error plans nothing) */
+	int planned = r->launch.stop_sent && !r->launch.stop_now;
+	switch (elastic__run_retry(sum->reform > 0 || changed || planned, planned,
+				   &r->launch.stuck, &r->launch.unplanned,
+				   r->opt.max_stuck, r->opt.max_relaunch)) {
 	case ELASTIC_RUN_STUCK: {
 		char cause[200];
 		if (elastic__report_cause(&r->launch.rep, EXIT_REFORM, cause,
@@ -161,12 +219,26 @@ static enum run_state _reform(struct run *r)
 		elastic__say(
 			"%d failures in a row on the same GPUs: giving up; the last: %s (its error lines are above)",
 			r->launch.stuck, cause);
+		r->launch.say_first = 1;
 		return RUN_FINISH;
 	}
 	case ELASTIC_RUN_TOO_MANY:
 		elastic__say(
 			"relaunched %d times without an order (failures): giving up (--max-relaunch)",
 			r->launch.unplanned - 1);
+		r->launch.say_first = 1;
+		return RUN_FINISH;
+	default:
+		break;
+	}
+	switch (elastic__run_failures(failed, committed, &r->launch.failures,
+				      r->opt.max_failures)) {
+	case ELASTIC_RUN_FAILED:
+		elastic__say(
+			"%d launch%s failed on the program's own error with no step committed in between: giving up (--max-failures %d); the last: %s",
+			r->launch.failures, r->launch.failures == 1 ? "" : "es",
+			r->opt.max_failures, r->launch.last_cause);
+		r->launch.say_first = 1;
 		return RUN_FINISH;
 	default:
 		/* (a launch again is the same re-form, still open: counted once) */
@@ -180,6 +252,8 @@ static enum run_state _reform(struct run *r)
 static int _finish(struct run *r)
 {
 	elastic__prewarm_stop();
+	if (r->launch.say_first)
+		_say_first_failure(r);
 	elastic__report_close(&r->launch.rep);
 	if (r->job.have_ctl)
 		elastic__ctl_fini(&r->job.ctl);

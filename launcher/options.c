@@ -38,6 +38,10 @@ static void _usage(FILE *f)
 		"                         asked for (failures, lost nodes; default 20)\n"
 		"      --max-stuck N      give up after N failures in a row on an unchanged\n"
 		"                         GPU set that made no progress (default 3)\n"
+		"      --max-failures N   end the job when a launch fails on an error of the\n"
+		"                         program's own (an exit status, a Python exception)\n"
+		"                         N+1 times with no step committed in between\n"
+		"                         (default 1: one retry)\n"
 		"      --grant-wait S     before the first launch (and after a release the\n"
 		"                         controller re-shapes), wait up to S seconds (default\n"
 		"                         3; 0: do not) for the grants it is starting for\n"
@@ -55,7 +59,7 @@ static void _usage(FILE *f)
 		"Exit status: the program's, 2 for usage errors, 3 outside an allocation.\n");
 }
 
-/* "-n N", "--max-stuck N": an integer in [0, 100000]: 0, or -1 (said). */
+/* "-n N", "--max-stuck N", "--max-failures N": an integer in [0, 100000]: 0, or -1 (said). */
 static int _count_opt(const char *opt, const char *v, int *out)
 {
 	char *end;
@@ -83,6 +87,8 @@ static int _value_opt(struct run *r, const char *a, const char *v)
 		r->opt.extra[r->opt.nextra++] = v;
 	} else if (strcmp(a, "--max-stuck") == 0) {
 		return _count_opt(a, v, &r->opt.max_stuck);
+	} else if (strcmp(a, "--max-failures") == 0) {
+		return _count_opt(a, v, &r->opt.max_failures);
 	} else if (strcmp(a, "--grant-wait") == 0) {
 		int rc = _count_opt(a, v, &r->opt.grant_wait);
 		if (rc < 0)
@@ -106,6 +112,7 @@ enum run_setup elastic__options(struct run *r, int argc, char **argv, int *code)
 	r->opt.mpirun = "mpirun";
 	r->opt.max_relaunch = 20;
 	r->opt.max_stuck = 3;
+	r->opt.max_failures = 1;
 	r->opt.grant_wait = 3;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -132,7 +139,9 @@ enum run_setup elastic__options(struct run *r, int argc, char **argv, int *code)
 						     : "re-forms the job");
 			return _exit_with(code, 0);
 		} else if ((strcmp(a, "-n") == 0 || strcmp(a, "--max-relaunch") == 0 ||
-			    strcmp(a, "--max-stuck") == 0 || strcmp(a, "--mpirun") == 0 ||
+			    strcmp(a, "--max-stuck") == 0 ||
+			    strcmp(a, "--max-failures") == 0 ||
+			    strcmp(a, "--mpirun") == 0 ||
 			    strcmp(a, "--grant-wait") == 0 ||
 			    strcmp(a, "--mpirun-arg") == 0)) {
 			if (i + 1 >= argc) {

@@ -42,6 +42,15 @@ int elastic__progress_read(const struct run *r, unsigned long long *step,
 	return sscanf(buf, "%llu %llu %lf %d", step, seen, t, size) >= 3 ? 0 : -1;
 }
 
+int elastic__progress_committed(const struct run *r)
+{
+	unsigned long long step, seen;
+	double t;
+	int size;
+
+	return elastic__progress_read(r, &step, &seen, &t, &size) == 0;
+}
+
 void elastic__progress_forward(struct run *r)
 {
 	struct run_progress *pr = &r->progress;

@@ -14,6 +14,10 @@
 int elastic__progress_read(const struct run *r, unsigned long long *step,
 			   unsigned long long *seen, double *t, int *size);
 
+/* Has rank 0 committed a step in the current launch? (Its record is
+ * written at once at the launch's first commit.) 1 or 0. */
+int elastic__progress_committed(const struct run *r);
+
 /* The job's progress: when the committed step moved, tell elasticd the step
  * and the samples/s since the last record (elastic-ctl status). Read at
  * most once a second. */

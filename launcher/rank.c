@@ -198,6 +198,58 @@ static void _rank_report_send(int ws)
 		fprintf(stderr, "elastic-run --rank: cannot report to %s\n", addr);
 }
 
+/* Where the program writes its own failure (ELASTIC_ERROR_FILE: the Python
+ * binding writes an uncaught exception's traceback there): a file of this
+ * wrapper's in TMPDIR, sent to elastic-run if the program fails. */
+static char _error_file[PATH_MAX];
+
+static void _error_file_set(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	int n = snprintf(_error_file, sizeof(_error_file), "%s/elastic-error.%ld",
+			 tmp && *tmp ? tmp : "/tmp", (long)getpid());
+	if (n < 0 || (size_t)n >= sizeof(_error_file)) {
+		_error_file[0] = '\0';
+		unsetenv("ELASTIC_ERROR_FILE");
+		return;
+	}
+	unlink(_error_file);
+	setenv("ELASTIC_ERROR_FILE", _error_file, 1);
+}
+
+/* Send what the program wrote of its failure, if it failed and wrote it;
+ * the file goes either way. Returns 1 if it failed and wrote it. */
+static int _error_send(int ws)
+{
+	const char *addr = getenv("ELASTIC_RUN_REPORT"),
+		   *token = getenv("ELASTIC_RUN_TOKEN");
+	const char *gen = getenv("ELASTIC_RUN_GEN"),
+		   *rank = getenv("OMPI_COMM_WORLD_RANK"),
+		   *base = getenv("ELASTIC_RUN_JOIN_BASE");
+	static char text[65536], line[ELASTIC_REPORT_ERROR_LINE];
+	FILE *f;
+	size_t n;
+
+	if (!_error_file[0] || !(f = fopen(_error_file, "re")))
+		return 0;
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	unlink(_error_file);
+	text[n] = '\0';
+	int how = WIFSIGNALED(ws) ? ELASTIC_RANK_SIGNALED : ELASTIC_RANK_EXITED;
+	if (!n || !elastic__report_end_failed(how, WIFSIGNALED(ws) ? WTERMSIG(ws)
+								   : WEXITSTATUS(ws)))
+		return 0;
+	if (!addr || !token || !gen || !rank)
+		return 1;
+	elastic__report_format_error(line, sizeof(line), token,
+				     (unsigned)strtoul(gen, NULL, 10),
+				     atoi(rank) + (base ? atoi(base) : 0), text);
+	if (elastic__report_send(addr, line) < 0)
+		fprintf(stderr, "elastic-run --rank: cannot report to %s\n", addr);
+	return 1;
+}
+
 /* The report, with the signals the wrapper takes held meanwhile: the
  * program is reaped, so there is no one to pass them to, and one arriving
  * in the middle would cut the report's connect or send short (EINTR: a
@@ -205,7 +257,7 @@ static void _rank_report_send(int ws)
  * to a launch's other ranks as soon as one exits: at a planned re-form
  * every rank exits at once, and a report lost so made a rank that stopped
  * as asked look lost. */
-static void _rank_report(int ws)
+static int _rank_report(int ws)
 {
 	int sigs[] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGCONT, SIGHUP, SIGALRM};
 	sigset_t hold, old;
@@ -214,8 +266,10 @@ static void _rank_report(int ws)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaddset(&hold, sigs[i]);
 	sigprocmask(SIG_BLOCK, &hold, &old);
+	int raised = _error_send(ws); /* first: elastic-run has it when the end comes */
 	_rank_report_send(ws);
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	return raised;
 }
 
 /* The Slurm job whose step must run this rank: its GPU's job when that is
@@ -405,8 +459,12 @@ static int _rank_join_args(int *argc, char ***argv)
  * to be waited for (the others' MPI_Finalize then hangs). A process killed
  * is a failure, as for a lost rank. The same for a program ended from
  * outside whose handler exits 128 + the signal (SIGTERM from Slurm ending
- * a cancelled grant's step): the others heal in place. */
-static int _end_as(int ws)
+ * a cancelled grant's step): the others heal in place. And for a program
+ * that failed on an error it wrote (raised: reported to elastic-run with
+ * its status): the others learn of it as of a lost rank, and those that
+ * finished the training (in elastic_complete) complete it, where a runtime
+ * that ends them all on a non-zero exit (Open MPI 5) would kill them. */
+static int _end_as(int ws, int raised)
 {
 	const char *ip = getenv("ELASTIC_RUN_IN_PLACE");
 
@@ -415,7 +473,7 @@ static int _end_as(int ws)
 		raise(WTERMSIG(ws));
 		return 128 + WTERMSIG(ws);
 	}
-	if (WEXITSTATUS(ws) == ELASTIC_EXIT_LEFT ||
+	if (raised || WEXITSTATUS(ws) == ELASTIC_EXIT_LEFT ||
 	    (ip && !strcmp(ip, "1") && elastic__report_killed_status(WEXITSTATUS(ws)))) {
 		fflush(NULL);
 		signal(SIGKILL, SIG_DFL);
@@ -440,6 +498,7 @@ int elastic__rank_main(int argc, char **argv)
 		return 1;
 	if ((rc = _rank_signals()) >= 0)
 		return rc;
+	_error_file_set();
 	/* In the step of the job that holds its GPU when that is not this
 	 * step's job; else a warm interpreter on this node (prewarm.h) forks
 	 * the rank, or it starts here. */
@@ -451,6 +510,5 @@ int elastic__rank_main(int argc, char **argv)
 		   _run_cold(argv, &ws) < 0) {
 		return 1;
 	}
-	_rank_report(ws);
-	return _end_as(ws);
+	return _end_as(ws, _rank_report(ws));
 }

@@ -19,7 +19,8 @@
 #include "report.h"
 
 #define MAGIC	 "ELASTICRUN1"
-#define MAX_LINE 160
+#define END_LINE 160 /* the longest line of a rank's end */
+#define MAX_LINE ELASTIC_REPORT_ERROR_LINE
 
 int elastic__report_open(struct elastic_report *r, elastic_error_t *err)
 {
@@ -82,6 +83,8 @@ int elastic__report_begin(struct elastic_report *r, int nranks)
 	r->end = e;
 	r->nranks = nranks;
 	r->gen++;
+	r->err_from = 0;
+	r->err_text[0] = '\0';
 	return 0;
 }
 
@@ -114,6 +117,86 @@ void elastic__report_format(char *buf, size_t len, const char *token, unsigned g
 		snprintf(buf + n, len - (size_t)n, "\n");
 }
 
+/* Escape text into out (of cap bytes): backslash and newline as \\ and
+ * \n, other control characters as '?'. Returns the length written. */
+static size_t _escape(const char *text, size_t n, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n && o + 3 < cap; i++) {
+		unsigned char c = (unsigned char)text[i];
+		if (c == '\\' || c == '\n') {
+			out[o++] = '\\';
+			out[o++] = c == '\n' ? 'n' : '\\';
+		} else {
+			out[o++] = c < 0x20 && c != '\t' ? '?' : (char)c;
+		}
+	}
+	out[o] = '\0';
+	return o;
+}
+
+void elastic__report_format_error(char *buf, size_t len, const char *token, unsigned gen,
+				  int rank, const char *text)
+{
+	char keep[ELASTIC_REPORT_ERROR_MAX];
+	size_t n = strlen(text), k;
+
+	while (n && text[n - 1] == '\n')
+		n--;
+	if (n < sizeof(keep)) {
+		memcpy(keep, text, n);
+		k = n;
+	} else {
+		/* its first line ("Traceback (most recent call last):"), then
+		 * its end from a line's start: the frames nearest the error
+		 * and the error itself */
+		const char *nl = memchr(text, '\n', n);
+		size_t head = nl && (size_t)(nl - text) < sizeof(keep) / 4
+				      ? (size_t)(nl - text) + 1
+				      : 0;
+		static const char cut[] = "  ...\n";
+		size_t room = sizeof(keep) - 1 - head - (sizeof(cut) - 1);
+		const char *tail = text + n - room, *l = memchr(tail, '\n', room);
+		if (l)
+			tail = l + 1;
+		memcpy(keep, text, head);
+		memcpy(keep + head, cut, sizeof(cut) - 1);
+		k = head + sizeof(cut) - 1;
+		memcpy(keep + k, tail, (size_t)(text + n - tail));
+		k += (size_t)(text + n - tail);
+	}
+	int h = snprintf(buf, len, "%s %s %u %d error ", MAGIC, token, gen, rank);
+	if (h < 0 || (size_t)h + 2 >= len)
+		return;
+	size_t e = _escape(keep, k, buf + h, len - (size_t)h - 1);
+	snprintf(buf + h + e, len - (size_t)h - e, "\n");
+}
+
+int elastic__report_parse_error(const struct elastic_report *r, const char *line,
+				int *rank, char *text)
+{
+	char magic[16], token[40], kind[8];
+	unsigned gen;
+	int rk, used = 0;
+	size_t o = 0;
+
+	if (sscanf(line, "%15s %39s %u %d %7s %n", magic, token, &gen, &rk, kind,
+		   &used) != 5 ||
+	    !used || strcmp(magic, MAGIC) || strcmp(kind, "error") ||
+	    strcmp(token, r->token) || gen != r->gen || rk < 0 || rk >= r->nranks)
+		return -1;
+	for (const char *p = line + used; *p && *p != '\n'; p++) {
+		char c = *p;
+		if (c == '\\' && (p[1] == 'n' || p[1] == '\\'))
+			c = *++p == 'n' ? '\n' : '\\';
+		if (o + 1 < ELASTIC_REPORT_ERROR_MAX)
+			text[o++] = c;
+	}
+	text[o] = '\0';
+	*rank = rk;
+	return 0;
+}
+
 int elastic__report_parse(const struct elastic_report *r, const char *line, int *rank,
 			  struct elastic_rank_end *end)
 {
@@ -121,7 +204,7 @@ int elastic__report_parse(const struct elastic_report *r, const char *line, int 
 	unsigned gen;
 	int rk, value, gpu = -1, used = 0, f;
 
-	if (strlen(line) >= MAX_LINE)
+	if (strlen(line) >= END_LINE)
 		return -1;
 	/* 6 fields, or 8 with where the rank ran ("HOST GPU") */
 	f = sscanf(line, "%15s %39s %u %d %7s %d%n %63s %d%n", magic, token, &gen, &rk,
@@ -184,6 +267,26 @@ int elastic__report_from(const struct elastic_report *r, const char *host)
 	return n;
 }
 
+/* A line longer than one segment (an error's text) may come in parts: the
+ * rest of it is read here, for 200 ms at most (the wrapper sent it whole
+ * and closes). Returns the bytes in line now. */
+static ssize_t _rest_of_line(int fd, char *line, ssize_t got)
+{
+	for (int waits = 0; got < MAX_LINE && !memchr(line, '\n', got) && waits < 20;) {
+		ssize_t more = recv(fd, line + got, MAX_LINE - got, MSG_DONTWAIT);
+		if (more > 0) {
+			got += more;
+		} else if (more == 0 || (errno != EAGAIN && errno != EINTR)) {
+			break;
+		} else {
+			struct pollfd p = {.fd = fd, .events = POLLIN};
+			waits++;
+			poll(&p, 1, 10);
+		}
+	}
+	return got;
+}
+
 static void _drop(struct elastic_report *r, int i)
 {
 	close(r->conn[i]);
@@ -220,6 +323,8 @@ int elastic__report_poll(struct elastic_report *r, int timeout_ms)
 		ssize_t got = recv(r->conn[i], line, MAX_LINE, MSG_DONTWAIT);
 		if (got < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
+		if (got > 0)
+			got = _rest_of_line(r->conn[i], line, got);
 		if (got > 0) {
 			int rank;
 			struct elastic_rank_end e;
@@ -228,6 +333,10 @@ int elastic__report_poll(struct elastic_report *r, int timeout_ms)
 			    elastic__report_parse(r, line, &rank, &e) == 0) {
 				r->end[rank] = e;
 				taken++;
+			} else if (memchr(line, '\n', got) && !r->err_from &&
+				   elastic__report_parse_error(r, line, &rank,
+							       r->err_text) == 0) {
+				r->err_from = 1 + rank;
 			}
 		}
 		_drop(r, i); /* one line per connection, whole or nothing */
@@ -271,13 +380,32 @@ int elastic__report_killed_status(int v)
 	return v == 128 + SIGTERM || v == 128 + SIGKILL || v == 128 + SIGHUP;
 }
 
+void elastic__report_describe(const struct elastic_report *r, int rank, char *buf,
+			      size_t len)
+{
+	const struct elastic_rank_end *e = &r->end[rank];
+	char where[100] = "";
+
+	if (e->host[0])
+		snprintf(where, sizeof(where), " on %s", e->host);
+	if (e->gpu >= 0)
+		snprintf(where + strlen(where), sizeof(where) - strlen(where), " GPU %d",
+			 e->gpu);
+	if (e->how == ELASTIC_RANK_SIGNALED)
+		snprintf(buf, len, "rank %d%s: killed by signal %d (%s)", rank, where,
+			 e->value, strsignal(e->value));
+	else if (e->how == ELASTIC_RANK_EXITED)
+		snprintf(buf, len, "rank %d%s: exit status %d", rank, where, e->value);
+	else
+		snprintf(buf, len, "rank %d%s: no report of its end", rank, where);
+}
+
 int elastic__report_cause(const struct elastic_report *r, int reform_code, char *buf,
 			  size_t len)
 {
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < r->nranks; i++) {
 			const struct elastic_rank_end *e = &r->end[i];
-			char where[100] = "";
 			int sig = e->how == ELASTIC_RANK_SIGNALED;
 			if (sig ? pass != 0 || e->value == SIGKILL ||
 					    e->value == SIGTERM || e->value == SIGHUP
@@ -286,18 +414,7 @@ int elastic__report_cause(const struct elastic_report *r, int reform_code, char 
 					    e->value == ELASTIC_EXIT_LEFT ||
 					    elastic__report_killed_status(e->value))
 				continue;
-			if (e->host[0])
-				snprintf(where, sizeof(where), " on %s", e->host);
-			if (e->gpu >= 0)
-				snprintf(where + strlen(where),
-					 sizeof(where) - strlen(where), " GPU %d",
-					 e->gpu);
-			if (sig)
-				snprintf(buf, len, "rank %d%s: killed by signal %d (%s)",
-					 i, where, e->value, strsignal(e->value));
-			else
-				snprintf(buf, len, "rank %d%s: exit status %d", i, where,
-					 e->value);
+			elastic__report_describe(r, i, buf, len);
 			return 0;
 		}
 	return -1;
@@ -323,4 +440,5 @@ void elastic__report_summary(const struct elastic_report *r, int reform_code,
 		else
 			s->failed++;
 	}
+	s->raised = r->err_from > 0;
 }

@@ -9,6 +9,10 @@
 
 #define ELASTIC_REPORT_MAX_RANKS 65536
 
+/* The most of a rank's error text that reaches elastic-run (its end: the
+ * last frames of a traceback and the exception itself), in bytes. */
+#define ELASTIC_REPORT_ERROR_MAX 1024
+
 enum { ELASTIC_RANK_UNKNOWN = 0, ELASTIC_RANK_EXITED, ELASTIC_RANK_SIGNALED };
 
 struct elastic_rank_end {
@@ -27,6 +31,10 @@ struct elastic_report {
 	int nranks;
 	struct elastic_rank_end *end; /* per rank of the current launch */
 	int nconn, conn[1024];	      /* accepted, not yet read */
+	/* the first error a rank of the current launch wrote of its own
+	 * (ELASTIC_ERROR_FILE: a Python traceback), sent by its wrapper */
+	int err_from; /* 1 + the rank that sent it (0: none) */
+	char err_text[ELASTIC_REPORT_ERROR_MAX];
 };
 
 /* Listen on all addresses, any port; addr uses this host's name. */
@@ -69,6 +77,19 @@ int elastic__report_failed_on(const struct elastic_report *r, const char *host, 
 /* Ranks of the current launch that reported their end and ran on host. */
 int elastic__report_from(const struct elastic_report *r, const char *host);
 
+/* The line a rank's wrapper sends with what the program wrote of its own
+ * failure (text: ELASTIC_ERROR_FILE's content, of any length; its first
+ * line and as much of its end as fits ELASTIC_REPORT_ERROR_MAX are kept,
+ * newlines escaped). buf of at least ELASTIC_REPORT_ERROR_LINE bytes. */
+#define ELASTIC_REPORT_ERROR_LINE (2 * ELASTIC_REPORT_ERROR_MAX + 80)
+void elastic__report_format_error(char *buf, size_t len, const char *token, unsigned gen,
+				  int rank, const char *text);
+
+/* Parse an error line; returns 0 and fills rank and text (decoded, at least
+ * ELASTIC_REPORT_ERROR_MAX bytes), or -1. */
+int elastic__report_parse_error(const struct elastic_report *r, const char *line,
+				int *rank, char *text);
+
 /* Send one line to "host:port" (5 s timeout). Returns 0 or -1. */
 int elastic__report_send(const char *addr, const char *line);
 
@@ -76,7 +97,8 @@ int elastic__report_send(const char *addr, const char *line);
  * exited with want_code, were signalled, and did not report. */
 struct elastic_report_summary {
 	int ok, failed, reform, signaled, missing;
-	int left; /* left at a planned shrink in place (ELASTIC_EXIT_LEFT) */
+	int left;   /* left at a planned shrink in place (ELASTIC_EXIT_LEFT) */
+	int raised; /* a failed rank wrote its own error (err_from): 1, else 0 */
 };
 void elastic__report_summary(const struct elastic_report *r, int reform_code,
 			     struct elastic_report_summary *s);
@@ -88,6 +110,12 @@ void elastic__report_summary(const struct elastic_report *r, int reform_code,
  * least 160 bytes), or -1 when no rank reported such an end. */
 int elastic__report_cause(const struct elastic_report *r, int reform_code, char *buf,
 			  size_t len);
+
+/* Rank rank's end, for people: "rank R on HOST GPU G: exit status N" (or
+ * "killed by signal N (NAME)", or "no report of its end"); buf of at least
+ * 160 bytes. */
+void elastic__report_describe(const struct elastic_report *r, int rank, char *buf,
+			      size_t len);
 
 /* An exit status that says the rank was killed from outside (128 + SIGTERM,
  * SIGKILL or SIGHUP: a program's handler that exits so), not that it failed. */

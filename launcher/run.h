@@ -26,8 +26,9 @@
 struct run_opts {
 	const char *mpirun, *extra[ELASTIC_RUN_MAX_MPIRUN_ARGS];
 	int nextra, max_relaunch, max_stuck, dry;
-	int grant_wait; /* s a launch waits for grants the controller is starting */
-	char **prog;	/* the program and its arguments, NULL-terminated */
+	int max_failures; /* failures of the program's own with no step between */
+	int grant_wait;	  /* s a launch waits for grants the controller is starting */
+	char **prog;	  /* the program and its arguments, NULL-terminated */
 };
 
 /* The job, its controller and what its MPI runtime can do in place. */
@@ -66,13 +67,27 @@ struct run_sets {
 	double lost_look;		   /* when Slurm is next asked about them */
 };
 
+/* The run's first failure of the program's own, said again at its end. */
+struct run_failure {
+	int launch;			     /* the launch it ended (0: none yet) */
+	char cause[200];		     /* "rank R on HOST GPU G: exit status N" */
+	char text[ELASTIC_REPORT_ERROR_MAX]; /* what the rank wrote ("": none) */
+};
+
 /* The launch under way and how the last one ended. */
 struct run_launch {
 	int launches, stuck, status, stop_sent, mstatus;
 	int unplanned; /* relaunches no controller order asked for */
-	int blank;     /* launches in a row that started no rank */
-	int retried;   /* launches that repeated one that started no rank */
-	int stop_due;  /* a re-form is due; SIGUSR1 waits until the ranks can take it */
+	int failures;  /* launches failed on the program's own error, no step between */
+	int fail_seen; /* a rank of this launch failed on its own error... */
+	int fail_committed;	  /* ...after rank 0 committed a step in it (1) or not */
+	struct run_failure first; /* the run's first such failure */
+	int say_first;		  /* the run gives up on failures: say it at the end */
+	char last_cause[200];	  /* the last launch's failure, as first.cause */
+	int blank;		  /* launches in a row that started no rank */
+	int retried;		  /* launches that repeated one that started no rank */
+	int stop_due; /* a re-form is due; SIGUSR1 waits until the ranks can take it */
+	int stop_now; /* ...or not: the launch ends (a rank failed on its own error) */
 	double t_failed; /* since when GPUs of failed ranks are held with no rank (0: none) */
 	int replaced;  /* re-forms onto such GPUs so far (each waits longer) */
 	int replacing; /* the re-form asked is one of them */

@@ -14,8 +14,9 @@ enum elastic_run_next elastic__run_ended(const struct elastic_report_summary *su
 	 * of the world healed in place ended it normally: the ranks that
 	 * failed were healed around (a rank on a lost node whose daemon died
 	 * first aborts with an exit status of its own: PMIx's lost
-	 * connection, 195) */
-	if (sum->ok > 0 && sum->reform == 0 &&
+	 * connection, 195); not when a rank failed on an error it wrote of its
+	 * own */
+	if (sum->ok > 0 && sum->reform == 0 && !sum->raised &&
 	    (sum->failed == 0 || (healed > 0 && sum->ok >= healed))) {
 		*status = 0;
 		return ELASTIC_RUN_FINISHED;
@@ -23,6 +24,10 @@ enum elastic_run_next elastic__run_ended(const struct elastic_report_summary *su
 	*status = sum->failed ? 1 : mstatus ? mstatus : 1;
 	if (sig == SIGTERM || sig == SIGINT)
 		return ELASTIC_RUN_STOPPED;
+	/* the others ended the program: the training is complete, and a
+	 * relaunch would resume it only to repeat the failed end */
+	if (sum->raised && sum->failed > 0 && sum->ok > 0)
+		return ELASTIC_RUN_FAILED;
 	/* 127 is mpirun's "command not found" only when no rank ever ran: a
 	 * rank started later that failed to exec (a growth in place whose new
 	 * ranks never came) makes mpirun end 127 too, while the ranks that
@@ -42,5 +47,15 @@ enum elastic_run_next elastic__run_retry(int progress, int planned, int *stuck,
 		return ELASTIC_RUN_STUCK;
 	if (!planned && ++*relaunches > max_relaunch)
 		return ELASTIC_RUN_TOO_MANY;
+	return ELASTIC_RUN_REFORM;
+}
+
+enum elastic_run_next elastic__run_failures(int failed, int committed, int *failures,
+					    int max_failures)
+{
+	if (committed)
+		*failures = 0;
+	if (failed && ++*failures > max_failures)
+		return ELASTIC_RUN_FAILED;
 	return ELASTIC_RUN_REFORM;
 }

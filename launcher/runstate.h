@@ -14,6 +14,7 @@ enum elastic_run_next {
 	ELASTIC_RUN_NOSTART,  /* mpirun could not be started (status 127) */
 	ELASTIC_RUN_STUCK,    /* too many failures in a row without progress */
 	ELASTIC_RUN_TOO_MANY, /* --max-relaunch reached */
+	ELASTIC_RUN_FAILED,   /* the program failed on an error of its own */
 };
 
 /* A launch ended with mpirun status mstatus and the ranks' reports in sum;
@@ -21,9 +22,11 @@ enum elastic_run_next {
  * the survivors healed in place to during the launch (0: none). Returns
  * FINISHED (some ranks ended the program normally, and none failed or every
  * rank of the healed world ended it normally; none asked to re-form),
- * STOPPED, NOSTART, or REFORM (look at the GPUs, then ask
- * elastic__run_retry). *status gets the exit status of the run if it ends
- * here. */
+ * STOPPED, NOSTART, FAILED (a rank failed on an error it wrote of its
+ * own, a Python exception, while other ranks ended the program normally:
+ * the training is over, a relaunch would only repeat its end), or REFORM
+ * (look at the GPUs, then ask elastic__run_retry and elastic__run_failures).
+ * *status gets the exit status of the run if it ends here. */
 enum elastic_run_next elastic__run_ended(const struct elastic_report_summary *sum,
 					 int mstatus, int sig, int healed, int *status);
 
@@ -38,5 +41,14 @@ enum elastic_run_next elastic__run_ended(const struct elastic_report_summary *su
 enum elastic_run_next elastic__run_retry(int progress, int planned, int *stuck,
 					 int *relaunches, int max_stuck,
 					 int max_relaunch);
+
+/* Failures of the program's own: a launch in which a rank failed with an
+ * error status (failed), and whether rank 0 committed a step during it
+ * (committed). *failures counts such launches since the last committed
+ * step. Returns FAILED when there are more than max_failures of them (the
+ * job ends: with 1, the first failure is retried once, and a retry that
+ * commits no step before failing ends it), else REFORM. */
+enum elastic_run_next elastic__run_failures(int failed, int committed, int *failures,
+					    int max_failures);
 
 #endif

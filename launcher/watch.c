@@ -278,8 +278,10 @@ static void _stop_when_ready(struct run *r)
 		if (!r->launch.stop_sent)
 			elastic__grow_from_slurm(r);
 	}
-	if (r->launch.stop_due && !r->launch.stop_sent && elastic__ranks_ready(r)) {
-		if (r->ip.state != ELASTIC_INPLACE_JOINING && !_warm_ahead(r))
+	if (r->launch.stop_due && !r->launch.stop_sent &&
+	    (r->launch.stop_now || elastic__ranks_ready(r))) {
+		if (r->ip.state != ELASTIC_INPLACE_JOINING && !r->launch.stop_now &&
+		    !_warm_ahead(r))
 			return;
 		r->launch.t_warm = 0;
 		_number_request(r);
@@ -293,6 +295,29 @@ static void _stop_when_ready(struct run *r)
 	}
 }
 
+/* A rank that failed on an error of its own: whether rank 0 had committed
+ * a step in this launch is noted (the failures elastic__run_failures counts
+ * are launches that failed before any). One that wrote its error (a
+ * traceback) ends the launch: the others stop at their next step boundary
+ * (those that finished the training complete it), and do not train on
+ * without it. */
+static void _own_failure(struct run *r, const struct elastic_rank_end *e, int rank)
+{
+	if (!r->launch.fail_seen && e->how == ELASTIC_RANK_EXITED &&
+	    elastic__report_end_failed(e->how, e->value) &&
+	    !elastic__report_killed_status(e->value)) {
+		r->launch.fail_seen = 1;
+		r->launch.fail_committed = elastic__progress_committed(r);
+	}
+	if (r->launch.rep.err_from != rank + 1 || r->launch.stop_sent ||
+	    r->launch.stop_due)
+		return;
+	elastic__say(
+		"rank %d failed on an error of its own (exit status %d): the launch ends; the other ranks stop at their next step boundary",
+		rank, e->value);
+	r->launch.stop_due = r->launch.stop_now = 1;
+}
+
 /* With a runtime that heals in place, a rank that ends while mpirun runs
  * is news: say where it ran (-v). */
 static void _say_ends(struct run *r)
@@ -302,6 +327,7 @@ static void _say_ends(struct run *r)
 		if (e->how == ELASTIC_RANK_UNKNOWN || e->told)
 			continue;
 		e->told = 1;
+		_own_failure(r, e, i);
 		elastic__recovery_rank_end(r, e);
 		if (elastic__verbose && r->job.in_place && e->value != 0)
 			elastic__say("rank %d ended (%s %d) on %s GPU %d", i,
@@ -316,6 +342,7 @@ enum run_state elastic__watch(struct run *r)
 	int ws;
 
 	r->launch.stop_sent = r->launch.stop_due = 0;
+	r->launch.fail_seen = r->launch.fail_committed = r->launch.stop_now = 0;
 	r->launch.t_failed = 0;
 	r->launch.replacing = 0;
 	r->launch.t_warm = 0;

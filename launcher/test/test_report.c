@@ -201,12 +201,88 @@ static void one_poll(void **state)
 	elastic__report_close(&r);
 }
 
+/* A rank's error text: a short one arrives whole (newlines, backslashes);
+ * a long one keeps its first line and its end, from a line's start; a line
+ * of another launch or token is dropped; the text of the first rank that
+ * sent one is kept by the poll, over a real socket. */
+static void error_text(void **state)
+{
+	struct elastic_report r;
+	elastic_error_t err;
+	static char line[ELASTIC_REPORT_ERROR_LINE], text[ELASTIC_REPORT_ERROR_MAX],
+		big[8192];
+	char to[64];
+	int rank = -1;
+
+	(void)state;
+	book(&r, 4);
+	const char *tb =
+		"Traceback (most recent call last):\n  File \"a\\b.py\", line 3\n"
+		"OSError: [Errno 2] no\tsuch\n\n";
+	elastic__report_format_error(line, sizeof(line), r.token, r.gen, 2, tb);
+	assert_ptr_equal(strchr(line, '\n'), line + strlen(line) - 1); /* one line */
+	assert_int_equal(elastic__report_parse_error(&r, line, &rank, text), 0);
+	assert_int_equal(rank, 2);
+	assert_string_equal(text,
+			    "Traceback (most recent call last):\n  File \"a\\b.py\", "
+			    "line 3\nOSError: [Errno 2] no\tsuch");
+	/* not an end line, and an end line is not an error line */
+	struct elastic_rank_end e;
+	assert_int_equal(elastic__report_parse(&r, line, &rank, &e), -1);
+	char end[200];
+	elastic__report_format(end, sizeof(end), r.token, r.gen, 1, ELASTIC_RANK_EXITED,
+			       1, "node1", 0);
+	assert_int_equal(elastic__report_parse_error(&r, end, &rank, text), -1);
+	r.gen++;
+	assert_int_equal(elastic__report_parse_error(&r, line, &rank, text), -1);
+	r.gen--;
+
+	/* 8 KB of frames: the first line, "  ...", then the end */
+	int n = snprintf(big, sizeof(big), "Traceback (most recent call last):\n");
+	for (int k = 0; n < (int)sizeof(big) - 200; k++)
+		n += snprintf(big + n, sizeof(big) - n,
+			      "  File \"f.py\", line %d, in g\n", k);
+	snprintf(big + n, sizeof(big) - n, "ValueError: the end\n");
+	elastic__report_format_error(line, sizeof(line), r.token, r.gen, 0, big);
+	assert_true(strlen(line) < sizeof(line));
+	assert_int_equal(elastic__report_parse_error(&r, line, &rank, text), 0);
+	assert_true(strlen(text) < sizeof(text));
+	assert_memory_equal(text, "Traceback (most recent call last):\n  ...\n  File ",
+			    47);
+	assert_non_null(strstr(text, "\nValueError: the end"));
+	assert_string_equal(strstr(text, "ValueError"), "ValueError: the end");
+	elastic__report_close(&r);
+
+	/* through the socket: the first text is kept, the second is not */
+	assert_int_equal(elastic__report_open(&r, &err), 0);
+	assert_int_equal(elastic__report_begin(&r, 2), 0);
+	assert_int_equal(r.err_from, 0);
+	snprintf(to, sizeof(to), "127.0.0.1%s", strrchr(r.addr, ':'));
+	elastic__report_format_error(line, sizeof(line), r.token, r.gen, 1, big);
+	assert_int_equal(elastic__report_send(to, line), 0);
+	elastic__report_poll(&r, 1000);
+	assert_int_equal(r.err_from, 2);
+	elastic__report_format_error(line, sizeof(line), r.token, r.gen, 0, tb);
+	assert_int_equal(elastic__report_send(to, line), 0);
+	elastic__report_poll(&r, 1000);
+	assert_int_equal(r.err_from, 2);
+	assert_non_null(strstr(r.err_text, "ValueError: the end"));
+	struct elastic_report_summary s;
+	elastic__report_summary(&r, 75, &s);
+	assert_int_equal(s.raised, 1);
+	/* a new launch forgets it */
+	assert_int_equal(elastic__report_begin(&r, 2), 0);
+	assert_int_equal(r.err_from, 0);
+	elastic__report_close(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(round_trip), cmocka_unit_test(bad_lines),
 		cmocka_unit_test(ended_on),   cmocka_unit_test(cause),
 		cmocka_unit_test(one_poll),   cmocka_unit_test(failed_on_and_from),
+		cmocka_unit_test(error_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* launcher/test/test_runstate.c: unit tests of elastic-run's decisions
- * after each mpirun: finished, stopped, not started, re-form, give up. */
+ * after each mpirun: finished, stopped, not started, failed, re-form, give
+ * up. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -15,7 +16,7 @@
 static struct elastic_report_summary sum(int ok, int failed, int reform, int signaled,
 					 int missing)
 {
-	struct elastic_report_summary s = {ok, failed, reform, signaled, missing, 0};
+	struct elastic_report_summary s = {ok, failed, reform, signaled, missing, 0, 0};
 	return s;
 }
 
@@ -144,6 +145,52 @@ static void stuck(void **state)
 	assert_int_equal(elastic__run_retry(0, 0, &st, &n, 0, 20), ELASTIC_RUN_STUCK);
 }
 
+/* A rank that failed on an error it wrote (a traceback) while others
+ * ended the program: the training is over, the job fails with no relaunch,
+ * even where the survivors healed around it. Without the others ended, a
+ * re-form. */
+static void raised(void **state)
+{
+	struct elastic_report_summary s = sum(1, 1, 0, 0, 0);
+	int status = -1;
+	s.raised = 1;
+	assert_int_equal(elastic__run_ended(&s, 0, 0, 1, &status), ELASTIC_RUN_FAILED);
+	assert_int_equal(status, 1);
+	s = sum(3, 1, 1, 0, 0);
+	s.raised = 1;
+	assert_int_equal(elastic__run_ended(&s, 0, 0, 0, &status), ELASTIC_RUN_FAILED);
+	s = sum(0, 1, 1, 0, 0);
+	s.raised = 1;
+	assert_int_equal(elastic__run_ended(&s, 0, 0, 0, &status), ELASTIC_RUN_REFORM);
+	/* the same healed world with no error written: finished */
+	s = sum(1, 1, 0, 0, 0);
+	assert_int_equal(elastic__run_ended(&s, 0, 0, 1, &status), ELASTIC_RUN_FINISHED);
+}
+
+/* Failures of the program's own: one retry by default; a committed step
+ * between two of them starts the count again; launches that did not fail
+ * do not count, and a committed step in the failed launch itself makes it
+ * the first again. */
+static void failures(void **state)
+{
+	int f = 0;
+	assert_int_equal(elastic__run_failures(1, 1, &f, 1), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_failures(1, 0, &f, 1), ELASTIC_RUN_FAILED);
+	assert_int_equal(f, 2);
+	f = 0;
+	assert_int_equal(elastic__run_failures(1, 0, &f, 1), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_failures(1, 1, &f, 1), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_failures(0, 0, &f, 1), ELASTIC_RUN_REFORM);
+	assert_int_equal(f, 1);
+	assert_int_equal(elastic__run_failures(1, 0, &f, 1), ELASTIC_RUN_FAILED);
+	f = 0; /* --max-failures 0: the first ends it */
+	assert_int_equal(elastic__run_failures(1, 1, &f, 0), ELASTIC_RUN_FAILED);
+	f = 0; /* --max-failures 3 */
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(elastic__run_failures(1, 0, &f, 3), ELASTIC_RUN_REFORM);
+	assert_int_equal(elastic__run_failures(1, 0, &f, 3), ELASTIC_RUN_FAILED);
+}
+
 /* Unplanned relaunches count: --max-relaunch N allows N of them. */
 static void max_relaunch(void **state)
 {
@@ -182,6 +229,8 @@ int main(void)
 		cmocka_unit_test(stuck),
 		cmocka_unit_test(max_relaunch),
 		cmocka_unit_test(planned_not_counted),
+		cmocka_unit_test(raised),
+		cmocka_unit_test(failures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
