@@ -66,6 +66,7 @@ struct ed_ctl {
 	int nrels, caprels;
 	uint64_t next_order;
 	uint64_t last_tick_ms;
+	uint64_t full_for_unknown_ms; /* the last whole list read for an unknown job */
 	time_t snap_fail_since, snap_fail_logged;
 	char last_plan_error[256];
 	int tick_wanted;		 /* a handler asked for a tick after this poll */
@@ -659,20 +660,41 @@ out:
  * most every 500 ms for a job elasticd does not know (a hello for any id
  * must not load slurmctld), every 50 ms for a pending elastic job it knows
  * (it has just started: refusing it would cost the job a reconnect). */
-static void _refresh_jobs(struct ed_ctl *c, const struct _jobrt *known)
+static int _refresh_once(struct ed_ctl *c)
 {
 	struct ed_snapshot s;
 	elastic_error_t err;
-	if (ed_now_ms() - c->last_tick_ms < (known ? 50u : 500u))
-		return;
-	c->last_tick_ms = ed_now_ms();
 	if (ed_slurm_snapshot(c->conf.grant_prefix, &s, &err) < 0) {
 		ed_debug("no snapshot of slurmctld for a new job: %s", err.text);
-		return;
+		return -1;
 	}
 	if (_observe_jobs(c, &s) == 0)
 		c->tick_wanted = 1;
 	ed_snapshot_free(&s);
+	return 0;
+}
+
+/* How often, at most, a job still unknown after a refresh makes elasticd
+ * read the whole job list. */
+#define FULL_FOR_UNKNOWN_MS 10000u
+
+static void _refresh_jobs(struct ed_ctl *c, uint32_t job, const struct _jobrt *known)
+{
+	if (ed_now_ms() - c->last_tick_ms < (known ? 50u : 500u))
+		return;
+	c->last_tick_ms = ed_now_ms();
+	if (_refresh_once(c) < 0)
+		return;
+	/* Still unknown: not a new id the targeted queries probe for, but
+	 * perhaps a job they lost sight of (a query that failed while
+	 * slurmctld restarted): the whole list finds it. */
+	const struct _jobrt *rt = _rt(c, job);
+	if ((!rt || !rt->running) &&
+	    ed_now_ms() - c->full_for_unknown_ms >= FULL_FOR_UNKNOWN_MS) {
+		c->full_for_unknown_ms = ed_now_ms();
+		ed_slurm_want_full();
+		_refresh_once(c);
+	}
 }
 
 /* An ACK of job rt: of a release (by order, or by grant: an order given by
@@ -719,7 +741,7 @@ static struct _jobrt *_sender(struct ed_ctl *c, const struct elastic_msg *m, uid
 {
 	struct _jobrt *rt = _rt(c, m->job);
 	if (!rt || !rt->running) {
-		_refresh_jobs(c, rt);
+		_refresh_jobs(c, m->job, rt);
 		rt = _rt(c, m->job);
 	}
 	if (!rt || !rt->running)

@@ -480,8 +480,16 @@ static int _jobset_targeted(struct jobset *J, const char *prefix)
 		int interesting = 0, fresh = 0;
 		if (elastic__slurm_load_job(ids[i], &m,
 					    SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) !=
-		    SLURM_SUCCESS)
-			continue; /* ended and purged since */
+		    SLURM_SUCCESS) {
+			/* ended and purged since; any other error (slurmctld
+			 * going down or starting) says nothing of the job: the
+			 * whole list is asked for instead, and a job is never
+			 * taken for ended (its grants cancelled) because one
+			 * query failed */
+			if (errno == ESLURM_INVALID_JOB_ID)
+				continue;
+			goto fail;
+		}
 		for (uint32_t r = 0; r < m->record_count; r++) {
 			if (_kind(&m->job_array[r], prefix) != KIND_OTHER)
 				interesting = 1;
@@ -731,6 +739,11 @@ static void _bound_nodes(struct ed_snapshot *s)
 	for (int k = 0; k < s->nnodes; k++)
 		if (s->nodes[k].busy > s->nodes[k].gpus)
 			s->nodes[k].busy = s->nodes[k].gpus;
+}
+
+void ed_slurm_want_full(void)
+{
+	_full_at = 0;
 }
 
 int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t *err)

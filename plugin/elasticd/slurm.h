@@ -28,6 +28,9 @@ void ed_snapshot_free(struct ed_snapshot *s);
  * jobs 0 the elastic jobs are not asked about (hints say when they change),
  * only the grants while one is pending. */
 int ed_slurm_jobs_changed(int jobs);
+/* The next snapshot reads the whole job list (in targeted mode: a job the
+ * watch list does not hold, as one that speaks to elasticd unknown). */
+void ed_slurm_want_full(void);
 /* "targeted" or "full" (ELASTICD_QUERY=full, or no job-state RPC). */
 const char *ed_slurm_query_mode(void);
 int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
