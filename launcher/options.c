@@ -42,6 +42,10 @@ static void _usage(FILE *f)
 		"                         program's own (an exit status, a Python exception)\n"
 		"                         N+1 times with no step committed in between\n"
 		"                         (default 1: one retry)\n"
+		"      --launch-timeout S a launch that commits no step in S seconds (default\n"
+		"                         600; 0: no bound) is ended and launched again;\n"
+		"                         once a launch committed, the bound is 3 times the\n"
+		"                         slowest first commit so far, at least 30 s\n"
 		"      --grant-wait S     before the first launch (and after a release the\n"
 		"                         controller re-shapes), wait up to S seconds (default\n"
 		"                         3; 0: do not) for the grants it is starting for\n"
@@ -59,7 +63,7 @@ static void _usage(FILE *f)
 		"Exit status: the program's, 2 for usage errors, 3 outside an allocation.\n");
 }
 
-/* "-n N", "--max-stuck N", "--max-failures N": an integer in [0, 100000]: 0, or -1 (said). */
+/* "-n N", "--max-stuck N", "--max-failures N", "--launch-timeout S": an integer in [0, 100000]: 0, or -1 (said). */
 static int _count_opt(const char *opt, const char *v, int *out)
 {
 	char *end;
@@ -89,6 +93,8 @@ static int _value_opt(struct run *r, const char *a, const char *v)
 		return _count_opt(a, v, &r->opt.max_stuck);
 	} else if (strcmp(a, "--max-failures") == 0) {
 		return _count_opt(a, v, &r->opt.max_failures);
+	} else if (strcmp(a, "--launch-timeout") == 0) {
+		return _count_opt(a, v, &r->opt.launch_timeout);
 	} else if (strcmp(a, "--grant-wait") == 0) {
 		int rc = _count_opt(a, v, &r->opt.grant_wait);
 		if (rc < 0)
@@ -113,6 +119,7 @@ enum run_setup elastic__options(struct run *r, int argc, char **argv, int *code)
 	r->opt.max_relaunch = 20;
 	r->opt.max_stuck = 3;
 	r->opt.max_failures = 1;
+	r->opt.launch_timeout = 600;
 	r->opt.grant_wait = 3;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -141,6 +148,7 @@ enum run_setup elastic__options(struct run *r, int argc, char **argv, int *code)
 		} else if ((strcmp(a, "-n") == 0 || strcmp(a, "--max-relaunch") == 0 ||
 			    strcmp(a, "--max-stuck") == 0 ||
 			    strcmp(a, "--max-failures") == 0 ||
+			    strcmp(a, "--launch-timeout") == 0 ||
 			    strcmp(a, "--mpirun") == 0 ||
 			    strcmp(a, "--grant-wait") == 0 ||
 			    strcmp(a, "--mpirun-arg") == 0)) {

@@ -3,7 +3,12 @@
  * wrapper): what it got, and the child it passes them on to. */
 #include "config.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "procsig.h"
@@ -39,4 +44,74 @@ void elastic__on_usr1(int sig)
 {
 	(void)sig;
 	elastic__usr1_pending = 1;
+}
+
+/* The parent of pid from /proc/PID/stat (after the command's parenthesis,
+ * which may hold blanks), or -1. */
+static pid_t _parent_of(pid_t pid)
+{
+	char path[64], buf[512];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *close = strrchr(buf, ')');
+	int ppid;
+	char state;
+	if (!close || sscanf(close + 1, " %c %d", &state, &ppid) != 2)
+		return -1;
+	return (pid_t)ppid;
+}
+
+int elastic__kill_tree(pid_t root, int sig)
+{
+	pid_t *pid = NULL, *ppid = NULL;
+	size_t n = 0, cap = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int sent = 0;
+
+	while (d && (e = readdir(d))) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		if (n == cap) {
+			size_t c = cap ? 2 * cap : 256;
+			pid_t *a = realloc(pid, c * sizeof(*a)), *b;
+			if (!a)
+				break;
+			pid = a;
+			if (!(b = realloc(ppid, c * sizeof(*b))))
+				break;
+			ppid = b;
+			cap = c;
+		}
+		pid[n] = (pid_t)atoi(e->d_name);
+		ppid[n] = _parent_of(pid[n]);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	/* descendants: a process whose chain of parents reaches root (depth
+	 * bounded: a chain that loops through a reused pid ends) */
+	for (size_t i = 0; i < n; i++) {
+		pid_t p = pid[i];
+		for (int depth = 0; depth < 64 && p > 1 && p != root; depth++) {
+			size_t j = 0;
+			while (j < n && pid[j] != p)
+				j++;
+			p = j < n ? ppid[j] : -1;
+		}
+		if (p == root && pid[i] != root && kill(pid[i], sig) == 0)
+			sent++;
+	}
+	free(pid);
+	free(ppid);
+	if (kill(root, sig) == 0)
+		sent++;
+	return sent;
 }

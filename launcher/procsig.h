@@ -30,4 +30,9 @@ void elastic__on_parent_death(int sig);
 /* elastic-run's own SIGUSR1: passed on to the ranks when they can take it. */
 void elastic__on_usr1(int sig);
 
+/* Send sig to root and every process descended from it (found in /proc, so
+ * also those that left root's process group: mpirun's launch agents and
+ * their sruns). Returns how many were signalled. */
+int elastic__kill_tree(pid_t root, int sig);
+
 #endif

@@ -26,9 +26,10 @@
 struct run_opts {
 	const char *mpirun, *extra[ELASTIC_RUN_MAX_MPIRUN_ARGS];
 	int nextra, max_relaunch, max_stuck, dry;
-	int max_failures; /* failures of the program's own with no step between */
-	int grant_wait;	  /* s a launch waits for grants the controller is starting */
-	char **prog;	  /* the program and its arguments, NULL-terminated */
+	int max_failures;   /* failures of the program's own with no step between */
+	int grant_wait;	    /* s a launch waits for grants the controller is starting */
+	int launch_timeout; /* s a launch may take to its first commit (0: no bound) */
+	char **prog;	    /* the program and its arguments, NULL-terminated */
 };
 
 /* The job, its controller and what its MPI runtime can do in place. */
@@ -83,9 +84,13 @@ struct run_launch {
 	int fail_committed;	  /* ...after rank 0 committed a step in it (1) or not */
 	struct run_failure first; /* the run's first such failure */
 	int say_first;		  /* the run gives up on failures: say it at the end */
-	char last_cause[200];	  /* the last launch's failure, as first.cause */
-	int blank;		  /* launches in a row that started no rank */
-	int retried;		  /* launches that repeated one that started no rank */
+	double t_first; /* when rank 0 first committed in this launch (0: not yet) */
+	double slowest_first; /* the longest a launch of the run took to that, s */
+	double t_bound;	      /* when this launch was ended at its bound (0: not) */
+	int bound_killed;     /* ...and SIGKILLed after it did not end */
+	char last_cause[200]; /* the last launch's failure, as first.cause */
+	int blank;	      /* launches in a row that started no rank */
+	int retried;	      /* launches that repeated one that started no rank */
 	int stop_due; /* a re-form is due; SIGUSR1 waits until the ranks can take it */
 	int stop_now; /* ...or not: the launch ends (a rank failed on its own error) */
 	double t_failed; /* since when GPUs of failed ranks are held with no rank (0: none) */

@@ -59,3 +59,13 @@ enum elastic_run_next elastic__run_failures(int failed, int committed, int *fail
 		return ELASTIC_RUN_FAILED;
 	return ELASTIC_RUN_REFORM;
 }
+
+double elastic__launch_bound(double configured, double slowest)
+{
+	if (configured <= 0 || slowest <= 0)
+		return configured > 0 ? configured : 0;
+	double b = ELASTIC_LAUNCH_BOUND_FACTOR * slowest;
+	if (b < ELASTIC_LAUNCH_BOUND_MIN_S)
+		b = ELASTIC_LAUNCH_BOUND_MIN_S;
+	return b < configured ? b : configured;
+}

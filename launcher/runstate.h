@@ -51,4 +51,16 @@ enum elastic_run_next elastic__run_retry(int progress, int planned, int *stuck,
 enum elastic_run_next elastic__run_failures(int failed, int committed, int *failures,
 					    int max_failures);
 
+/* The launch bound: how long a launch may run before rank 0 commits its
+ * first step, in seconds (0: none). configured is --launch-timeout (0:
+ * off); slowest the longest a launch of this run took to its first commit
+ * (0: none did yet). A job that has shown how long it takes gets
+ * ELASTIC_LAUNCH_BOUND_FACTOR times that, at least ELASTIC_LAUNCH_BOUND_MIN_S
+ * and at most configured: a C re-form that commits in 0.3 s is bounded at
+ * 30 s, a PyTorch job whose first launch took 40 s to import and load at
+ * 120 s. */
+#define ELASTIC_LAUNCH_BOUND_FACTOR 3.0
+#define ELASTIC_LAUNCH_BOUND_MIN_S  30.0
+double elastic__launch_bound(double configured, double slowest);
+
 #endif

@@ -15,6 +15,7 @@
 #include "progress.h"
 #include "recovery_run.h"
 #include "runlog.h"
+#include "runstate.h"
 #include "sets.h"
 #include "slurmlist.h"
 #include "watch.h"
@@ -318,6 +319,95 @@ static void _own_failure(struct run *r, const struct elastic_rank_end *e, int ra
 	r->launch.stop_due = r->launch.stop_now = 1;
 }
 
+/* What the launch shows at its bound, for people: the ranks that ended
+ * (and how), then, host by host, those that never reported an end (still
+ * starting, or never started: their srun or daemon did not come). */
+static void _not_training(const struct run *r, char *buf, size_t len)
+{
+	const struct elastic_gpuset *set = &r->sets.launched;
+	const struct elastic_report *rep = &r->launch.rep;
+	size_t o = 0;
+	int rank = 0, ended = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < rep->nranks && o + 200 < len; i++) {
+		if (rep->end[i].how == ELASTIC_RANK_UNKNOWN)
+			continue;
+		char d[200];
+		elastic__report_describe(rep, i, d, sizeof(d));
+		o += snprintf(buf + o, len - o, "%s%s", ended++ ? "; " : "", d);
+	}
+	for (int h = 0; h < set->nhosts; h++) {
+		const struct elastic_host *x = &set->host[h];
+		int silent = 0;
+		for (int g = 0; g < x->ngpus && rank + g < rep->nranks; g++)
+			silent += rep->end[rank + g].how == ELASTIC_RANK_UNKNOWN;
+		if (silent && o + 120 < len)
+			o += snprintf(
+				buf + o, len - o,
+				"%s%s: %d of %d rank%s never reported (ranks %d-%d, job %lu)",
+				o ? "; " : "", x->name, silent, x->ngpus,
+				x->ngpus == 1 ? "" : "s", rank, rank + x->ngpus - 1,
+				x->job);
+		rank += x->ngpus;
+	}
+}
+
+/* How long a launch ended at its bound has after SIGTERM before SIGKILL. */
+#define BOUND_KILL_S 5.0
+
+/* The launch bound (--launch-timeout, elastic__launch_bound): a launch
+ * whose rank 0 commits no step within it holds its GPUs and trains nothing
+ * (a rank that never came: its srun into a grant failed or hangs, a node's
+ * slurmd not answering after a slurmctld restart, a rank stuck before
+ * MPI_Init). Such a launch is ended (SIGTERM to mpirun and to all it
+ * started on this node, its launch agents and their sruns included;
+ * SIGKILL BOUND_KILL_S later) and the job launches again. */
+static void _launch_bound(struct run *r)
+{
+	struct run_launch *l = &r->launch;
+	double now = elastic__now(), took = now - l->t0;
+
+	if (l->t_bound) {
+		if (!l->bound_killed && now - l->t_bound > BOUND_KILL_S) {
+			l->bound_killed = 1;
+			elastic__say(
+				"the launch did not end %.0f s after SIGTERM: SIGKILL to mpirun and what it started here",
+				BOUND_KILL_S);
+			elastic__kill_tree(elastic__child, SIGKILL);
+		}
+		return;
+	}
+	if (l->t_first)
+		return;
+	if (elastic__progress_committed(r)) {
+		l->t_first = now;
+		if (took > l->slowest_first)
+			l->slowest_first = took;
+		return;
+	}
+	double bound = elastic__launch_bound(r->opt.launch_timeout, l->slowest_first);
+	if (bound <= 0 || took < bound)
+		return;
+	char why[1024], what[160];
+	_not_training(r, why, sizeof(why));
+	if (l->slowest_first > 0 && bound < r->opt.launch_timeout)
+		snprintf(
+			what, sizeof(what),
+			"%.0f x the slowest first commit of this run, %.1f s, at least %.0f s",
+			ELASTIC_LAUNCH_BOUND_FACTOR, l->slowest_first,
+			ELASTIC_LAUNCH_BOUND_MIN_S);
+	else
+		snprintf(what, sizeof(what), "--launch-timeout %d",
+			 r->opt.launch_timeout);
+	elastic__say(
+		"no step committed %.1f s after mpirun started, %d GPU%s held (the launch bound: %s): %s; ending the launch to launch again",
+		took, r->sets.launched.total, r->sets.launched.total == 1 ? "" : "s",
+		what, why[0] ? why : "every rank started, none committed");
+	l->t_bound = now;
+	elastic__kill_tree(elastic__child, SIGTERM);
+}
+
 /* With a runtime that heals in place, a rank that ends while mpirun runs
  * is news: say where it ran (-v). */
 static void _say_ends(struct run *r)
@@ -343,6 +433,8 @@ enum run_state elastic__watch(struct run *r)
 
 	r->launch.stop_sent = r->launch.stop_due = 0;
 	r->launch.fail_seen = r->launch.fail_committed = r->launch.stop_now = 0;
+	r->launch.t_first = r->launch.t_bound = 0;
+	r->launch.bound_killed = 0;
 	r->launch.t_failed = 0;
 	r->launch.replacing = 0;
 	r->launch.t_warm = 0;
@@ -359,6 +451,7 @@ enum run_state elastic__watch(struct run *r)
 		_look_at_lost(r);
 		_replace_failed(r);
 		_stop_when_ready(r);
+		_launch_bound(r);
 	}
 	elastic__child = -1;
 	r->launch.t_end = elastic__now();

@@ -191,6 +191,20 @@ static void failures(void **state)
 	assert_int_equal(elastic__run_failures(1, 0, &f, 3), ELASTIC_RUN_FAILED);
 }
 
+/* The launch bound: the configured one until a launch committed; then 3x
+ * the slowest first commit, at least 30 s, at most the configured one; 0
+ * turns it off. */
+static void launch_bound(void **state)
+{
+	assert_true(elastic__launch_bound(300, 0) == 300);
+	assert_true(elastic__launch_bound(300, 0.3) == ELASTIC_LAUNCH_BOUND_MIN_S);
+	assert_true(elastic__launch_bound(300, 40) == 120);
+	assert_true(elastic__launch_bound(300, 200) == 300);
+	assert_true(elastic__launch_bound(20, 0.3) == 20);
+	assert_true(elastic__launch_bound(0, 0) == 0);
+	assert_true(elastic__launch_bound(0, 40) == 0);
+}
+
 /* Unplanned relaunches count: --max-relaunch N allows N of them. */
 static void max_relaunch(void **state)
 {
@@ -231,6 +245,7 @@ int main(void)
 		cmocka_unit_test(planned_not_counted),
 		cmocka_unit_test(raised),
 		cmocka_unit_test(failures),
+		cmocka_unit_test(launch_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,18 +3,24 @@
 # job on node1 and a grant job on node2, with a reference run without any
 # change first (sourced after tests/lib.sh).
 
+# lr_setup: the cluster, Open MPI's settings, the scratch directory (unless
+# the test made it first) with elastic-run in it; sets train (elastic_train).
+lr_setup() {
+	t_need_cluster
+	t_ompi_env
+	[ -d "${T_DIR:-}" ] || t_scratch
+	train=${top_builddir:?}/examples/elastic_train
+	[ -x "$train" ] || t_skip "examples/elastic_train not built"
+	cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
+}
+
 # lr_start ARGS GRANT_GPUS: submits both jobs, starts the run; sets lead,
 # grant, train. The job's output is $T_DIR/lead.out. GRANT_GPUS 0: no grant
 # (the job alone on node1). LR_PATH: directories put before elastic-run's
 # PATH.
 lr_start() {
 	local args=$1 ggpus=$2
-	t_need_cluster
-	t_ompi_env
-	[ -d "${T_DIR:-}" ] || t_scratch # (a test may make it first)
-	train=${top_builddir:?}/examples/elastic_train
-	[ -x "$train" ] || t_skip "examples/elastic_train not built"
-	cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
+	lr_setup
 	# (elastic_train in place: its libtool wrapper finds libelastic in the build tree)
 	lead=$(t_sbatch root -N1 -n2 -w node1 --gres=gpu:2 -H -o "$T_DIR/lead.out" -D "$T_DIR" --wrap "
 # the reference: the same training, no change, 2 ranks, without the pause

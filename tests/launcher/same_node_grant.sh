@@ -11,12 +11,8 @@
 # the ranks in the grants' steps like the others and resumes.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-t_need_cluster
-t_ompi_env
-t_scratch
-train=${top_builddir:?}/examples/elastic_train
-[ -x "$train" ] || t_skip "examples/elastic_train not built"
-cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
+. "$(dirname "$0")/lib.sh"
+lr_setup
 lead=$(t_sbatch root -N1 -n1 -w node1 --gres=gpu:1 -H -o "$T_DIR/lead.out" -D "$T_DIR" --wrap "
 exec ./elastic-run -v -- $train --epochs 3 --samples 4096 --global-batch 128 --step-sleep 150000")
 t_grant_start "$lead" 2 node1

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/launcher/launch_bound.sh: a launch in which a rank never comes (as when its srun
+# into a grant hangs after a slurmctld restart) holds its GPUs and trains nothing until
+# elastic-run's launch bound ends it; the job then launches again and completes with
+# the model of a run without any failure. Two jobs side by side, 2 GPUs each:
+#  - first: the first launch's rank 1 never reaches MPI_Init; --launch-timeout 15 ends
+#    that launch 15 s after mpirun started.
+#  - reform: a planned re-form (SIGUSR1 to elastic-run at step 10) whose rank 1 never
+#    reaches MPI_Init; the default bound, once the job has shown how long a launch takes
+#    to its first commit, is 30 s (3 x that, at least 30 s).
+# Each asserts the bound (GPU-seconds held without training at most the bound's x 2 GPUs
+# plus 2 s), the relaunch, every sample once per epoch and the reference model, and that
+# nothing of the ended launch is left running.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/lib.sh"
+lr_setup
+# the program: rank 1 of launch $1 (ELASTIC_RUN_GEN) never reaches MPI_Init
+cat >"$T_DIR/stall.sh" <<'SH'
+#!/bin/sh
+gen=$1
+shift
+if [ "$ELASTIC_RUN_GEN" = "$gen" ] && [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then
+	echo "stall: rank 1 of launch $gen never starts" >&2
+	exec sleep 600
+fi
+exec "$@"
+SH
+chmod +x "$T_DIR/stall.sh"
+args="--epochs 2 --samples 4096 --global-batch 128 --step-sleep 20000"
+declare -A job
+submit() { # name node gen elastic-run-options
+	local opts=${4:+$4 }
+	job[$1]=$(t_sbatch root -N1 -n2 -w "$2" --gres=gpu:2 -o "$T_DIR/$1.out" -D "$T_DIR" --wrap "
+ELASTIC_JOB_ID=ref\$SLURM_JOB_ID mpirun --bind-to none -np 2 $train $args --step-sleep 0 --quiet --out ref-$1.model > ref-$1.out 2>&1 || echo 'reference failed'
+exec ./elastic-run -v $opts-- ./stall.sh $3 $train $args --compare ref-$1.model")
+}
+submit first node1 1 "--launch-timeout 15"
+submit reform node2 2 ""
+# reform: the planned re-form at step 10
+end=$((SECONDS + 120))
+until grep -aq "^step 10 " "$T_DIR/reform.out" 2>/dev/null; do
+	[ $SECONDS -lt $end ] || { cat "$T_DIR/reform.out"; t_fail "reform: no step 10"; }
+	sleep 0.1
+done
+er=$(t_pgrep -f "^./elastic-run -v -- ./stall.sh 2" | head -n1)
+[ -n "$er" ] || t_fail "reform: no elastic-run process"
+kill -USR1 "$er"
+t_log "reform: SIGUSR1 to elastic-run at step 10"
+
+check() { # name bound bound-words
+	local out=$T_DIR/$1.out line took
+	t_wait_job "${job[$1]}" 150
+	line=$(grep -aE "no step committed .* after mpirun started, 2 GPUs held \(the launch bound: $3\)" "$out" | head -n1)
+	[ -n "$line" ] || { cat "$out"; t_fail "$1: no line of the launch bound ($3)"; }
+	took=$(sed -n 's/.*no step committed \([0-9.]*\) s after.*/\1/p' <<<"$line")
+	awk -v t="$took" -v b="$2" 'BEGIN { exit !(t >= b && t <= b + 2) }' ||
+		t_fail "$1: the launch was ended after $took s, bound $2 s"
+	# the host whose ranks never reported is named, with its job
+	[[ $line =~ ": node"[12]": 2 of 2 ranks never reported (ranks 0-1, job "[0-9]+")" ]] ||
+		t_fail "$1: the bound's line does not name the silent ranks: $line"
+	t_grep "^done: .* 0 bad, 0 violations" "$out" "$1: samples not used exactly once per epoch"
+	t_grep "^model matches reference" "$out" "$1: the final model differs from the run without failure"
+	t_log "$1: $(sed 's/^elastic-run [0-9:.]*: //' <<<"$line")"
+	t_log "$1: held without training $(awk -v t="$took" 'BEGIN { printf "%.1f", 2 * t }') GPU-s (bound $2 s x 2 GPUs)"
+}
+check first 15 "--launch-timeout 15"
+check reform 30 "3 x the slowest first commit of this run, [0-9.]+ s, at least 30 s"
+t_grep "re-form 1: 2 ranks" "$T_DIR/first.out" "first: no launch after the bound"
+[ "$(grep -ac '^elastic-run .*re-form [0-9]*: 2 ranks' "$T_DIR/reform.out")" = 2 ] ||
+	t_fail "reform: expected the planned re-form and one after the bound"
+# nothing of the ended launches is left: the stalled ranks and their wrappers
+left=$(t_pgrep -f "sleep 600" || true)
+[ -z "$left" ] || t_fail "processes of the ended launch are left: $left"
+t_log "PASS"
