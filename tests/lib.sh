@@ -154,6 +154,47 @@ t_sbatch() { # user sbatch-args...
 	echo "$id"
 }
 
+# slurmctld's log and pid files (scontrol show config) in T_CTLD_LOG and
+# T_CTLD_PIDFILE; SKIP when it names none.
+t_ctld_files() {
+	local cfg
+	cfg=$(scontrol show config)
+	T_CTLD_LOG=$(sed -n 's/^SlurmctldLogFile *= *//p' <<<"$cfg")
+	T_CTLD_PIDFILE=$(sed -n 's/^SlurmctldPidFile *= *//p' <<<"$cfg")
+	[ -f "$T_CTLD_LOG" ] && [ -n "$T_CTLD_PIDFILE" ] ||
+		t_skip "slurmctld's log or pid file not in scontrol show config"
+}
+
+# Stop slurmctld (it saves its state, as SIGTERM does: an admin's restart
+# for an upgrade or a failover), keep it down DOWN seconds and start it again
+# as testbed/cluster does (slurmctld -i); fails unless it answers within
+# 30 s and still runs 2 s later. T_CTLD_FROM: where this start's part of the
+# log begins. Needs t_ctld_files.
+t_ctld_restart() { # down-seconds
+	local pid end
+	pid=$(cat "$T_CTLD_PIDFILE" 2>/dev/null || true)
+	scontrol shutdown slurmctld >/dev/null 2>&1 || true
+	end=$((SECONDS + 30))
+	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do
+		[ $SECONDS -lt $end ] || t_fail "slurmctld $pid did not stop"
+		sleep 0.1
+	done
+	sleep "$1"
+	T_CTLD_FROM=$(($(stat -c %s "$T_CTLD_LOG") + 1))
+	slurmctld -i </dev/null >/dev/null 2>>"$T_CTLD_LOG" ||
+		t_fail "slurmctld -i failed to start: $(tail -c +$T_CTLD_FROM "$T_CTLD_LOG" | tail -n 3)"
+	end=$((SECONDS + 30))
+	until scontrol ping >/dev/null 2>&1; do
+		[ $SECONDS -lt $end ] ||
+			t_fail "slurmctld did not answer within 30 s: $(tail -c +$T_CTLD_FROM "$T_CTLD_LOG" | grep -E 'fatal|elastic' | head -n 3)"
+		sleep 0.5
+	done
+	sleep 2
+	pid=$(cat "$T_CTLD_PIDFILE" 2>/dev/null || true)
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null ||
+		t_fail "slurmctld stopped after its start: $(tail -c +$T_CTLD_FROM "$T_CTLD_LOG" | grep -E 'fatal|elastic' | head -n 3)"
+}
+
 t_job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
 
 # Stand in for elasticd: a grant job "elastic:LEAD" holding GPUS GPUs on NODE
