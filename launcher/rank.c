@@ -363,6 +363,8 @@ static int _run_in_step(unsigned long owner, char **argv, int *ws)
 	return 0;
 }
 
+static int _run_cold(char **argv, int *ws);
+
 int elastic__rank_in_step_main(int argc, char **argv)
 {
 	const char *gpu = getenv("ELASTIC_GPU");
@@ -385,18 +387,20 @@ int elastic__rank_in_step_main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
 	elastic__child_in_group = 0;
-	if (elastic__prewarm_run(argv, &elastic__child, &ws, &elastic__got_signal) == 0) {
-		if (WIFSIGNALED(ws)) {
-			signal(WTERMSIG(ws), SIG_DFL);
-			raise(WTERMSIG(ws));
-			return 128 + WTERMSIG(ws);
-		}
-		return WEXITSTATUS(ws);
+	if (elastic__prewarm_run(argv, &elastic__child, &ws, &elastic__got_signal) < 0 &&
+	    _run_cold(argv, &ws) < 0)
+		return 1;
+	/* Said from here too, before this step ends: the srun around it may
+	 * wait long for slurmctld to end the step (a restart), and elastic-run
+	 * ends a launch whose every rank said how it ended. The wrapper says
+	 * it again when srun returns (the same end). */
+	_rank_report_send(ws);
+	if (WIFSIGNALED(ws)) {
+		signal(WTERMSIG(ws), SIG_DFL);
+		raise(WTERMSIG(ws));
+		return 128 + WTERMSIG(ws);
 	}
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		signal(sigs[i], SIG_DFL);
-	_exec_program(argv);
-	return 127;
+	return WEXITSTATUS(ws);
 }
 
 /* Rank wrapper: "elastic-run --rank PROGRAM ARGS": one GPU per rank; the

@@ -331,8 +331,13 @@ int elastic__report_poll(struct elastic_report *r, int timeout_ms)
 			line[got] = '\0';
 			if (memchr(line, '\n', got) &&
 			    elastic__report_parse(r, line, &rank, &e) == 0) {
-				r->end[rank] = e;
-				taken++;
+				/* (a rank in a grant's step is reported twice, from
+				 * inside the step and by its wrapper: the same end) */
+				struct elastic_rank_end *was = &r->end[rank];
+				if (was->how != e.how || was->value != e.value) {
+					*was = e;
+					taken++;
+				}
 			} else if (memchr(line, '\n', got) && !r->err_from &&
 				   elastic__report_parse_error(r, line, &rank,
 							       r->err_text) == 0) {

@@ -88,6 +88,7 @@ struct run_launch {
 	double slowest_first; /* the longest a launch of the run took to that, s */
 	double t_bound;	      /* when this launch was ended at its bound (0: not) */
 	int bound_killed;     /* ...and SIGKILLed after it did not end */
+	double t_all_ended;   /* since when every rank said how it ended (0: not) */
 	char last_cause[200]; /* the last launch's failure, as first.cause */
 	int blank;	      /* launches in a row that started no rank */
 	int retried;	      /* launches that repeated one that started no rank */

@@ -408,6 +408,37 @@ static void _launch_bound(struct run *r)
 	elastic__kill_tree(elastic__child, SIGTERM);
 }
 
+/* How long mpirun may run on once every rank of the launch said how it
+ * ended. */
+#define ENDED_SETTLE_S 10.0
+
+/* Every rank said how it ended and mpirun runs on: what it waits for (an
+ * srun into a grant's step that cannot tell slurmctld its step ended,
+ * slurmctld restarting) holds the job's GPUs for nothing. The launch is
+ * ended as at its bound. */
+static void _ended_bound(struct run *r)
+{
+	struct run_launch *l = &r->launch;
+	double now = elastic__now();
+
+	if (l->t_bound)
+		return;
+	for (int i = 0; i < l->rep.nranks; i++)
+		if (l->rep.end[i].how == ELASTIC_RANK_UNKNOWN) {
+			l->t_all_ended = 0;
+			return;
+		}
+	if (!l->t_all_ended)
+		l->t_all_ended = now;
+	if (now - l->t_all_ended < ENDED_SETTLE_S)
+		return;
+	elastic__say(
+		"every rank ended %.0f s ago and mpirun runs on (an srun that cannot end its step?): ending it",
+		ENDED_SETTLE_S);
+	l->t_bound = now;
+	elastic__kill_tree(elastic__child, SIGTERM);
+}
+
 /* With a runtime that heals in place, a rank that ends while mpirun runs
  * is news: say where it ran (-v). */
 static void _say_ends(struct run *r)
@@ -433,7 +464,7 @@ enum run_state elastic__watch(struct run *r)
 
 	r->launch.stop_sent = r->launch.stop_due = 0;
 	r->launch.fail_seen = r->launch.fail_committed = r->launch.stop_now = 0;
-	r->launch.t_first = r->launch.t_bound = 0;
+	r->launch.t_first = r->launch.t_bound = r->launch.t_all_ended = 0;
 	r->launch.bound_killed = 0;
 	r->launch.t_failed = 0;
 	r->launch.replacing = 0;
@@ -452,6 +483,7 @@ enum run_state elastic__watch(struct run *r)
 		_replace_failed(r);
 		_stop_when_ready(r);
 		_launch_bound(r);
+		_ended_bound(r);
 	}
 	elastic__child = -1;
 	r->launch.t_end = elastic__now();
