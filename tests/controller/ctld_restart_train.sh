@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # tests/controller/ctld_restart_train.sh: slurmctld stopped (state saved, as for an
-# upgrade or a failover), kept down 3 s and started again while a shrink's release is in
-# flight, with real training: alice's job (elastic_train under elastic-run) trains at 8
-# GPUs, bob's elastic job arrives, and the moment elastic-run hears the release order
-# slurmctld goes down. alice's job must train again at its new size within the launch
-# bound (GPU-seconds held without training bounded), grow back to 8 once bob's job
-# ends, and complete with the static run's model, every sample once per epoch and no
-# step committed twice; no grant is left over and elasticd stays up.
+# upgrade or a failover) and started again, three times, with real training: alice's job
+# (elastic_train under elastic-run, elasticd splitting the GPUs) trains at 8 GPUs.
+#  1. down 5 s while she trains: she trains on through it, her grants kept;
+#  2. down 3 s from the moment elastic-run hears a shrink's release order (bob's job
+#     arrived): she trains again at her new size within the launch bound (GPU-seconds
+#     held without training bounded);
+#  3. down 3 s from the moment elasticd submits the grants of her growth (bob's job
+#     ended): she trains at 8 again, no grant submitted twice.
+# She completes with the static run's model, every sample once per epoch and no step
+# committed twice; elasticd never took her job for ended, no grant is left over and
+# elasticd stays up.
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
@@ -38,6 +42,19 @@ ctl_wait_split 30 "$j1=8"
 wait_size 8 90
 t_log "alice's job $j1 trains at 8"
 
+# 1. slurmctld down 5 s (longer than elasticd's tick) while alice trains: she trains on
+# through it at 8, and no grant ends.
+grants() { squeue -h -n "elastic:$j1" -t R -o %i | sort | paste -sd' '; }
+before=$(grants)
+n0=$(steps_now)
+t_ctld_restart 5
+[ "$(size_now)" = 8 ] && [ "$(steps_now)" -gt $((n0 + 20)) ] ||
+	t_fail "alice did not train on at 8 while slurmctld was down ($n0 -> $(steps_now) steps, size $(size_now))"
+sleep 2 # a tick of elasticd's with slurmctld back
+[ "$(grants)" = "$before" ] || t_fail "alice's grants changed over slurmctld's restart: '$before' -> '$(grants)'"
+t_log "slurmctld down 5 s: alice trained $(($(steps_now) - n0)) steps through it at 8, her grants kept"
+
+# 2. slurmctld stopped at a shrink's release order (the re-form's sruns to come).
 j2=$(ctl_job bob acct_b 1 8 30 5000)
 ctl_client bob "$j2"
 ctl_wait_line 60 "$out" "controller: release grant" "no release order reached alice's job"
@@ -55,17 +72,32 @@ done
 gap=$((SECONDS - back))
 held=$(size_now)
 t_log "alice trains at $held again ${gap} s after slurmctld answered"
-# the launch bound once the job has shown its first commits: 30 s, plus a relaunch
-[ "$gap" -le 50 ] || t_fail "alice's job held its GPUs ${gap} s without training (bound 30 s + a relaunch)"
+# elastic-run's bounds: mpirun may run on 10 s once every rank ended (an srun that
+# cannot end its step), the next launch 30 s without a commit, 5 s from SIGTERM to
+# SIGKILL, and 15 s are left for the launch that trains
+[ "$gap" -le 60 ] || t_fail "alice's job held its GPUs ${gap} s without training (bounds 10 + 30 + 5 s, 15 s to relaunch)"
 grep -a "no step committed .* the launch bound" "$out" | sed 's/^/bound: /' || true
 
 # slurmctld's outage is no end of the jobs: elasticd cancelled none of alice's grants
 # for that (a failed query while slurmctld restarted is not "ended")
 grep -a "job $j1: ended or no longer elastic\|cancelled grant .*(its elastic job ended)" "$T_DIR/elasticd.log" &&
 	t_fail "elasticd took alice's running job for ended during slurmctld's restart"
+# 3. slurmctld stopped while elasticd submits the grants of alice's growth: she reaches
+# 8 again within the bound, with no grant submitted twice.
+from=$(wc -l <"$T_DIR/elasticd.log")
 scancel "$j2"
+end=$((SECONDS + 60))
+until tail -n +"$from" "$T_DIR/elasticd.log" | grep -Eq "job $j1: growing .* grant [0-9]+ submitted"; do
+	[ $SECONDS -lt $end ] || t_fail "elasticd submitted no grant for alice's growth"
+	sleep 0.05
+done
+t_ctld_restart 3
+back=$SECONDS
 wait_size 8 120
-t_log "bob's job ended: alice trains at 8 again"
+t_log "bob's job ended, slurmctld restarted as alice's grants were submitted: alice trains at 8 $((SECONDS - back)) s after slurmctld answered"
+sleep 2 # a tick of elasticd's: a grant submitted twice would show now
+[ "$(ctl_gpus "$j1")" = 8 ] && [ -z "$(squeue -h -n "elastic:$j1" -t PD -o %i)" ] ||
+	t_fail "alice's grants are not 8 GPUs in all: $(ctl_grants "$j1" | paste -sd';')"
 t_wait_job "$j1" 400
 ctl_train_done "$out" $epochs
 # elasticd cancels a finished job's grants at its next tick
