@@ -54,13 +54,15 @@ no_relaunch() { # line what
 }
 # The trainer's processes on the grants' node (pids), by their environment;
 # not the srun that starts a rank in its grant's step (the second grant on a
-# node: elastic-run(1)), whose command line names the trainer too.
+# node: elastic-run(1)), nor the rank wrapper and the process in that step
+# that runs the trainer, whose command lines name the trainer too.
 ranks_on_gnode() {
 	local p
 	for p in $(t_pgrep -f -- "--step-sleep 20000 --compare $T_DIR/ref.model"); do
 		[ "$(cat "/proc/$p/comm" 2>/dev/null)" != srun ] || continue
 		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=$gnode" &&
-			! tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -qx -- '--rank' && echo "$p"
+			! tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -qxE -- '--rank|--rank-in-step' &&
+			echo "$p"
 	done
 }
 acked_all() { # line of elasticd.log
