@@ -356,29 +356,41 @@ static void _not_training(const struct run *r, char *buf, size_t len)
 /* How long a launch ended at its bound has after SIGTERM before SIGKILL. */
 #define BOUND_KILL_S 5.0
 
+/* End the launch at a bound: SIGTERM to mpirun and to all it started on
+ * this node (its launch agents and their sruns included), SIGKILL
+ * BOUND_KILL_S later (_kill_ended). */
+static void _end_launch(struct run *r)
+{
+	r->launch.t_bound = elastic__now();
+	elastic__kill_tree(elastic__child, SIGTERM);
+}
+
+/* A launch ended at a bound that did not end BOUND_KILL_S after SIGTERM. */
+static void _kill_ended(struct run *r)
+{
+	struct run_launch *l = &r->launch;
+
+	if (!l->t_bound || l->bound_killed || elastic__now() - l->t_bound <= BOUND_KILL_S)
+		return;
+	l->bound_killed = 1;
+	elastic__say(
+		"the launch did not end %.0f s after SIGTERM: SIGKILL to mpirun and what it started here",
+		BOUND_KILL_S);
+	elastic__kill_tree(elastic__child, SIGKILL);
+}
+
 /* The launch bound (--launch-timeout, elastic__launch_bound): a launch
  * whose rank 0 commits no step within it holds its GPUs and trains nothing
  * (a rank that never came: its srun into a grant failed or hangs, a node's
  * slurmd not answering after a slurmctld restart, a rank stuck before
- * MPI_Init). Such a launch is ended (SIGTERM to mpirun and to all it
- * started on this node, its launch agents and their sruns included;
- * SIGKILL BOUND_KILL_S later) and the job launches again. */
+ * MPI_Init). Such a launch is ended (_end_launch) and the job launches
+ * again. */
 static void _launch_bound(struct run *r)
 {
 	struct run_launch *l = &r->launch;
 	double now = elastic__now(), took = now - l->t0;
 
-	if (l->t_bound) {
-		if (!l->bound_killed && now - l->t_bound > BOUND_KILL_S) {
-			l->bound_killed = 1;
-			elastic__say(
-				"the launch did not end %.0f s after SIGTERM: SIGKILL to mpirun and what it started here",
-				BOUND_KILL_S);
-			elastic__kill_tree(elastic__child, SIGKILL);
-		}
-		return;
-	}
-	if (l->t_first)
+	if (l->t_bound || l->t_first)
 		return;
 	if (elastic__progress_committed(r)) {
 		l->t_first = now;
@@ -404,8 +416,7 @@ static void _launch_bound(struct run *r)
 		"no step committed %.1f s after mpirun started, %d GPU%s held (the launch bound: %s): %s; ending the launch to launch again",
 		took, r->sets.launched.total, r->sets.launched.total == 1 ? "" : "s",
 		what, why[0] ? why : "every rank started, none committed");
-	l->t_bound = now;
-	elastic__kill_tree(elastic__child, SIGTERM);
+	_end_launch(r);
 }
 
 /* How long mpirun may run on once every rank of the launch said how it
@@ -435,8 +446,7 @@ static void _ended_bound(struct run *r)
 	elastic__say(
 		"every rank ended %.0f s ago and mpirun runs on (an srun that cannot end its step?): ending it",
 		ENDED_SETTLE_S);
-	l->t_bound = now;
-	elastic__kill_tree(elastic__child, SIGTERM);
+	_end_launch(r);
 }
 
 /* With a runtime that heals in place, a rank that ends while mpirun runs
@@ -484,6 +494,7 @@ enum run_state elastic__watch(struct run *r)
 		_stop_when_ready(r);
 		_launch_bound(r);
 		_ended_bound(r);
+		_kill_ended(r);
 	}
 	elastic__child = -1;
 	r->launch.t_end = elastic__now();
