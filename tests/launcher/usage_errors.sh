@@ -21,6 +21,9 @@ check 2 "--max-relaunch x: not an integer" env SLURM_JOB_ID=5 "$ER" --max-relaun
 check 2 "--mpirun needs a value" env SLURM_JOB_ID=5 "$ER" --mpirun
 check 2 "--grant-wait takes 0 to 600 seconds, not '601'" env SLURM_JOB_ID=5 "$ER" --grant-wait 601 true
 check 2 "--grant-wait -1: not an integer" env SLURM_JOB_ID=5 "$ER" --grant-wait -1 true
+check 2 "--launch-timeout 10m: not an integer" env SLURM_JOB_ID=5 "$ER" --launch-timeout 10m true
+check 2 "--max-failures -1: not an integer" env SLURM_JOB_ID=5 "$ER" --max-failures -1 true
+check 2 "--launch-timeout needs a value" env SLURM_JOB_ID=5 "$ER" --launch-timeout
 check 3 "SLURM_JOB_ID=abc is not a job id" env SLURM_JOB_ID=abc "$ER" true
 # The job's ELASTIC_* contract, read by the same parser as libelastic's
 # (common/contract.c), with the same limits.
