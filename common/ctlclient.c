@@ -266,3 +266,17 @@ int elastic__ctl_ack(struct elastic_ctlclient *c, uint64_t order, uint32_t grant
 	}
 	return _send(c, &k, err);
 }
+
+int elastic__ctl_giveback(struct elastic_ctlclient *c, uint32_t grant, const char *reason,
+			  elastic_error_t *err)
+{
+	struct elastic_msg k = {.type = ELASTIC_MSG_GIVEBACK,
+				.present = ELASTIC_K_JOB | ELASTIC_K_GRANT,
+				.job = c->job,
+				.grant = grant};
+	if (reason && *reason) {
+		k.present |= ELASTIC_K_REASON;
+		snprintf(k.reason, sizeof(k.reason), "%s", reason);
+	}
+	return _send(c, &k, err);
+}

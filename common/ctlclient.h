@@ -105,4 +105,10 @@ int elastic__ctl_refuses_rec(const struct elastic_msg *m);
 int elastic__ctl_ack(struct elastic_ctlclient *c, uint64_t order, uint32_t grant,
 		     int result, const char *reason, elastic_error_t *err);
 
+/* Give a grant back that the job cannot use (a launch's step in it never
+ * began; reason: srun's words, may be NULL): elasticd cancels it. 0, or -1
+ * with err as for elastic__ctl_status. */
+int elastic__ctl_giveback(struct elastic_ctlclient *c, uint32_t grant, const char *reason,
+			  elastic_error_t *err);
+
 #endif

@@ -108,6 +108,8 @@ static const struct _rule _rules[ELASTIC_MSG_TYPE_MAX + 1] = {
 	[ELASTIC_MSG_END] = {"end", ELASTIC_K_COUNT, ELASTIC_K_REASON},
 	[ELASTIC_MSG_ERROR] = {"error", ELASTIC_K_REASON, ELASTIC_K_JOB},
 	[ELASTIC_MSG_ADMIN] = {"admin", ELASTIC_K_ACTION, ELASTIC_K_NODE},
+	[ELASTIC_MSG_GIVEBACK] = {"giveback", ELASTIC_K_JOB | ELASTIC_K_GRANT,
+				  ELASTIC_K_REASON},
 };
 
 static const char *_states[] = {"steady", "growing", "shrinking", "pending"};

@@ -44,6 +44,9 @@
  *                                an elasticd that restarted meanwhile);
  *                                result=refused or silence: cancelled at
  *                                the deadline anyway
+ *   job -> giveback (grant)      a grant the job cannot use (a launch's
+ *                                step in it never began): elasticd cancels
+ *                                it at once, and may grant again
  *   job -> status                progress, at will (step, rate, GPUs; the
  *                                re-form and recovery counts once there
  *                                are any: an elasticd older than them
@@ -83,14 +86,16 @@ enum elastic_msg_type {
 	ELASTIC_MSG_TARGET,  /* ctl -> job: the policy's size for the job (job, order,
 				target) */
 	ELASTIC_MSG_ACK, /* job -> ctl: order done or refused (job, order, result[..]) */
-	ELASTIC_MSG_QUERY,   /* anyone -> ctl: status of one job or all ([job]) */
-	ELASTIC_MSG_JOBINFO, /* ctl -> querier: one job's status */
-	ELASTIC_MSG_END,     /* ctl -> querier: end of the answer (count) */
-	ELASTIC_MSG_ERROR,   /* ctl -> peer: why its message was refused (reason[, job]),
+	ELASTIC_MSG_QUERY,    /* anyone -> ctl: status of one job or all ([job]) */
+	ELASTIC_MSG_JOBINFO,  /* ctl -> querier: one job's status */
+	ELASTIC_MSG_END,      /* ctl -> querier: end of the answer (count) */
+	ELASTIC_MSG_ERROR,    /* ctl -> peer: why its message was refused (reason[, job]),
 				sent just before the controller closes the connection */
-	ELASTIC_MSG_ADMIN,   /* root/SlurmUser -> ctl: pause, drain, resume or show
+	ELASTIC_MSG_ADMIN,    /* root/SlurmUser -> ctl: pause, drain, resume or show
 				elastic activity (action[, node]); answered by end */
-	ELASTIC_MSG_TYPE_MAX = ELASTIC_MSG_ADMIN,
+	ELASTIC_MSG_GIVEBACK, /* job -> ctl: a grant it cannot use (job, grant[,
+				 reason]): its launch's step there never began */
+	ELASTIC_MSG_TYPE_MAX = ELASTIC_MSG_GIVEBACK,
 };
 
 enum elastic_ack_result {

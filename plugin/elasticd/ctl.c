@@ -734,6 +734,25 @@ static void _on_ack(struct ed_ctl *c, struct _jobrt *rt, const struct elastic_ms
 	_rel_remove(c, r);
 }
 
+/* A grant the job cannot use: the step its launch needed there never began
+ * (an srun that slurmctld never gave its step). Cancelled at once if it is
+ * one this elasticd announced to the job; the policy may grant again. */
+static void _on_giveback(struct ed_ctl *c, struct _jobrt *rt, const struct elastic_msg *m)
+{
+	int ours = 0;
+	for (int i = 0; i < rt->nannounced; i++)
+		ours |= rt->announced[i] == m->grant;
+	if (!ours) {
+		ed_info("job %u: gives back grant %u, which is not one of its grants known here: ignored",
+			m->job, m->grant);
+		return;
+	}
+	ed_info("job %u: gives back grant %u, which it cannot use (%s)", m->job, m->grant,
+		m->reason[0] ? m->reason : "no reason given");
+	c->last_action_ms = ed_now_ms();
+	_cancel(c, m->grant, m->job, "given back by the job: unusable");
+}
+
 /* May uid say m on a connection registered for conn_job? Returns the job,
  * or NULL with err. */
 static struct _jobrt *_sender(struct ed_ctl *c, const struct elastic_msg *m, uid_t uid,
@@ -780,7 +799,7 @@ static int _on_message(void *arg, const struct elastic_msg *m, uid_t uid,
 	struct _jobrt *rt;
 
 	if (m->type != ELASTIC_MSG_HELLO && m->type != ELASTIC_MSG_STATUS &&
-	    m->type != ELASTIC_MSG_ACK)
+	    m->type != ELASTIC_MSG_ACK && m->type != ELASTIC_MSG_GIVEBACK)
 		return elastic__errorf(err, "a %s message is not one elasticd accepts",
 				       elastic_msg_type_name(m->type));
 	if (!(rt = _sender(c, m, uid, *conn_job, err)))
@@ -803,6 +822,9 @@ static int _on_message(void *arg, const struct elastic_msg *m, uid_t uid,
 		_take_rec(rt, m);
 		ed_debug("job %u: status %u GPUs, step %" PRIu64 ", %.1f samples/s",
 			 m->job, m->gpus, m->step, m->rate);
+		return 0;
+	case ELASTIC_MSG_GIVEBACK:
+		_on_giveback(c, rt, m);
 		return 0;
 	default:
 		_on_ack(c, rt, m);
