@@ -4,6 +4,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,9 @@
 #include "agent.h"
 #include "ldpath.h"
 #include "contract.h"
+#include "procsig.h"
 #include "runmap.h"
+#include "srunpipe.h"
 
 int elastic__agent_main(int argc, char **argv)
 {
@@ -74,11 +78,32 @@ int elastic__agent_main(int argc, char **argv)
 		free(cmd);
 		cmd = named;
 	}
+	/* the step says when it began (srunpipe.h): an srun whose step cannot
+	 * be created waits without a word */
+	char self[PATH_MAX], *told = NULL;
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (sl > 0 && (self[sl] = '\0', !strchr(self, '\'')) &&
+	    asprintf(&told, "'%s' --step-started;%s", self, cmd) > 0) {
+		free(cmd);
+		cmd = told;
+	}
 	snprintf(jobopt, sizeof(jobopt), "--jobid=%lu", job);
 	char *sargv[] = {
 		"srun", jobopt,	 "--overlap", "-N1", "-n1", "--kill-on-bad-exit=0",
 		"-w",	argv[0], "/bin/sh",   "-c",  cmd,   NULL};
-	execvp("srun", sargv);
-	fprintf(stderr, "elastic-run --agent: cannot run srun: %s\n", strerror(errno));
-	return 127;
+	/* srun is this agent's child, so that its words reach elastic-run:
+	 * the signals PRRTE or elastic-run send the agent are passed on */
+	struct sigaction sa = {.sa_handler = elastic__on_signal};
+	int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}, ws;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	elastic__child_in_group = 0;
+	if (elastic__srun_piped(sargv, job, argv[0], &ws) < 0)
+		return 127;
+	if (WIFSIGNALED(ws)) {
+		signal(WTERMSIG(ws), SIG_DFL);
+		raise(WTERMSIG(ws));
+		return 128 + WTERMSIG(ws);
+	}
+	return WEXITSTATUS(ws);
 }

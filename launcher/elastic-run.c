@@ -28,7 +28,9 @@
 #include "runlog.h"
 #include "runstate.h"
 #include "sets.h"
+#include "proto.h"
 #include "slurmlist.h"
+#include "srunpipe.h"
 #include "watch.h"
 
 #define BLANK_RETRY_S 1 /* before a launch that started nothing is retried */
@@ -113,6 +115,87 @@ static void _hold_out_lost(struct run *r)
 	r->sets.lost_look = now + 1.0;
 }
 
+struct _stepless {
+	struct run *r;
+	int daemons_missing; /* daemon steps that never began */
+	int held;
+};
+
+/* A step of the ended launch that never began. A daemon's step is always
+ * tried; a rank's only once every daemon began (the runtime starts ranks
+ * once its daemons are up). One in a grant that was tried makes the grant
+ * unusable for this run: left out, and given back to the controller. */
+static void _stepless_one(unsigned long job, const char *host, int daemon,
+			  const struct elastic_srun *s, void *arg)
+{
+	struct _stepless *k = arg;
+	struct run *r = k->r;
+	struct run_sets *sets = &r->sets;
+
+	if ((!daemon && k->daemons_missing) || job == r->job.jobid ||
+	    sets->nstepless >= (int)(sizeof(sets->stepless) / sizeof(sets->stepless[0])))
+		return;
+	for (int i = 0; i < sets->nstepless; i++)
+		if (sets->stepless[i] == job)
+			return;
+	sets->stepless[sets->nstepless++] = job;
+	k->held++;
+	const char *said = s && s->said[0] ? s->said : "nothing";
+	elastic__say(
+		"grant %lu on %s: the launch's %s step there never began (srun said: %s): left out of the next launches%s",
+		job, host, daemon ? "daemon" : "rank", said,
+		r->job.have_ctl ? ", given back to the controller" : "");
+	if (r->job.have_ctl) {
+		elastic_error_t err;
+		char why[ELASTIC_PROTO_TEXT_MAX];
+		/* (srun's words cut to what the message holds) */
+		snprintf(why, sizeof(why), "no step began there: srun said %.*s",
+			 (int)sizeof(why) - 40, said);
+		if (elastic__ctl_giveback(&r->job.ctl, (uint32_t)job, why, &err) < 0)
+			elastic__say("cannot tell the controller: %s", err.text);
+	}
+}
+
+static void _count_daemons(unsigned long job, const char *host, int daemon,
+			   const struct elastic_srun *s, void *arg)
+{
+	(void)job, (void)host, (void)s;
+	*(int *)arg += daemon;
+}
+
+/* A launch ended at its bound whose steps in a grant never began (an srun
+ * that slurmctld never gave a step: a restart, a job that cannot take one)
+ * launches again without that grant. srun says why only once signalled:
+ * its words are awaited a moment. Returns the grants so left out (their
+ * nodes are not held out as lost then: the ranks that never reported
+ * there were never started, for want of that step). */
+static int _hold_out_stepless(struct run *r)
+{
+	struct elastic_report *rep = &r->launch.rep;
+	struct _stepless k = {.r = r};
+	int missing = 0;
+
+	if (!r->launch.t_bound)
+		return 0;
+	for (double until = elastic__now() + 1.0; elastic__now() < until;) {
+		int silent = 0;
+		for (int i = 0; i < rep->nsrun; i++)
+			silent += !rep->srun[i].started && !rep->srun[i].said[0];
+		if (rep->nsrun && !silent)
+			break;
+		elastic__report_poll(rep, 100);
+	}
+	elastic__report_no_step(rep, &r->sets.launched, elastic__self_host(),
+				r->job.jobid, _count_daemons, &missing);
+	k.daemons_missing = missing;
+	elastic__report_no_step(rep, &r->sets.launched, elastic__self_host(),
+				r->job.jobid, _stepless_one, &k);
+	/* (the launch again on the same GPUs is for a launch that shows nothing) */
+	if (k.held)
+		r->launch.blank = 0;
+	return k.held;
+}
+
 /* A failure of the program's own in the launch that ended: the rank that
  * wrote its error, else the first that failed. Kept if it is the run's
  * first, and the run's exit status is that rank's. Returns 1 if there was
@@ -195,7 +278,8 @@ static enum run_state _reform(struct run *r)
 	int failed = sum->failed > 0 && _note_failure(r),
 	    committed = r->launch.fail_seen ? r->launch.fail_committed
 					    : elastic__progress_committed(r);
-	_hold_out_lost(r);
+	if (!_hold_out_stepless(r))
+		_hold_out_lost(r);
 	r->sets.seen_fresh = elastic__slurm_gpus(r, &r->sets.seen, &err) == 0;
 	int changed = !elastic__same_set(&r->sets.launched, &r->sets.seen);
 	elastic__say(
@@ -307,6 +391,8 @@ int main(int argc, char **argv)
 		return elastic__agent_main(argc - 2, argv + 2);
 	if (argc > 1 && strcmp(argv[1], "--rank-in-step") == 0)
 		return elastic__rank_in_step_main(argc - 2, argv + 2);
+	if (argc > 1 && strcmp(argv[1], "--step-started") == 0)
+		return elastic__step_started_main();
 	if (argc > 1 && strcmp(argv[1], "--rank") == 0)
 		return elastic__rank_main(argc - 2, argv + 2);
 	run.launch.status = 1;

@@ -325,6 +325,7 @@ enum run_setup elastic__files_setup(struct run *r, int *code)
 		fprintf(stderr, "elastic-run: %s\n", err.text);
 		return _exit_with(code, 1);
 	}
+	r->launch.rep.on_said = elastic__say_srun;
 	setenv("ELASTIC_RUN_REPORT", r->launch.rep.addr, 1);
 	setenv("ELASTIC_RUN_TOKEN", r->launch.rep.token, 1);
 	return RUN_SETUP_GO_ON;

@@ -20,6 +20,7 @@
 #include "procsig.h"
 #include "rank.h"
 #include "report.h"
+#include "srunpipe.h"
 #include "contract.h"
 #include "runmap.h"
 
@@ -311,7 +312,6 @@ static char *const _srun_rank[] = {"--mpi=none", "--export=ALL", "--kill-on-bad-
  * status. Costs an srun per such rank at each launch. */
 static int _run_in_step(unsigned long owner, char **argv, int *ws)
 {
-	pid_t parent = getpid();
 	char self[PATH_MAX], jobopt[48], host[256] = "";
 	const char *h = getenv("SLURMD_NODENAME");
 	int argc = 0;
@@ -344,26 +344,10 @@ static int _run_in_step(unsigned long owner, char **argv, int *ws)
 		av[n++] = argv[i];
 	av[n] = NULL;
 	elastic__child_in_group = 1;
-	if ((elastic__child = fork()) < 0) {
-		fprintf(stderr, "elastic-run --rank: fork: %s\n", strerror(errno));
-		free(av);
-		return -1;
-	}
-	if (elastic__child == 0) {
-		/* srun passes SIGTERM on to the step; a SIGKILLed srun would
-		 * leave the program running in it */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(1);
-		execvp("srun", av);
-		fprintf(stderr, "elastic-run --rank: cannot run srun: %s\n",
-			strerror(errno));
-		_exit(127);
-	}
+	int rc = elastic__srun_piped(av, owner, host, ws);
 	free(av);
-	while (waitpid(elastic__child, ws, 0) < 0 && errno == EINTR)
-		;
-	elastic__child = -1;
+	if (rc < 0)
+		return -1;
 	/* srun exits with the program's status (a planned re-form's 75
 	 * included), and with 128 + N for a program killed by signal N, as
 	 * when its grant ends (SIGTERM, then SIGKILL): that one becomes
@@ -385,6 +369,7 @@ int elastic__rank_in_step_main(int argc, char **argv)
 			"elastic-run --rank-in-step: needs ELASTIC_GPU and a program (internal mode)\n");
 		return ELASTIC_EXIT_USAGE;
 	}
+	elastic__step_started_main();
 	snprintf(c, sizeof(c), "%d", _cuda_ordinal(atoi(gpu)));
 	setenv("CUDA_VISIBLE_DEVICES", c, 1);
 	if (_rank_devcheck() < 0)

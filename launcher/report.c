@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include "gpuset.h"
 #include "report.h"
 
 #define MAGIC	 "ELASTICRUN1"
@@ -85,6 +86,7 @@ int elastic__report_begin(struct elastic_report *r, int nranks)
 	r->gen++;
 	r->err_from = 0;
 	r->err_text[0] = '\0';
+	r->nsrun = 0;
 	return 0;
 }
 
@@ -170,6 +172,120 @@ void elastic__report_format_error(char *buf, size_t len, const char *token, unsi
 		return;
 	size_t e = _escape(keep, k, buf + h, len - (size_t)h - 1);
 	snprintf(buf + h + e, len - (size_t)h - e, "\n");
+}
+
+void elastic__report_format_srun(char *buf, size_t len, const char *token, unsigned gen,
+				 unsigned long job, const char *host, const char *text)
+{
+	int h = snprintf(buf, len, "%s %s %u %s %lu %s", MAGIC, token, gen,
+			 text ? "srun" : "step", job, host);
+	if (h < 0 || (size_t)h + 3 >= len)
+		return;
+	size_t e = 0;
+	if (text) {
+		size_t n = strlen(text);
+		if (n >= ELASTIC_REPORT_SRUN_TEXT)
+			n = ELASTIC_REPORT_SRUN_TEXT - 1;
+		buf[h++] = ' ';
+		e = _escape(text, n, buf + h, len - (size_t)h - 1);
+	}
+	snprintf(buf + h + e, len - (size_t)h - e, "\n");
+}
+
+int elastic__report_take_srun(struct elastic_report *r, const char *line,
+			      const struct elastic_srun **said)
+{
+	char magic[16], token[40], kind[8], host[64];
+	char text[ELASTIC_REPORT_SRUN_TEXT];
+	unsigned gen;
+	unsigned long job;
+	int used = 0;
+	size_t o = 0;
+
+	*said = NULL;
+	if (sscanf(line, "%15s %39s %u %7s %lu %63s%n", magic, token, &gen, kind, &job,
+		   host, &used) != 6 ||
+	    strcmp(magic, MAGIC) || strcmp(token, r->token) || gen != r->gen || !job ||
+	    (strcmp(kind, "srun") && strcmp(kind, "step")))
+		return -1;
+	const char *p = line + used;
+	if (*p == ' ')
+		p++;
+	for (; *p && *p != '\n'; p++) {
+		char c = *p;
+		if (c == '\\' && (p[1] == 'n' || p[1] == '\\'))
+			c = *++p == 'n' ? '\n' : '\\';
+		if (o + 1 < sizeof(text))
+			text[o++] = c;
+	}
+	text[o] = '\0';
+	struct elastic_srun *s =
+		(struct elastic_srun *)elastic__report_srun(r, job, host);
+	if (!s) {
+		if (r->nsrun >= ELASTIC_REPORT_SRUNS)
+			return -1;
+		s = &r->srun[r->nsrun++];
+		memset(s, 0, sizeof(*s));
+		s->job = job;
+		snprintf(s->host, sizeof(s->host), "%s", host);
+	}
+	if (!strcmp(kind, "step")) {
+		s->started = 1;
+	} else if (o) {
+		snprintf(s->said, sizeof(s->said), "%s", text);
+		*said = s;
+	}
+	return 0;
+}
+
+const struct elastic_srun *elastic__report_srun(const struct elastic_report *r,
+						unsigned long job, const char *host)
+{
+	for (int i = 0; i < r->nsrun; i++)
+		if (r->srun[i].job == job && !strcmp(r->srun[i].host, host))
+			return &r->srun[i];
+	return NULL;
+}
+
+/* fn for job's step on host unless it began; 1 if it did not. */
+static int _no_step(const struct elastic_report *r, unsigned long job, const char *host,
+		    int daemon,
+		    void (*fn)(unsigned long, const char *, int,
+			       const struct elastic_srun *, void *),
+		    void *arg)
+{
+	const struct elastic_srun *s = elastic__report_srun(r, job, host);
+	if (s && s->started)
+		return 0;
+	fn(job, host, daemon, s, arg);
+	return 1;
+}
+
+int elastic__report_no_step(const struct elastic_report *r,
+			    const struct elastic_gpuset *set, const char *self,
+			    unsigned long own,
+			    void (*fn)(unsigned long job, const char *host, int daemon,
+				       const struct elastic_srun *s, void *arg),
+			    void *arg)
+{
+	int n = 0;
+	for (int h = 0; h < set->nhosts; h++) {
+		const struct elastic_host *x = &set->host[h];
+		int here = self && !strcmp(x->name, self);
+		/* (mpirun's own node: its daemon is mpirun, in the job's step) */
+		unsigned long daemon = here ? own : x->job;
+		if (!here)
+			n += _no_step(r, daemon, x->name, 1, fn, arg);
+		for (int g = 0; g < x->ngpus; g++) {
+			unsigned long j = x->gpu_job[g];
+			int seen = 0;
+			for (int k = 0; k < g; k++)
+				seen |= x->gpu_job[k] == j;
+			if (j && j != daemon && !seen)
+				n += _no_step(r, j, x->name, 0, fn, arg);
+		}
+	}
+	return n;
 }
 
 int elastic__report_parse_error(const struct elastic_report *r, const char *line,
@@ -342,6 +458,11 @@ int elastic__report_poll(struct elastic_report *r, int timeout_ms)
 				   elastic__report_parse_error(r, line, &rank,
 							       r->err_text) == 0) {
 				r->err_from = 1 + rank;
+			} else if (memchr(line, '\n', got)) {
+				const struct elastic_srun *said;
+				if (elastic__report_take_srun(r, line, &said) == 0 &&
+				    said && r->on_said)
+					r->on_said(said, said->said);
 			}
 		}
 		_drop(r, i); /* one line per connection, whole or nothing */

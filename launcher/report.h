@@ -23,6 +23,19 @@ struct elastic_rank_end {
 	int told;      /* elastic-run has said so (set by the caller) */
 };
 
+/* A Slurm step a launch needs besides mpirun's own: a daemon's (started by
+ * the launch agent's srun) or a rank's in another job's step (by its
+ * wrapper's srun). What its srun said of its own ("srun: ..." lines on its
+ * stderr) and whether the step began reach elastic-run as report lines. */
+#define ELASTIC_REPORT_SRUNS	 256
+#define ELASTIC_REPORT_SRUN_TEXT 240
+struct elastic_srun {
+	unsigned long job; /* the Slurm job of the step */
+	char host[64];
+	int started;			     /* its first process said so */
+	char said[ELASTIC_REPORT_SRUN_TEXT]; /* srun's last line ("": none) */
+};
+
 struct elastic_report {
 	int fd;		/* listening socket */
 	char token[33]; /* shared secret of this run (hex) */
@@ -35,6 +48,11 @@ struct elastic_report {
 	 * (ELASTIC_ERROR_FILE: a Python traceback), sent by its wrapper */
 	int err_from; /* 1 + the rank that sent it (0: none) */
 	char err_text[ELASTIC_REPORT_ERROR_MAX];
+	/* the steps of the current launch heard of (a step's start, or its
+	 * srun's words), and who is told at once of srun's words */
+	int nsrun;
+	struct elastic_srun srun[ELASTIC_REPORT_SRUNS];
+	void (*on_said)(const struct elastic_srun *s, const char *text);
 };
 
 /* Listen on all addresses, any port; addr uses this host's name. */
@@ -89,6 +107,36 @@ void elastic__report_format_error(char *buf, size_t len, const char *token, unsi
  * ELASTIC_REPORT_ERROR_MAX bytes), or -1. */
 int elastic__report_parse_error(const struct elastic_report *r, const char *line,
 				int *rank, char *text);
+
+/* The line of a step that began ("step": text NULL) or of a line its srun
+ * said of its own ("srun": text, escaped as an error's), for the step of
+ * job on host; buf of at least ELASTIC_REPORT_SRUN_LINE bytes. */
+#define ELASTIC_REPORT_SRUN_LINE (2 * ELASTIC_REPORT_SRUN_TEXT + 160)
+void elastic__report_format_srun(char *buf, size_t len, const char *token, unsigned gen,
+				 unsigned long job, const char *host, const char *text);
+
+/* Parse such a line into the launch's book of steps (r->srun): 0, with
+ * *said the entry when the line carried srun's words (else NULL), or -1. */
+int elastic__report_take_srun(struct elastic_report *r, const char *line,
+			      const struct elastic_srun **said);
+
+/* The book's entry of job's step on host, or NULL. */
+const struct elastic_srun *elastic__report_srun(const struct elastic_report *r,
+						unsigned long job, const char *host);
+
+/* The steps a launch on set needs besides mpirun's own (in job own on
+ * self): on every other host the daemon's, in the host's job (its launch
+ * agent's srun), and on every host a rank's in the job of each GPU that
+ * another job than the host's holds (its wrapper's srun). Calls fn for
+ * each that has not begun (s: the book's entry, NULL when its srun said
+ * nothing; daemon: 1 for a daemon's step), and returns how many. */
+struct elastic_gpuset;
+int elastic__report_no_step(const struct elastic_report *r,
+			    const struct elastic_gpuset *set, const char *self,
+			    unsigned long own,
+			    void (*fn)(unsigned long job, const char *host, int daemon,
+				       const struct elastic_srun *s, void *arg),
+			    void *arg);
 
 /* Send one line to "host:port" (5 s timeout). Returns 0 or -1. */
 int elastic__report_send(const char *addr, const char *line);

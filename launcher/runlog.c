@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "report.h"
 #include "runlog.h"
 
 int elastic__verbose;
@@ -31,4 +32,9 @@ void elastic__say(const char *fmt, ...)
 	/* one fprintf, one write(2): the ranks' output shares this stream,
 	 * and a line written in pieces could take a rank's line in between */
 	fprintf(stderr, "elastic-run %s.%03ld: %s\n", ts, now.tv_nsec / 1000000, msg);
+}
+
+void elastic__say_srun(const struct elastic_srun *s, const char *text)
+{
+	elastic__say("srun into job %lu on %s: %s", s->job, s->host, text);
 }

@@ -12,4 +12,9 @@ double elastic__now(void);
 /* "elastic-run HH:MM:SS.mmm: MESSAGE" on stderr, in one write. */
 void elastic__say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A line an srun of the launch said of its own, as it comes
+ * (elastic_report's on_said). */
+struct elastic_srun;
+void elastic__say_srun(const struct elastic_srun *s, const char *text);
+
 #endif

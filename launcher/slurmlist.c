@@ -134,6 +134,18 @@ static int _discover(const struct run *r, struct elastic_gpuset *set,
 	return 0;
 }
 
+const char *elastic__self_host(void)
+{
+	static char hn[256];
+	const char *h = getenv("SLURMD_NODENAME");
+
+	if (h && *h)
+		return h;
+	if (!hn[0] && gethostname(hn, sizeof(hn) - 1) < 0)
+		snprintf(hn, sizeof(hn), "localhost");
+	return hn;
+}
+
 int elastic__slurm_gpus_all(struct run *r, struct elastic_gpuset *set,
 			    elastic_error_t *err)
 {
@@ -149,11 +161,28 @@ int elastic__slurm_gpus_all(struct run *r, struct elastic_gpuset *set,
 	return 0;
 }
 
+/* 1 if job is a grant in which a launch's step never began (a gpuset
+ * callback; arg is the run's sets). */
+static int _stepless(unsigned long job, const void *arg)
+{
+	const struct run_sets *s = arg;
+	for (int i = 0; i < s->nstepless; i++)
+		if (s->stepless[i] == job)
+			return 1;
+	return 0;
+}
+
 int elastic__slurm_gpus(struct run *r, struct elastic_gpuset *set, elastic_error_t *err)
 {
 	if (elastic__slurm_gpus_all(r, set, err) < 0)
 		return -1;
 	elastic__lost_hold_out(&r->sets.lost, set);
+	if (r->sets.nstepless && elastic__gpuset_drop(set, _stepless, &r->sets)) {
+		/* a host's daemon runs in a job that stays there */
+		for (int h = 0; h < set->nhosts; h++)
+			if (_stepless(set->host[h].job, &r->sets))
+				set->host[h].job = set->host[h].gpu_job[0];
+	}
 	elastic__gpuset_trim(set, &r->job.req);
 	return 0;
 }

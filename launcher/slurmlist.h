@@ -6,7 +6,8 @@
 #include "run.h"
 
 /* The job's GPUs now (its allocation, then its running grant jobs in job id
- * order, less grants ordered released and nodes held out as lost: lost.h),
+ * order, less grants ordered released, nodes held out as lost (lost.h) and
+ * grants in which a launch's step never began),
  * cut to what it may use (--elastic-gpus MAX, sizes), into set: 0, or -1
  * with err. Grants announced as started that Slurm no longer lists leave
  * the book of orders. */
@@ -16,5 +17,8 @@ int elastic__slurm_gpus(struct run *r, struct elastic_gpuset *set, elastic_error
  * for the job (what elastic__lost_look compares with). */
 int elastic__slurm_gpus_all(struct run *r, struct elastic_gpuset *set,
 			    elastic_error_t *err);
+
+/* The node elastic-run (and mpirun) runs on: Slurm's name for it. */
+const char *elastic__self_host(void);
 
 #endif

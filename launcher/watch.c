@@ -319,23 +319,46 @@ static void _own_failure(struct run *r, const struct elastic_rank_end *e, int ra
 	r->launch.stop_due = r->launch.stop_now = 1;
 }
 
-/* What the launch shows at its bound, for people: the ranks that ended
- * (and how), then, host by host, those that never reported an end (still
- * starting, or never started: their srun or daemon did not come). */
+struct _text {
+	char *buf;
+	size_t len, o;
+};
+
+/* A step the launch needs that never began, for people. */
+static void _name_no_step(unsigned long job, const char *host, int daemon,
+			  const struct elastic_srun *s, void *arg)
+{
+	struct _text *t = arg;
+	if (t->o + 200 >= t->len)
+		return;
+	t->o += snprintf(t->buf + t->o, t->len - t->o,
+			 "%s%s: the %s step in job %lu never began (its srun %s%s)",
+			 t->o ? "; " : "", host, daemon ? "daemon's" : "rank's", job,
+			 s && s->said[0] ? "said: " : "waits for it, silent",
+			 s && s->said[0] ? s->said : "");
+}
+
+/* What the launch shows at its bound, for people: the Slurm steps it needs
+ * that never began (an srun whose step slurmctld cannot create waits for
+ * it without a word), the ranks that ended (and how), then, host by host,
+ * those that never reported an end (still starting, or never started). */
 static void _not_training(const struct run *r, char *buf, size_t len)
 {
 	const struct elastic_gpuset *set = &r->sets.launched;
 	const struct elastic_report *rep = &r->launch.rep;
-	size_t o = 0;
-	int rank = 0, ended = 0;
+	struct _text t = {buf, len, 0};
+	int rank = 0;
 
 	buf[0] = '\0';
+	elastic__report_no_step(rep, set, elastic__self_host(), r->job.jobid,
+				_name_no_step, &t);
+	size_t o = t.o;
 	for (int i = 0; i < rep->nranks && o + 200 < len; i++) {
 		if (rep->end[i].how == ELASTIC_RANK_UNKNOWN)
 			continue;
 		char d[200];
 		elastic__report_describe(rep, i, d, sizeof(d));
-		o += snprintf(buf + o, len - o, "%s%s", ended++ ? "; " : "", d);
+		o += snprintf(buf + o, len - o, "%s%s", o ? "; " : "", d);
 	}
 	for (int h = 0; h < set->nhosts; h++) {
 		const struct elastic_host *x = &set->host[h];
@@ -487,11 +510,15 @@ enum run_state elastic__watch(struct run *r)
 			break;
 		elastic__watch_record(r);
 		elastic__recovery_watch(r);
-		if (r->job.have_ctl)
-			_follow_orders(r);
-		_look_at_lost(r);
-		_replace_failed(r);
-		_stop_when_ready(r);
+		/* (a launch ended at a bound plans nothing more: the orders
+		 * wait for the next launch) */
+		if (!r->launch.t_bound) {
+			if (r->job.have_ctl)
+				_follow_orders(r);
+			_look_at_lost(r);
+			_replace_failed(r);
+			_stop_when_ready(r);
+		}
 		_launch_bound(r);
 		_ended_bound(r);
 		_kill_ended(r);

@@ -11,9 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include "gpuset.h"
 #include "report.h"
 
 /* A report book for a launch of n ranks, without its socket. */
@@ -276,13 +278,128 @@ static void error_text(void **state)
 	elastic__report_close(&r);
 }
 
+static const struct elastic_srun *heard;
+static char heard_text[ELASTIC_REPORT_SRUN_TEXT];
+static void on_said(const struct elastic_srun *s, const char *text)
+{
+	heard = s;
+	snprintf(heard_text, sizeof(heard_text), "%s", text);
+}
+
+/* What an srun of a launch says, and a step's start, reach the book; lines
+ * of another launch or run do not. */
+static void srun_lines(void **state)
+{
+	struct elastic_report r;
+	const struct elastic_srun *said;
+	char line[ELASTIC_REPORT_SRUN_LINE];
+
+	(void)state;
+	book(&r, 2);
+	r.on_said = on_said;
+	elastic__report_format_srun(
+		line, sizeof(line), r.token, r.gen, 41, "node2",
+		"error: Unable to create step for job 41: Job/step already completing\\x");
+	assert_int_equal(elastic__report_take_srun(&r, line, &said), 0);
+	assert_non_null(said);
+	assert_string_equal(
+		said->said,
+		"error: Unable to create step for job 41: Job/step already completing\\x");
+	assert_int_equal(said->started, 0);
+	assert_ptr_equal(elastic__report_srun(&r, 41, "node2"), said);
+	assert_null(elastic__report_srun(&r, 41, "node1"));
+	/* the step began */
+	elastic__report_format_srun(line, sizeof(line), r.token, r.gen, 41, "node2",
+				    NULL);
+	assert_int_equal(elastic__report_take_srun(&r, line, &said), 0);
+	assert_null(said);
+	assert_int_equal(elastic__report_srun(&r, 41, "node2")->started, 1);
+	assert_int_equal(r.nsrun, 1);
+	/* another launch's, another run's, and a rank's end are not such lines */
+	elastic__report_format_srun(line, sizeof(line), r.token, r.gen + 1, 42, "node2",
+				    NULL);
+	assert_int_equal(elastic__report_take_srun(&r, line, &said), -1);
+	elastic__report_format_srun(line, sizeof(line), "ffff", r.gen, 42, "node2", NULL);
+	assert_int_equal(elastic__report_take_srun(&r, line, &said), -1);
+	elastic__report_format(line, sizeof(line), r.token, r.gen, 1, ELASTIC_RANK_EXITED,
+			       0, "node2", 0);
+	assert_int_equal(elastic__report_take_srun(&r, line, &said), -1);
+	/* a new launch forgets them */
+	assert_int_equal(elastic__report_begin(&r, 2), 0);
+	assert_int_equal(r.nsrun, 0);
+	free(r.end);
+}
+
+static void note(unsigned long job, const char *host, int daemon,
+		 const struct elastic_srun *s, void *arg)
+{
+	char *out = arg;
+	size_t o = strlen(out);
+	snprintf(out + o, 512 - o, "%s%s:%lu:%s:%s", o ? " " : "", host, job,
+		 daemon ? "daemon" : "rank", s ? s->said : "-");
+}
+
+/* The steps a launch needs: on other hosts the daemon's in the host's job,
+ * and a rank's in each other job holding a GPU; mpirun's own is not one. */
+static void no_step(void **state)
+{
+	struct elastic_report r;
+	static struct elastic_gpuset set;
+	const struct elastic_srun *said;
+	char line[ELASTIC_REPORT_SRUN_LINE], out[512] = "";
+
+	(void)state;
+	book(&r, 6);
+	memset(&set, 0, sizeof(set));
+	set.nhosts = 2;
+	set.total = 6;
+	/* node1: the job's own 2 GPUs and 2 of grant 12 */
+	snprintf(set.host[0].name, sizeof(set.host[0].name), "node1");
+	set.host[0].job = 10;
+	set.host[0].ngpus = 4;
+	unsigned long j1[] = {10, 10, 12, 12};
+	/* node2: grant 13 hosts the daemon, grant 14 a GPU too */
+	snprintf(set.host[1].name, sizeof(set.host[1].name), "node2");
+	set.host[1].job = 13;
+	set.host[1].ngpus = 2;
+	unsigned long j2[] = {13, 14};
+	for (int g = 0; g < 4; g++) {
+		set.host[0].gpu[g] = g;
+		set.host[0].gpu_job[g] = j1[g];
+	}
+	for (int g = 0; g < 2; g++) {
+		set.host[1].gpu[g] = g;
+		set.host[1].gpu_job[g] = j2[g];
+	}
+	assert_int_equal(elastic__report_no_step(&r, &set, "node1", 10, note, out), 3);
+	assert_string_equal(out, "node1:12:rank:- node2:13:daemon:- node2:14:rank:-");
+	/* grant 12's step began; 13's srun said why it has none */
+	elastic__report_format_srun(line, sizeof(line), r.token, r.gen, 12, "node1",
+				    NULL);
+	assert_int_equal(elastic__report_take_srun(&r, line, &said), 0);
+	elastic__report_format_srun(line, sizeof(line), r.token, r.gen, 13, "node2",
+				    "Cancelled pending job step with signal 15");
+	assert_int_equal(elastic__report_take_srun(&r, line, &said), 0);
+	out[0] = '\0';
+	assert_int_equal(elastic__report_no_step(&r, &set, "node1", 10, note, out), 2);
+	assert_string_equal(
+		out,
+		"node2:13:daemon:Cancelled pending job step with signal 15 node2:14:rank:-");
+	/* run from node2 (not in the set's first host): node1's daemon too */
+	out[0] = '\0';
+	assert_int_equal(elastic__report_no_step(&r, &set, "node2", 13, note, out), 2);
+	assert_string_equal(out, "node1:10:daemon:- node2:14:rank:-");
+	free(r.end);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(round_trip), cmocka_unit_test(bad_lines),
 		cmocka_unit_test(ended_on),   cmocka_unit_test(cause),
 		cmocka_unit_test(one_poll),   cmocka_unit_test(failed_on_and_from),
-		cmocka_unit_test(error_text),
+		cmocka_unit_test(error_text), cmocka_unit_test(srun_lines),
+		cmocka_unit_test(no_step),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,12 @@
 #  - ended: a rank in a grant's step whose srun does not end after the program did (it
 #    is stopped, as one waiting for a restarting slurmctld to end its step): once every
 #    rank said how it ended, mpirun may run on 10 s; then the launch is ended.
+#  - stepless: the grant on node3 that hosts the job's daemon there is suspended as the
+#    launch agent's srun asks for its step (slurmctld then creates none: srun waits,
+#    silent, as after a slurmctld restart): at --launch-timeout 15 elastic-run names the
+#    step that never began, srun's words follow at once, and the grant is left out of
+#    the next launches (no controller to give it back to here: the controller test
+#    stepless_grant.sh does that).
 # The first two assert the bound (GPU-seconds held without training at most the bound
 # x 2 GPUs plus 2 s), the relaunch, every sample once per epoch and the reference
 # model, and that nothing of the ended launch is left running.
@@ -46,6 +52,27 @@ submit reform node2 2 ""
 ended=$(t_sbatch root -N1 -n1 -w node3 --gres=gpu:1 -H -o "$T_DIR/ended.out" -D "$T_DIR" --wrap "
 exec ./elastic-run -v -- $train --epochs 2 --samples 4096 --global-batch 128 --step-sleep 50000")
 t_grant_release "$ended" 1 node3
+ended_grant=$grant
+# stepless: its own GPU on node4, a grant of 1 on node3 (the daemon's step there); srun
+# as elastic-run calls it, but the first srun into that grant suspends it first
+mkdir -p "$T_DIR/bin"
+cat >"$T_DIR/bin/srun" <<EOS
+#!/bin/bash
+for a in "\$@"; do
+	case \$a in --jobid=*) g=\${a#--jobid=} ;; esac
+done
+if [ -n "\${g:-}" ] && grep -qx "\$g" "$T_DIR/hold-list" 2>/dev/null && mkdir "$T_DIR/hold-\$g" 2>/dev/null; then
+	scontrol suspend "\$g" && echo "test: grant \$g suspended before its srun" >&2
+fi
+exec /usr/bin/srun "\$@"
+EOS
+chmod +x "$T_DIR/bin/srun"
+stepless=$(t_sbatch root -N1 -n1 -w node4 --gres=gpu:1 -H -o "$T_DIR/stepless.out" -D "$T_DIR" --wrap "
+PATH=$T_DIR/bin:\$PATH exec ./elastic-run -v --launch-timeout 15 -- $train --epochs 2 --samples 4096 --global-batch 128 --step-sleep 20000")
+t_grant_start "$stepless" 1 node3
+echo "$grant" >"$T_DIR/hold-list"
+stepless_grant=$grant
+scontrol release "$stepless"
 # reform: the planned re-form at step 10
 end=$((SECONDS + 120))
 until grep -aq "^step 10 " "$T_DIR/reform.out" 2>/dev/null; do
@@ -65,11 +92,11 @@ until grep -aq "^step 10 " "$T_DIR/ended.out" 2>/dev/null; do
 	[ $SECONDS -lt $end ] || { cat "$T_DIR/ended.out"; t_fail "ended: no step 10"; }
 	sleep 0.05
 done
-stopped=$(t_pgrep -f "^srun --jobid=$grant --overlap .*--rank-in-step" || true)
+stopped=$(t_pgrep -f "^srun --jobid=$ended_grant --overlap .*--rank-in-step" || true)
 stopped=${stopped%%$'\n'*}
-[ -n "$stopped" ] || t_fail "ended: no srun into grant $grant"
+[ -n "$stopped" ] || t_fail "ended: no srun into grant $ended_grant"
 kill -STOP "$stopped"
-t_log "ended: srun $stopped (rank 1, in grant $grant's step) stopped at step 10"
+t_log "ended: srun $stopped (rank 1, in grant $ended_grant's step) stopped at step 10"
 
 check() { # name bound bound-words
 	local out=$T_DIR/$1.out line took
@@ -103,6 +130,26 @@ t_grep "job [0-9]+: finished \(1 launch," "$T_DIR/ended.out" "ended: the job did
 t_grep "^done: .* 0 bad, 0 violations" "$T_DIR/ended.out" "ended: samples not used exactly once per epoch"
 kill -CONT "$stopped" 2>/dev/null || true
 t_log "ended: $(grep -a 'every rank ended' "$T_DIR/ended.out" | sed 's/^elastic-run [0-9:.]*: //')"
+# stepless: the bound names the daemon's step that never began; srun's words follow at
+# once; the grant is left out and the job trains on its own GPU to the end
+g=$stepless_grant
+t_wait_job "$stepless" 120
+line=$(grep -a "no step committed .*the launch bound: --launch-timeout 15" "$T_DIR/stepless.out" | head -n1)
+[[ $line == *"node3: the daemon's step in job $g never began (its srun waits for it, silent)"* ]] ||
+	{ cat "$T_DIR/stepless.out"; t_fail "stepless: the bound's line does not name the daemon's step in grant $g: $line"; }
+tr -d '\0' <"$T_DIR/stepless.out" | awk -v g="$g" '
+	/no step committed .*the launch bound/ && !b { b = NR }
+	index($0, "srun into job " g " on node3: ") && / Unable to create step/ && !s { s = NR }
+	/: mpirun ended after / && b && !e { e = NR }
+	END { exit !(b && s > b && s < e) }' ||
+	t_fail "stepless: srun's words on grant $g are not between the bound's line and the launch's end"
+t_grep "grant $g on node3: the launch's daemon step there never began \(srun said: .*\): left out of the next launches$" \
+	"$T_DIR/stepless.out" "stepless: grant $g was not left out"
+t_grep "re-form 1: 1 rank on node4:1 GPU \(job $stepless\)" "$T_DIR/stepless.out" "stepless: no relaunch without grant $g"
+t_grep "^done: .* 0 bad, 0 violations" "$T_DIR/stepless.out" "stepless: samples not used exactly once per epoch"
+t_log "stepless: ${line#*: }"
+t_log "stepless: $(grep -a "srun into job $g on " "$T_DIR/stepless.out" | head -n1 | sed 's/^elastic-run //')"
+scancel "$g"
 # nothing of the ended launches is left: the stalled ranks and their wrappers
 left=$(t_pgrep -f "^sleep 3600" || true)
 [ -z "$left" ] || t_fail "processes of the ended launch are left: $left"
