@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/controller/stepless_grant.sh: a grant in which no step can begin (suspended
+# with scontrol as the launch's srun asks for its step, as a grant whose steps
+# slurmctld will not create after a restart) holds the job's launch; at the launch bound elastic-run
+# names the step that never began, srun's words reach its log at once, the grant is
+# left out and given back to elasticd, which cancels it and grants again. alice's job
+# (--launch-timeout 15) on node1, her grant on node1: the rank's step in the grant (its
+# wrapper's srun) never begins, as in the slurmctld restart this stands for. (A
+# daemon's step on another node: tests/launcher/launch_bound.sh.) She trains again on
+# her own GPU, grows back to 2 on the new grant and completes with the static run's
+# model, every sample once; GPU-seconds held without training are bounded by the
+# launch bound (15 s x 2 GPUs, 2 s of slack); no grant is left over and elasticd stays
+# up.
+. "${top_srcdir:-/src}/tests/lib.sh"
+. "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
+ctl_setup
+ctl_need_trainer
+t_ompi_env
+# node1: 2 GPUs for alice (her own, one grant); the other nodes: none
+ctl_block_gpus 2 node1
+ctl_block_nodes node2 node3 node4
+targs="--samples 4096 --global-batch 128"
+epochs=30
+ctl_reference $epochs "$targs"
+ctl_start
+
+# srun as elastic-run calls it, but the first srun into a grant named in hold-list (the
+# launch agent's for a daemon, a rank wrapper's) waits until the test suspended that grant:
+# slurmctld then creates no step in it, and the real srun waits for one, silent.
+mkdir -p "$T_DIR/bin"
+cat >"$T_DIR/bin/srun" <<EOS
+#!/bin/bash
+for a in "\$@"; do
+	case \$a in --jobid=*) g=\${a#--jobid=} ;; esac
+done
+if [ -n "\${g:-}" ] && grep -qx "\$g" "$T_DIR/hold-list" 2>/dev/null && mkdir "$T_DIR/hold-\$g" 2>/dev/null; then
+	for i in \$(seq 300); do [ -e "$T_DIR/held-\$g" ] && break; sleep 0.1; done
+fi
+exec /usr/bin/srun "\$@"
+EOS
+chmod 755 "$T_DIR/bin/srun" "$T_DIR/bin"
+
+declare -A job grant node
+submit() { # name user account node
+	cat >"$T_DIR/$1.sh" <<SH
+#!/bin/bash
+# (the launch waits until the job holds its grant)
+until [ -e "$T_DIR/go" ]; do sleep 0.1; done
+PATH=$T_DIR/bin:\$PATH exec $run -v --launch-timeout 15 -- $train --epochs $epochs $targs --step-sleep 20000 --compare $T_DIR/ref.model
+SH
+	chmod 755 "$T_DIR/$1.sh"
+	job[$1]=$(t_sbatch "$2" -A "$3" -J "$1" -D "$T_DIR" -o "$T_DIR/$1.out" \
+		--elastic-gpus=1-2 --elastic-grace=30 -N1 -n1 -w "$4" "$T_DIR/$1.sh")
+	echo "${job[$1]}" >>"$T_DIR/jobs"
+	local end=$((SECONDS + 30)) g
+	until g=$(squeue -h -n "elastic:${job[$1]}" -t R -o %i) && [ -n "$g" ]; do
+		[ $SECONDS -lt $end ] || t_fail "$1: no grant within 30 s"
+		sleep 0.1
+	done
+	grant[$1]=$g
+	node[$1]=$(squeue -h -j "$g" -o %N)
+	[ "${node[$1]}" = "$5" ] || {
+		squeue -a -o '%i %j %u %T %N %b %r' >&2
+		t_fail "$1: grant $g runs on ${node[$1]}, not $5"
+	}
+	t_log "$1: job ${job[$1]}, grant $g on $5"
+}
+submit alice alice acct_a node1 node1
+printf '%s\n' "${grant[alice]}" >"$T_DIR/hold-list"
+touch "$T_DIR/go"
+# the grant suspended as its first srun is about to ask for a step in it
+end=$((SECONDS + 60))
+for n in alice; do
+	g=${grant[$n]}
+	until [ -d "$T_DIR/hold-$g" ]; do
+		[ $SECONDS -lt $end ] || t_fail "$n: no srun into grant $g within 60 s"
+		sleep 0.05
+	done
+	scontrol suspend "$g" || t_fail "$n: cannot suspend grant $g"
+	touch "$T_DIR/held-$g"
+	t_log "$n: grant $g suspended as the launch's srun asks for a step there"
+done
+
+check() { # name step-kind
+	local n=$1 out=$T_DIR/$1.out g=${grant[$1]} line took
+	t_wait_job "${job[$n]}" 240
+	ctl_train_done "$out" $epochs
+	# the bound names the step that never began, and where
+	line=$(grep -aE "no step committed .* after mpirun started, 2 GPUs held \(the launch bound: --launch-timeout 15\)" "$out" | head -n1)
+	[ -n "$line" ] || { cat "$out"; t_fail "$n: no line of the launch bound"; }
+	[[ $line == *"${node[$n]}: the $2's step in job $g never began"* ]] ||
+		t_fail "$n: the bound's line does not name the $2's step in grant $g: $line"
+	took=$(sed -n 's/.*no step committed \([0-9.]*\) s after.*/\1/p' <<<"$line")
+	awk -v t="$took" 'BEGIN { exit !(t >= 15 && t <= 17) }' ||
+		t_fail "$n: the launch was ended after $took s, bound 15 s"
+	# srun's words, at once: after the bound's line, before the launch's end line
+	awk -v g="$g" '
+		/no step committed .*the launch bound/ && !b { b = NR }
+		index($0, "srun into job " g " on ") && / Unable to create step/ && !s { s = NR }
+		/: mpirun ended after / && b && !e { e = NR }
+		END { exit !(b && s > b && s < e) }' < <(tr -d '\0' <"$out") ||
+		t_fail "$n: srun's words on grant $g are not between the bound's line and the launch's end"
+	t_grep "grant $g on ${node[$n]}: the launch's $2 step there never began \(srun said: .*Unable to create step.*\): left out of the next launches, given back to the controller" \
+		"$out" "$n: grant $g was not left out and given back"
+	t_grep "job ${job[$n]}: gives back grant $g, which it cannot use" "$T_DIR/elasticd.log" \
+		"$n: elasticd did not hear the grant given back"
+	t_grep "job ${job[$n]}: cancelled grant $g \(given back by the job: unusable\)" "$T_DIR/elasticd.log" \
+		"$n: elasticd did not cancel grant $g"
+	# trained again at 2 on a grant of its own after that
+	tr -d '\0' <"$out" | awk -v g="$g" 'index($0, "grant " g " on ") && /left out/ { f = 1 } f && /^step [0-9]+ epoch [0-9]+ size 2 / { ok = 1 } END { exit !ok }' ||
+		t_fail "$n: did not train at 2 again after grant $g was given back"
+	t_log "$n: $(sed 's/^elastic-run [0-9:.]*: //' <<<"$line")"
+	t_log "$n: $(grep -a "srun into job $g on " "$out" | head -n1 | sed 's/^elastic-run //')"
+	t_log "$n: held without training $(awk -v t="$took" 'BEGIN { printf "%.1f", 2 * t }') GPU-s (bound 15 s x 2 GPUs)"
+}
+check alice rank
+# the grants given back are gone, and no grant is left over
+end=$((SECONDS + 15))
+while left=$(squeue -h -t PD,R,S -o '%i %j %T' | awk '$2 ~ /^elastic:/') && [ -n "$left" ]; do
+	[ $SECONDS -lt $end ] || t_fail "grants left over 15 s after the jobs ended: $left"
+	sleep 0.5
+done
+ctl_alive || t_fail "elasticd died"
+t_log "PASS"
