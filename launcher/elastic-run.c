@@ -105,14 +105,33 @@ static void _hold_out_lost(struct run *r)
 	if (!elastic__lost_mark(&r->sets.lost, &r->sets.launched, self, _reports,
 				&r->launch.rep, now))
 		return;
-	for (int i = 0; i < r->sets.lost.n; i++) {
+	r->sets.lost_mark = now;
+	r->sets.lost_look = now + 1.0;
+}
+
+/* The nodes marked lost as this mpirun ended, once Slurm's list (seen) says
+ * whether they are left out: a node whose daemon's grant Slurm no longer
+ * lists lost its ranks with that grant (lost.h), and its other GPUs are in
+ * the next launch. */
+static void _say_lost(struct run *r)
+{
+	for (int i = 0; r->sets.lost_mark && i < r->sets.lost.n; i++) {
 		const struct elastic_lost_node *n = &r->sets.lost.node[i];
-		if (n->since == now) /* marked just now */
+		if (n->since != r->sets.lost_mark) /* not marked just now */
+			continue;
+		int kept = 0;
+		for (int h = 0; h < r->sets.seen.nhosts; h++)
+			kept |= !strcmp(r->sets.seen.host[h].name, n->host);
+		if (kept)
+			elastic__say(
+				"%s: its ranks ended with the grant that hosted their daemon there (job %lu, no longer listed): the job's other GPUs there are taken again at once",
+				n->host, n->daemon);
+		else
 			elastic__say(
 				"%s: its ranks never said how they ended (the node or its daemon lost): left out while Slurm lists its GPUs there, for %.0f s at most",
 				n->host, n->until - n->since);
 	}
-	r->sets.lost_look = now + 1.0;
+	r->sets.lost_mark = 0;
 }
 
 struct _stepless {
@@ -278,9 +297,12 @@ static enum run_state _reform(struct run *r)
 	int failed = sum->failed > 0 && _note_failure(r),
 	    committed = r->launch.fail_seen ? r->launch.fail_committed
 					    : elastic__progress_committed(r);
-	if (!_hold_out_stepless(r))
+	/* (a re-form that takes back GPUs whose ranks were lost and healed
+	 * around holds none of their nodes out: it is there for them) */
+	if (!_hold_out_stepless(r) && !r->launch.replacing)
 		_hold_out_lost(r);
 	r->sets.seen_fresh = elastic__slurm_gpus(r, &r->sets.seen, &err) == 0;
+	_say_lost(r);
 	int changed = !elastic__same_set(&r->sets.launched, &r->sets.seen);
 	elastic__say(
 		"mpirun ended after %.1f s: %d rank%s ok, %d failed, %d asked to re-form, %d killed, %d lost%s",

@@ -303,9 +303,25 @@ static void _heal_shrink_set(struct run *r)
 	if (elastic__slurm_gpus(r, &r->sets.seen, &err) < 0 ||
 	    r->sets.seen.total >= r->sets.launched.total)
 		return;
+	char host[64];
+	unsigned long daemon = 0;
+	int orphans =
+		elastic__daemon_gone(&r->sets.launched, &r->sets.seen,
+				     elastic__self_host(), host, sizeof(host), &daemon);
 	elastic__sets_take_seen(&r->sets);
 	elastic__gpuset_describe(&r->sets.launched, desc, sizeof(desc));
 	elastic__say("GPUs now: %s", desc);
+	/* The grant whose step hosted a node's daemon ended: the ranks on the
+	 * node's other GPUs, which live on, ended with it. They are taken
+	 * back at once by a re-form onto all the job's GPUs (a node with no
+	 * daemon takes no rank in place). */
+	if (orphans && !r->launch.stop_due && !r->launch.stop_sent) {
+		elastic__say(
+			"%s: the grant that hosted its daemon (job %lu) ended, and its ranks there with it: re-forming onto all %d GPUs at once (%d there)",
+			host, daemon, r->sets.launched.total, orphans);
+		r->launch.replacing = 1;
+		r->launch.stop_due = 1;
+	}
 	/* (elasticd hears it with the next progress) */
 	r->job.ctl.gpus = r->sets.launched.total < r->ip.world ? r->sets.launched.total
 							       : r->ip.world;

@@ -26,6 +26,17 @@ static int _holds(const struct elastic_lost_node *n, const struct elastic_host *
 	return 0;
 }
 
+/* 1 if host x still has a GPU of n's daemon's job (or none was known). */
+static int _daemon_listed(const struct elastic_lost_node *n, const struct elastic_host *x)
+{
+	if (!n->daemon)
+		return 1;
+	for (int g = 0; g < x->ngpus; g++)
+		if (x->gpu_job[g] == n->daemon)
+			return 1;
+	return 0;
+}
+
 static int _seen_times(const struct elastic_lost *l, const char *host)
 {
 	for (int i = 0; i < l->nseen; i++)
@@ -80,6 +91,7 @@ int elastic__lost_mark(struct elastic_lost *l, const struct elastic_gpuset *laun
 		}
 		n->times++;
 		n->since = now;
+		n->daemon = x->job;
 		for (int g = 0; g < x->ngpus; g++)
 			if (!_has_job(n, x->gpu_job[g]) && n->njobs < ELASTIC_LOST_JOBS)
 				n->job[n->njobs++] = x->gpu_job[g];
@@ -100,7 +112,8 @@ int elastic__lost_hold_out(const struct elastic_lost *l, struct elastic_gpuset *
 	for (int h = 0; h < set->nhosts; h++) {
 		int out = 0;
 		for (int i = 0; i < l->n && !out; i++)
-			out = _holds(&l->node[i], &set->host[h]);
+			out = _holds(&l->node[i], &set->host[h]) &&
+			      _daemon_listed(&l->node[i], &set->host[h]);
 		if (out) {
 			dropped += set->host[h].ngpus;
 			continue;
@@ -123,17 +136,20 @@ struct elastic_lost_look elastic__lost_look(struct elastic_lost *l,
 
 	for (int i = 0; i < l->n; i++) {
 		const struct elastic_lost_node *n = &l->node[i];
-		int listed = 0;
+		int listed = 0, daemon = 1;
 		for (int h = 0; h < all->nhosts && !listed; h++)
-			listed = _holds(n, &all->host[h]);
-		if (listed && now < n->until) {
+			if ((listed = _holds(n, &all->host[h])))
+				daemon = _daemon_listed(n, &all->host[h]);
+		if (listed && daemon && now < n->until) {
 			l->node[k++] = *n;
 			continue;
 		}
-		if (listed)
+		if (listed) {
 			r.released++;
-		else
+			r.daemon_gone += !daemon;
+		} else {
 			r.gone++;
+		}
 		_remember(l, n);
 		snprintf(r.host, sizeof(r.host), "%s", n->host);
 		r.held_for = now - n->since;

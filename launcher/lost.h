@@ -8,7 +8,10 @@
  * longer lists them the node is forgotten (a new grant there is welcome);
  * if Slurm still lists them when the hold ends, the job takes the node
  * again (it was a daemon lost, not the node), and a node lost again is
- * held twice as long. */
+ * held twice as long. A node whose daemon's job (the grant whose step
+ * hosted it) Slurm no longer lists while it lists the node's other jobs
+ * lost its ranks with that grant's end, not with the node: it is not held
+ * out, and the job takes its other GPUs again at once. */
 #ifndef ELASTIC_LAUNCHER_LOST_H
 #define ELASTIC_LAUNCHER_LOST_H
 
@@ -23,6 +26,7 @@ struct elastic_lost_node {
 	char host[64];
 	int njobs;
 	unsigned long job[ELASTIC_LOST_JOBS]; /* the jobs whose GPUs it had */
+	unsigned long daemon;		      /* the job whose step hosted its daemon */
 	int times;			      /* lost so often in this run */
 	double since, until;		      /* held out from, until */
 };
@@ -50,13 +54,15 @@ int elastic__lost_mark(struct elastic_lost *l, const struct elastic_gpuset *laun
 		       double now);
 
 /* Drop from set the nodes held out (a host with a GPU of a job it held when
- * it was lost, whole). Returns the GPUs dropped. */
+ * it was lost, whole; not one where set lacks the daemon's job, see above).
+ * Returns the GPUs dropped. */
 int elastic__lost_hold_out(const struct elastic_lost *l, struct elastic_gpuset *set);
 
 /* What a look at Slurm changed for the nodes held out. */
 struct elastic_lost_look {
 	int gone;	 /* nodes forgotten: Slurm lists none of their jobs there */
 	int released;	 /* nodes whose hold ended, still listed: taken again */
+	int daemon_gone; /* of those, released early: their daemon's job ended */
 	char host[64];	 /* one of them, for the log */
 	double held_for; /* how long that one was held */
 };

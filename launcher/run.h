@@ -66,6 +66,7 @@ struct run_sets {
 	struct elastic_gpuset after_leave; /* launched less the leaving ranks' GPUs */
 	struct elastic_lost lost;	   /* nodes held out as lost (lost.h) */
 	double lost_look;		   /* when Slurm is next asked about them */
+	double lost_mark;		   /* when the last mpirun end marked some */
 	/* grants in which a launch's step never began: left out of the
 	 * run's launches (and given back to the controller) */
 	int nstepless;

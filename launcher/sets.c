@@ -156,3 +156,31 @@ void elastic__sets_take_after_leave(struct run_sets *s)
 {
 	memcpy(&s->launched, &s->after_leave, sizeof(s->launched));
 }
+
+int elastic__daemon_gone(const struct elastic_gpuset *launched,
+			 const struct elastic_gpuset *seen, const char *self, char *host,
+			 size_t len, unsigned long *job)
+{
+	int kept = 0;
+	for (int h = 0; h < launched->nhosts; h++) {
+		const struct elastic_host *x = &launched->host[h];
+		if (self && !strcmp(x->name, self))
+			continue;
+		for (int s = 0; s < seen->nhosts; s++) {
+			const struct elastic_host *y = &seen->host[s];
+			int daemon = 0;
+			if (strcmp(y->name, x->name))
+				continue;
+			for (int g = 0; g < y->ngpus; g++)
+				daemon |= y->gpu_job[g] == x->job;
+			if (daemon || !y->ngpus)
+				continue;
+			if (!kept) {
+				snprintf(host, len, "%s", x->name);
+				*job = x->job;
+			}
+			kept += y->ngpus;
+		}
+	}
+	return kept;
+}

@@ -76,4 +76,13 @@ int elastic__grants_add(const struct run *r);
  * would end them too), or -1. */
 int elastic__daemon_released(const struct run *r);
 
+/* Hosts of launched other than self whose daemon's job (the host's job)
+ * seen no longer lists while it lists other GPUs of the job there: the
+ * grant that hosted the daemon ended, and the ranks there with it, on a
+ * node that lives. The first such host and job into host (len bytes) and
+ * *job; returns the GPUs seen keeps on such hosts (0: none). */
+int elastic__daemon_gone(const struct elastic_gpuset *launched,
+			 const struct elastic_gpuset *seen, const char *self, char *host,
+			 size_t len, unsigned long *job);
+
 #endif

@@ -144,7 +144,8 @@ static void _look_at_lost(struct run *r)
 		elastic__say(
 			"%s: Slurm no longer lists the job's GPUs there (%.1f s after its ranks were lost): the job goes on without them",
 			k.host, k.held_for);
-	if (k.released) {
+	/* (one released for its daemon's grant ended is in the launch already) */
+	if (k.released > k.daemon_gone) {
 		elastic__say(
 			"%s: Slurm still lists the job's GPUs there %.0f s after its ranks were lost: taking them again",
 			k.host, k.held_for);

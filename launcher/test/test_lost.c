@@ -153,10 +153,50 @@ static void look_cases(void **state)
 	assert_int_equal(k.gone, 1);
 }
 
+/* The grant that hosted a node's daemon ended, the node's other grant is
+ * listed still: its ranks went with that grant, not with the node, so the
+ * node is not held out, and the next look forgets it at once. */
+static void daemon_grant_ended(void **state)
+{
+	(void)state;
+	static struct elastic_gpuset two, after;
+	struct reports rep = {{"n2"}, {4}};
+	struct elastic_lost_look k;
+
+	memset(&two, 0, sizeof(two));
+	memset(&after, 0, sizeof(after));
+	/* n1: grant 10 (1 GPU, its step hosts the daemon) and grant 12 (2) */
+	_host(&two, "n2", 7, 4);
+	_host(&two, "n1", 10, 1);
+	struct elastic_host *h = &two.host[1];
+	h->gpu[1] = 1, h->gpu_job[1] = 12;
+	h->gpu[2] = 2, h->gpu_job[2] = 12;
+	h->ngpus = 3;
+	two.total = two.raw = 7;
+	assert_int_equal(elastic__lost_mark(&book, &two, "n2", _reports, &rep, 100.0), 1);
+	assert_int_equal(book.node[0].daemon, 10);
+	/* while both grants are listed the node is held out (its daemon's
+	 * grant lives: the node or its daemon was lost) */
+	memcpy(&set, &two, sizeof(set));
+	assert_int_equal(elastic__lost_hold_out(&book, &set), 3);
+	/* grant 10 ended: grant 12's GPUs are taken at once */
+	_host(&after, "n2", 7, 4);
+	_host(&after, "n1", 12, 2);
+	after.host[1].gpu[0] = 1, after.host[1].gpu[1] = 2;
+	memcpy(&set, &after, sizeof(set));
+	assert_int_equal(elastic__lost_hold_out(&book, &set), 0);
+	assert_int_equal(set.total, 6);
+	k = elastic__lost_look(&book, &after, 101.0);
+	assert_int_equal(k.released, 1);
+	assert_int_equal(k.daemon_gone, 1);
+	assert_int_equal(book.n, 0);
+}
+
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test_setup(mark_cases, setup),
 	cmocka_unit_test_setup(hold_out, setup),
 	cmocka_unit_test_setup(look_cases, setup),
+	cmocka_unit_test_setup(daemon_grant_ended, setup),
 };
 
 int main(void)

@@ -14,12 +14,14 @@ lr_setup() {
 	cp "$top_builddir/launcher/elastic-run" "$T_DIR/"
 }
 
-# lr_start ARGS GRANT_GPUS: submits both jobs, starts the run; sets lead,
-# grant, train. The job's output is $T_DIR/lead.out. GRANT_GPUS 0: no grant
-# (the job alone on node1). LR_PATH: directories put before elastic-run's
-# PATH.
+# lr_start ARGS GRANT_GPUS [GRANT2_GPUS]: submits both jobs, starts the run;
+# sets lead, grant, train. The job's output is $T_DIR/lead.out. GRANT_GPUS 0:
+# no grant (the job alone on node1). GRANT2_GPUS: a second grant on node2
+# after the first (which then hosts node2's daemon), the first's id in
+# grant1, the second's in grant. LR_PATH: directories put before
+# elastic-run's PATH.
 lr_start() {
-	local args=$1 ggpus=$2
+	local args=$1 ggpus=$2 g2=${3:-}
 	lr_setup
 	# (elastic_train in place: its libtool wrapper finds libelastic in the build tree)
 	lead=$(t_sbatch root -N1 -n2 -w node1 --gres=gpu:2 -H -o "$T_DIR/lead.out" -D "$T_DIR" --wrap "
@@ -30,6 +32,10 @@ echo reference-done
 ${LR_PATH:+PATH=$LR_PATH:\$PATH }exec ./elastic-run -v -- $train $args --compare ref.model")
 	if [ "$ggpus" = 0 ]; then
 		scontrol release "$lead"
+	elif [ -n "$g2" ]; then
+		t_grant_start "$lead" "$ggpus"
+		grant1=$grant
+		t_grant_release "$lead" "$g2"
 	else
 		t_grant_release "$lead" "$ggpus"
 	fi
