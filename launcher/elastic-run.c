@@ -136,22 +136,20 @@ static void _say_lost(struct run *r)
 
 struct _stepless {
 	struct run *r;
-	int daemons_missing; /* daemon steps that never began */
 	int held;
 };
 
-/* A step of the ended launch that never began. A daemon's step is always
- * tried; a rank's only once every daemon began (the runtime starts ranks
- * once its daemons are up). One in a grant that was tried makes the grant
- * unusable for this run: left out, and given back to the controller. */
-static void _stepless_one(unsigned long job, const char *host, int daemon,
+/* A step of the ended launch that never began. One in a grant whose srun
+ * was started makes the grant unusable for this run: left out, and given
+ * back to the controller. */
+static void _stepless_one(unsigned long job, const char *host, int daemon, int tried,
 			  const struct elastic_srun *s, void *arg)
 {
 	struct _stepless *k = arg;
 	struct run *r = k->r;
 	struct run_sets *sets = &r->sets;
 
-	if ((!daemon && k->daemons_missing) || job == r->job.jobid ||
+	if (!tried || job == r->job.jobid ||
 	    sets->nstepless >= (int)(sizeof(sets->stepless) / sizeof(sets->stepless[0])))
 		return;
 	for (int i = 0; i < sets->nstepless; i++)
@@ -175,39 +173,19 @@ static void _stepless_one(unsigned long job, const char *host, int daemon,
 	}
 }
 
-static void _count_daemons(unsigned long job, const char *host, int daemon,
-			   const struct elastic_srun *s, void *arg)
-{
-	(void)job, (void)host, (void)s;
-	*(int *)arg += daemon;
-}
-
 /* A launch ended at its bound whose steps in a grant never began (an srun
  * that slurmctld never gave a step: a restart, a job that cannot take one)
- * launches again without that grant. srun says why only once signalled:
- * its words are awaited a moment. Returns the grants so left out (their
+ * launches again without that grant (srun's words were heard at the bound:
+ * watch.c). Returns the grants so left out (their
  * nodes are not held out as lost then: the ranks that never reported
  * there were never started, for want of that step). */
 static int _hold_out_stepless(struct run *r)
 {
-	struct elastic_report *rep = &r->launch.rep;
 	struct _stepless k = {.r = r};
-	int missing = 0;
 
 	if (!r->launch.t_bound)
 		return 0;
-	for (double until = elastic__now() + 1.0; elastic__now() < until;) {
-		int silent = 0;
-		for (int i = 0; i < rep->nsrun; i++)
-			silent += !rep->srun[i].started && !rep->srun[i].said[0];
-		if (rep->nsrun && !silent)
-			break;
-		elastic__report_poll(rep, 100);
-	}
-	elastic__report_no_step(rep, &r->sets.launched, elastic__self_host(),
-				r->job.jobid, _count_daemons, &missing);
-	k.daemons_missing = missing;
-	elastic__report_no_step(rep, &r->sets.launched, elastic__self_host(),
+	elastic__report_no_step(&r->launch.rep, &r->sets.launched, elastic__self_host(),
 				r->job.jobid, _stepless_one, &k);
 	/* (the launch again on the same GPUs is for a launch that shows nothing) */
 	if (k.held)

@@ -47,30 +47,40 @@ void elastic__on_usr1(int sig)
 }
 
 /* The parent of pid from /proc/PID/stat (after the command's parenthesis,
- * which may hold blanks), or -1. */
-static pid_t _parent_of(pid_t pid)
+ * which may hold blanks), or -1; its command name (comm) into comm. */
+static pid_t _parent_of(pid_t pid, char *comm, size_t clen)
 {
 	char path[64], buf[512];
 	FILE *f;
 	size_t n;
 
+	comm[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if (!(f = fopen(path, "re")))
 		return -1;
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	char *close = strrchr(buf, ')');
+	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
 	int ppid;
 	char state;
-	if (!close || sscanf(close + 1, " %c %d", &state, &ppid) != 2)
+	if (!open || !close || close < open ||
+	    sscanf(close + 1, " %c %d", &state, &ppid) != 2)
 		return -1;
+	size_t cl = (size_t)(close - open - 1);
+	if (cl >= clen)
+		cl = clen - 1;
+	memcpy(comm, open + 1, cl);
+	comm[cl] = '\0';
 	return (pid_t)ppid;
 }
 
-int elastic__kill_tree(pid_t root, int sig)
+/* sig to root's descendants (and root) whose command is only, or to all
+ * of them (only NULL). */
+static int _kill_tree(pid_t root, int sig, const char *only)
 {
 	pid_t *pid = NULL, *ppid = NULL;
+	char(*comm)[16] = NULL;
 	size_t n = 0, cap = 0;
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -88,10 +98,14 @@ int elastic__kill_tree(pid_t root, int sig)
 			if (!(b = realloc(ppid, c * sizeof(*b))))
 				break;
 			ppid = b;
+			char(*k)[16] = realloc(comm, c * sizeof(*k));
+			if (!k)
+				break;
+			comm = k;
 			cap = c;
 		}
 		pid[n] = (pid_t)atoi(e->d_name);
-		ppid[n] = _parent_of(pid[n]);
+		ppid[n] = _parent_of(pid[n], comm[n], sizeof(comm[n]));
 		n++;
 	}
 	if (d)
@@ -106,12 +120,24 @@ int elastic__kill_tree(pid_t root, int sig)
 				j++;
 			p = j < n ? ppid[j] : -1;
 		}
-		if (p == root && pid[i] != root && kill(pid[i], sig) == 0)
+		if (p == root && pid[i] != root && (!only || !strcmp(comm[i], only)) &&
+		    kill(pid[i], sig) == 0)
 			sent++;
 	}
 	free(pid);
 	free(ppid);
-	if (kill(root, sig) == 0)
+	free(comm);
+	if (!only && kill(root, sig) == 0)
 		sent++;
 	return sent;
+}
+
+int elastic__kill_tree(pid_t root, int sig)
+{
+	return _kill_tree(root, sig, NULL);
+}
+
+int elastic__kill_tree_only(pid_t root, int sig, const char *comm)
+{
+	return _kill_tree(root, sig, comm);
 }

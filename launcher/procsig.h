@@ -35,4 +35,8 @@ void elastic__on_usr1(int sig);
  * their sruns). Returns how many were signalled. */
 int elastic__kill_tree(pid_t root, int sig);
 
+/* The same for root's descendants whose command name is comm only ("srun"),
+ * root not included. */
+int elastic__kill_tree_only(pid_t root, int sig, const char *comm);
+
 #endif

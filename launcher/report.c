@@ -232,7 +232,10 @@ int elastic__report_take_srun(struct elastic_report *r, const char *line,
 	if (!strcmp(kind, "step")) {
 		s->started = 1;
 	} else if (o) {
-		snprintf(s->said, sizeof(s->said), "%s", text);
+		/* (its error is what says why: a line after it does not
+		 * replace it) */
+		if (strncmp(s->said, "error:", 6) || !strncmp(text, "error:", 6))
+			snprintf(s->said, sizeof(s->said), "%s", text);
 		*said = s;
 	}
 	return 0;
@@ -247,26 +250,29 @@ const struct elastic_srun *elastic__report_srun(const struct elastic_report *r,
 	return NULL;
 }
 
-/* fn for job's step on host unless it began; 1 if it did not. */
+/* fn for job's step on host unless it began; 1 if it did not. With fn
+ * NULL only the count: of daemons' steps (daemon 1) that did not begin. */
 static int _no_step(const struct elastic_report *r, unsigned long job, const char *host,
-		    int daemon,
-		    void (*fn)(unsigned long, const char *, int,
+		    int daemon, int tried,
+		    void (*fn)(unsigned long, const char *, int, int,
 			       const struct elastic_srun *, void *),
 		    void *arg)
 {
 	const struct elastic_srun *s = elastic__report_srun(r, job, host);
 	if (s && s->started)
 		return 0;
-	fn(job, host, daemon, s, arg);
+	if (fn)
+		fn(job, host, daemon, tried, s, arg);
 	return 1;
 }
 
-int elastic__report_no_step(const struct elastic_report *r,
-			    const struct elastic_gpuset *set, const char *self,
-			    unsigned long own,
-			    void (*fn)(unsigned long job, const char *host, int daemon,
-				       const struct elastic_srun *s, void *arg),
-			    void *arg)
+/* The steps of set that never began: every one (fn) or, fn NULL, only the
+ * daemons' (daemons). */
+static int _each_no_step(const struct elastic_report *r, const struct elastic_gpuset *set,
+			 const char *self, unsigned long own, int daemons, int tried,
+			 void (*fn)(unsigned long, const char *, int, int,
+				    const struct elastic_srun *, void *),
+			 void *arg)
 {
 	int n = 0;
 	for (int h = 0; h < set->nhosts; h++) {
@@ -275,17 +281,31 @@ int elastic__report_no_step(const struct elastic_report *r,
 		/* (mpirun's own node: its daemon is mpirun, in the job's step) */
 		unsigned long daemon = here ? own : x->job;
 		if (!here)
-			n += _no_step(r, daemon, x->name, 1, fn, arg);
-		for (int g = 0; g < x->ngpus; g++) {
+			n += _no_step(r, daemon, x->name, 1, 1, fn, arg);
+		for (int g = 0; g < x->ngpus && !daemons; g++) {
 			unsigned long j = x->gpu_job[g];
 			int seen = 0;
 			for (int k = 0; k < g; k++)
 				seen |= x->gpu_job[k] == j;
 			if (j && j != daemon && !seen)
-				n += _no_step(r, j, x->name, 0, fn, arg);
+				n += _no_step(r, j, x->name, 0, tried, fn, arg);
 		}
 	}
 	return n;
+}
+
+int elastic__report_no_step(const struct elastic_report *r,
+			    const struct elastic_gpuset *set, const char *self,
+			    unsigned long own,
+			    void (*fn)(unsigned long job, const char *host, int daemon,
+				       int tried, const struct elastic_srun *s,
+				       void *arg),
+			    void *arg)
+{
+	/* a rank's srun is tried once every daemon is up: the runtime starts
+	 * no rank before */
+	int tried = !_each_no_step(r, set, self, own, 1, 1, NULL, NULL);
+	return _each_no_step(r, set, self, own, 0, tried, fn, arg);
 }
 
 int elastic__report_parse_error(const struct elastic_report *r, const char *line,

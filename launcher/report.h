@@ -129,13 +129,16 @@ const struct elastic_srun *elastic__report_srun(const struct elastic_report *r,
  * agent's srun), and on every host a rank's in the job of each GPU that
  * another job than the host's holds (its wrapper's srun). Calls fn for
  * each that has not begun (s: the book's entry, NULL when its srun said
- * nothing; daemon: 1 for a daemon's step), and returns how many. */
+ * nothing; daemon: 1 for a daemon's step; tried: its srun was started,
+ * which a rank's is only once every daemon's step began: the runtime
+ * starts no rank before), and returns how many. */
 struct elastic_gpuset;
 int elastic__report_no_step(const struct elastic_report *r,
 			    const struct elastic_gpuset *set, const char *self,
 			    unsigned long own,
 			    void (*fn)(unsigned long job, const char *host, int daemon,
-				       const struct elastic_srun *s, void *arg),
+				       int tried, const struct elastic_srun *s,
+				       void *arg),
 			    void *arg);
 
 /* Send one line to "host:port" (5 s timeout). Returns 0 or -1. */

@@ -326,17 +326,56 @@ struct _text {
 };
 
 /* A step the launch needs that never began, for people. */
-static void _name_no_step(unsigned long job, const char *host, int daemon,
+static void _name_no_step(unsigned long job, const char *host, int daemon, int tried,
 			  const struct elastic_srun *s, void *arg)
 {
 	struct _text *t = arg;
-	if (t->o + 200 >= t->len)
+	if (t->o + 320 >= t->len)
 		return;
 	t->o += snprintf(t->buf + t->o, t->len - t->o,
-			 "%s%s: the %s step in job %lu never began (its srun %s%s)",
+			 "%s%s: the %s step in job %lu never began (%s%s)",
 			 t->o ? "; " : "", host, daemon ? "daemon's" : "rank's", job,
-			 s && s->said[0] ? "said: " : "waits for it, silent",
-			 s && s->said[0] ? s->said : "");
+			 !tried		   ? "its srun waits for the daemons"
+			 : s && s->said[0] ? "its srun said: "
+					   : "its srun waits for it, silent",
+			 tried && s && s->said[0] ? s->said : "");
+}
+
+/* A step tried that never began, whose srun said nothing yet (arg: count). */
+static void _count_silent(unsigned long job, const char *host, int daemon, int tried,
+			  const struct elastic_srun *s, void *arg)
+{
+	(void)job, (void)host, (void)daemon;
+	*(int *)arg += tried && !(s && s->said[0]);
+}
+
+/* How long the bound waits for the words of the sruns it signals. */
+#define SRUN_WORDS_S 1.0
+
+/* An srun whose step slurmctld does not create waits without a word, and
+ * says why only once signalled: at the bound the launch's sruns are sent
+ * SIGTERM first, and their words (said at once, elastic__say_srun) are
+ * awaited SRUN_WORDS_S at most, so that the bound's line can quote them. */
+static void _hear_sruns(struct run *r)
+{
+	struct elastic_report *rep = &r->launch.rep;
+	const char *self = elastic__self_host();
+	int silent = 0;
+
+	elastic__report_no_step(rep, &r->sets.launched, self, r->job.jobid, _count_silent,
+				&silent);
+	if (!silent)
+		return;
+	elastic__kill_tree_only(elastic__child, SIGTERM, "srun");
+	for (double until = elastic__now() + SRUN_WORDS_S; elastic__now() < until;) {
+		/* (what one srun says comes in a burst: one more poll after) */
+		elastic__report_poll(rep, 100);
+		if (!silent)
+			break;
+		silent = 0;
+		elastic__report_no_step(rep, &r->sets.launched, self, r->job.jobid,
+					_count_silent, &silent);
+	}
 }
 
 /* What the launch shows at its bound, for people: the Slurm steps it needs
@@ -425,7 +464,8 @@ static void _launch_bound(struct run *r)
 	double bound = elastic__launch_bound(r->opt.launch_timeout, l->slowest_first);
 	if (bound <= 0 || took < bound)
 		return;
-	char why[1024], what[160];
+	char why[1536], what[160];
+	_hear_sruns(r);
 	_not_training(r, why, sizeof(why));
 	if (l->slowest_first > 0 && bound < r->opt.launch_timeout)
 		snprintf(

@@ -330,13 +330,13 @@ static void srun_lines(void **state)
 	free(r.end);
 }
 
-static void note(unsigned long job, const char *host, int daemon,
+static void note(unsigned long job, const char *host, int daemon, int tried,
 		 const struct elastic_srun *s, void *arg)
 {
 	char *out = arg;
 	size_t o = strlen(out);
-	snprintf(out + o, 512 - o, "%s%s:%lu:%s:%s", o ? " " : "", host, job,
-		 daemon ? "daemon" : "rank", s ? s->said : "-");
+	snprintf(out + o, 512 - o, "%s%s:%lu:%s%s:%s", o ? " " : "", host, job,
+		 daemon ? "daemon" : "rank", tried ? "" : "(untried)", s ? s->said : "-");
 }
 
 /* The steps a launch needs: on other hosts the daemon's in the host's job,
@@ -372,7 +372,9 @@ static void no_step(void **state)
 		set.host[1].gpu_job[g] = j2[g];
 	}
 	assert_int_equal(elastic__report_no_step(&r, &set, "node1", 10, note, out), 3);
-	assert_string_equal(out, "node1:12:rank:- node2:13:daemon:- node2:14:rank:-");
+	/* (no rank's srun is tried while a daemon's step has not begun) */
+	assert_string_equal(out, "node1:12:rank(untried):- node2:13:daemon:- "
+				 "node2:14:rank(untried):-");
 	/* grant 12's step began; 13's srun said why it has none */
 	elastic__report_format_srun(line, sizeof(line), r.token, r.gen, 12, "node1",
 				    NULL);
@@ -382,13 +384,28 @@ static void no_step(void **state)
 	assert_int_equal(elastic__report_take_srun(&r, line, &said), 0);
 	out[0] = '\0';
 	assert_int_equal(elastic__report_no_step(&r, &set, "node1", 10, note, out), 2);
-	assert_string_equal(
-		out,
-		"node2:13:daemon:Cancelled pending job step with signal 15 node2:14:rank:-");
+	assert_string_equal(out,
+			    "node2:13:daemon:Cancelled pending job step with signal 15 "
+			    "node2:14:rank(untried):-");
+	/* srun's error is kept over a line it says after */
+	elastic__report_format_srun(line, sizeof(line), r.token, r.gen, 13, "node2",
+				    "error: Unable to create step for job 13");
+	assert_int_equal(elastic__report_take_srun(&r, line, &said), 0);
+	elastic__report_format_srun(line, sizeof(line), r.token, r.gen, 13, "node2",
+				    "Job step aborted");
+	assert_int_equal(elastic__report_take_srun(&r, line, &said), 0);
+	assert_string_equal(said->said, "error: Unable to create step for job 13");
+	/* the daemon began: the rank's srun on node2 is tried */
+	elastic__report_format_srun(line, sizeof(line), r.token, r.gen, 13, "node2",
+				    NULL);
+	assert_int_equal(elastic__report_take_srun(&r, line, &said), 0);
+	out[0] = '\0';
+	assert_int_equal(elastic__report_no_step(&r, &set, "node1", 10, note, out), 1);
+	assert_string_equal(out, "node2:14:rank:-");
 	/* run from node2 (not in the set's first host): node1's daemon too */
 	out[0] = '\0';
 	assert_int_equal(elastic__report_no_step(&r, &set, "node2", 13, note, out), 2);
-	assert_string_equal(out, "node1:10:daemon:- node2:14:rank:-");
+	assert_string_equal(out, "node1:10:daemon:- node2:14:rank(untried):-");
 	free(r.end);
 }
 

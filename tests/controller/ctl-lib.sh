@@ -149,19 +149,56 @@ ctl_job() { # user account min max grace [priority]
 # A job of USER that trains for real (after ctl_need_trainer): its batch
 # script $T_DIR/NAME.sh execs elastic-run -v over elastic_train with
 # TRAIN_ARGS, its output goes to $T_DIR/NAME.out; SBATCH_ARGS (the elastic
-# request, nodes...) follow. With PRIORITY (not empty) it enters the split
+# request, nodes...) follow. CTL_TRAIN_PATH: a directory put before elastic-run's
+# PATH (ctl_srun_hold). With PRIORITY (not empty) it enters the split
 # with that priority (ctl_start_with_priority). Prints its id.
 ctl_train_job() { # name user account "train args" priority sbatch-args...
 	local name=$1 u=$2 a=$3 targs=$4 prio=$5 id extra=()
 	shift 5
 	[ -n "$prio" ] && extra=("$CTL_DEFER")
-	printf '#!/bin/bash\nexec %s -v -- %s %s\n' "$run" "$train" "$targs" >"$T_DIR/$name.sh"
+	printf '#!/bin/bash\n%sexec %s -v -- %s %s\n' "${CTL_TRAIN_PATH:+PATH=$CTL_TRAIN_PATH:\$PATH }" \
+		"$run" "$train" "$targs" >"$T_DIR/$name.sh"
 	chmod 755 "$T_DIR/$name.sh"
 	id=$(t_sbatch "$u" -A "$a" -J "$name" "${extra[@]}" -D "$T_DIR" -o "$T_DIR/$name.out" \
 		"$@" "$T_DIR/$name.sh")
 	echo "$id" >>"$T_DIR/jobs"
 	[ -z "$prio" ] || ctl_start_with_priority "$id" "$prio"
 	echo "$id"
+}
+
+# srun for elastic-run's PATH ($T_DIR/bin: CTL_TRAIN_PATH, or a job script's PATH):
+# the real one, but the first srun into a job named in $T_DIR/hold-list ("any":
+# any job but the one of the caller's step) makes $T_DIR/hold-JOB and waits up to
+# 30 s for $T_DIR/held-JOB, so that the test acts on Slurm (suspends that job,
+# stops slurmctld) exactly while a launch asks for its step. ctl_srun_wait JOB|any
+# waits for such an srun and prints its job.
+ctl_srun_hold() {
+	mkdir -p "$T_DIR/bin"
+	cat >"$T_DIR/bin/srun" <<EOS
+#!/bin/bash
+for a in "\$@"; do
+	case \$a in --jobid=*) g=\${a#--jobid=} ;; esac
+done
+if [ -n "\${g:-}" ] && [ "\$g" != "\${SLURM_JOB_ID:-}" ] &&
+	grep -qxE "\$g|any" "$T_DIR/hold-list" 2>/dev/null && mkdir "$T_DIR/hold-\$g" 2>/dev/null; then
+	for i in \$(seq 300); do [ -e "$T_DIR/held-\$g" ] && break; sleep 0.1; done
+fi
+exec /usr/bin/srun "\$@"
+EOS
+	chmod 755 "$T_DIR/bin/srun" "$T_DIR/bin"
+}
+ctl_srun_wait() { # job|any timeout
+	local end=$((SECONDS + $2)) d
+	while :; do
+		for d in "$T_DIR"/hold-*/; do
+			[ -d "$d" ] || continue
+			d=${d%/}
+			d=${d##*/hold-}
+			[ ! -e "$T_DIR/held-$d" ] && { [ "$1" = any ] || [ "$1" = "$d" ]; } && { echo "$d"; return 0; }
+		done
+		[ $SECONDS -lt $end ] || t_fail "no srun into job $1 within $2 s"
+		sleep 0.05
+	done
 }
 
 # The trainer's static reference: EPOCHS epochs of TARGS on 2 ranks, its

@@ -43,7 +43,8 @@ check 1 "host nodeY is not in this job's GPU set" env ELASTIC_RUN_MAP="node1=5:0
 bin=$(mktemp -d)
 printf '#!/bin/sh\necho "srun $*"\n' >"$bin/srun"
 chmod +x "$bin/srun"
-check 0 "srun --jobid=6 --overlap -N1 -n1 --kill-on-bad-exit=0 -w nodeY /bin/sh -c true" \
+# (the step says it began first: elastic-run --step-started)
+check 0 "srun --jobid=6 --overlap -N1 -n1 --kill-on-bad-exit=0 -w nodeY /bin/sh -c '$(readlink -f "$ER")' --step-started;true" \
 	env PATH="$bin:$PATH" ELASTIC_RUN_MAP="node1=5:0" ELASTIC_RUN_MAP_FILE="$mapf" "$ER" --agent nodeY true
 rm -rf "$mapf" "$bin"
 # the rank wrapper of a joined rank (internal mode, started by libelastic)
