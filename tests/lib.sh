@@ -168,8 +168,9 @@ t_ctld_files() {
 # Stop slurmctld (it saves its state, as SIGTERM does: an admin's restart
 # for an upgrade or a failover), keep it down DOWN seconds and start it again
 # as testbed/cluster does (slurmctld -i); fails unless it answers within
-# 30 s and still runs 2 s later. T_CTLD_FROM: where this start's part of the
-# log begins. Needs t_ctld_files.
+# 30 s and still runs 2 s later. T_CTLD_DOWN_HOOK: a command run once it is
+# down. T_CTLD_FROM: where this start's part of the log begins. Needs
+# t_ctld_files.
 t_ctld_restart() { # down-seconds
 	local pid end
 	pid=$(cat "$T_CTLD_PIDFILE" 2>/dev/null || true)
@@ -179,6 +180,7 @@ t_ctld_restart() { # down-seconds
 		[ $SECONDS -lt $end ] || t_fail "slurmctld $pid did not stop"
 		sleep 0.1
 	done
+	[ -z "${T_CTLD_DOWN_HOOK:-}" ] || eval "$T_CTLD_DOWN_HOOK"
 	sleep "$1"
 	T_CTLD_FROM=$(($(stat -c %s "$T_CTLD_LOG") + 1))
 	slurmctld -i </dev/null >/dev/null 2>>"$T_CTLD_LOG" ||

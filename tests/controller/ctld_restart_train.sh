@@ -6,7 +6,9 @@
 #  1. down 5 s while she trains: she trains on through it, her grants kept;
 #  2. down 3 s from the moment elastic-run hears a shrink's release order (bob's job
 #     arrived): she trains again at her new size within elastic-run's bounds
-#     (GPU-seconds held without training bounded).
+#     (GPU-seconds held without training bounded);
+#  3. down 3 s from the moment a planned re-form's srun into one of her grants asks
+#     for its step (ctl_srun_hold): she trains again within the same bounds.
 # She completes with the static run's model, every sample once per epoch and no step
 # committed twice; elasticd never took her job for ended, no grant is left over and
 # elasticd stays up.
@@ -18,9 +20,10 @@ t_ompi_env
 t_ctld_files
 ctl_block_nodes node3 node4
 targs="--samples 4096 --global-batch 128"
-epochs=60
+epochs=80
 ctl_reference $epochs "$targs"
 ctl_start
+ctl_srun_hold
 out=$T_DIR/alice.out
 
 # Latest size rank 0 of alice's job reported, and the number of step lines so far.
@@ -34,7 +37,7 @@ wait_size() { # size timeout
 	done
 }
 
-j1=$(ctl_train_job alice alice acct_a "--epochs $epochs $targs --step-sleep 25000 --compare $T_DIR/ref.model" "" \
+j1=$(CTL_TRAIN_PATH=$T_DIR/bin ctl_train_job alice alice acct_a "--epochs $epochs $targs --step-sleep 25000 --compare $T_DIR/ref.model" "" \
 	--elastic-gpus=1-8 --elastic-grace=30 -N1 -n1)
 ctl_wait_split 30 "$j1=8"
 wait_size 8 90
@@ -76,6 +79,29 @@ t_log "alice trains at $held again ${gap} s after slurmctld answered"
 [ "$gap" -le 60 ] || t_fail "alice's job held its GPUs ${gap} s without training (bounds 10 + 30 + 5 s, 15 s to relaunch)"
 grep -a "no step committed .* the launch bound" "$out" | sed 's/^/bound: /' || true
 
+# 3. slurmctld stopped while a planned re-form's srun into a grant asks for its step.
+echo any >"$T_DIR/hold-list"
+er=$(t_pgrep -f "elastic-run -v -- $train" | head -n1)
+[ -n "$er" ] || t_fail "no elastic-run of alice's"
+n_before=$(grep -ac "re-form [0-9]*" "$out" || true)
+kill -USR1 "$er"
+g=$(ctl_srun_wait any 60)
+: >"$T_DIR/hold-list"
+t_log "alice's planned re-form asks for a step in job $g: slurmctld stops now"
+T_CTLD_DOWN_HOOK="touch '$T_DIR/held-$g'" t_ctld_restart 3
+back=$SECONDS
+n0=$(steps_now)
+end=$((SECONDS + 120))
+until [ "$(steps_now)" -gt "$n0" ]; do
+	[ $SECONDS -lt $end ] || { tail -n 40 "$out" >&2; t_fail "alice's job did not train again within 120 s of slurmctld's return (srun creation)"; }
+	sleep 0.1
+done
+gap3=$((SECONDS - back))
+held3=$(size_now)
+t_log "alice trains at $(size_now) again ${gap3} s after slurmctld answered (its srun asked for a step while it was down)"
+[ "$gap3" -le 60 ] || t_fail "alice's job held its GPUs ${gap3} s without training after the srun-creation restart"
+[ "$(grep -ac "re-form [0-9]*" "$out")" -gt "$n_before" ] || t_fail "no re-form after SIGUSR1"
+
 # slurmctld's outage is no end of the jobs: elasticd cancelled none of alice's grants
 # for that (a failed query while slurmctld restarted is not "ended")
 grep -a "job $j1: ended or no longer elastic\|cancelled grant .*(its elastic job ended)" "$T_DIR/elasticd.log" &&
@@ -93,4 +119,4 @@ while left=$(squeue -h -t PD,R -o '%i %j %T' | awk '$2 ~ /^elastic:/') && [ -n "
 	sleep 0.5
 done
 ctl_alive || t_fail "elasticd died"
-t_log "PASS: at most $((held * gap)) GPU-s held without training after the restart ($held GPUs x ${gap} s)"
+t_log "PASS: at most $((held * gap)) GPU-s held without training after the restart at the release ($held GPUs x ${gap} s), $((held3 * gap3)) after the one at the srun ($held3 GPUs x ${gap3} s)"
