@@ -341,12 +341,13 @@ static void _name_no_step(unsigned long job, const char *host, int daemon, int t
 			 tried && s && s->said[0] ? s->said : "");
 }
 
-/* A step tried that never began, whose srun said nothing yet (arg: count). */
+/* A step tried that never began, whose srun has not said its error yet
+ * (arg: count). */
 static void _count_silent(unsigned long job, const char *host, int daemon, int tried,
 			  const struct elastic_srun *s, void *arg)
 {
 	(void)job, (void)host, (void)daemon;
-	*(int *)arg += tried && !(s && s->said[0]);
+	*(int *)arg += tried && !(s && !strncmp(s->said, "error:", 6));
 }
 
 /* How long the bound waits for the words of the sruns it signals. */
@@ -355,7 +356,8 @@ static void _count_silent(unsigned long job, const char *host, int daemon, int t
 /* An srun whose step slurmctld does not create waits without a word, and
  * says why only once signalled: at the bound the launch's sruns are sent
  * SIGTERM first, and their words (said at once, elastic__say_srun) are
- * awaited SRUN_WORDS_S at most, so that the bound's line can quote them. */
+ * awaited until each has said its error, SRUN_WORDS_S at most, so that the
+ * bound's line can quote them. */
 static void _hear_sruns(struct run *r)
 {
 	struct elastic_report *rep = &r->launch.rep;
