@@ -59,9 +59,11 @@ printf '%s\n' "${grant[alice]}" >"$T_DIR/hold-list"
 touch "$T_DIR/go"
 # the grant suspended as its first srun is about to ask for a step in it
 g=$(ctl_srun_wait "${grant[alice]}" 60)
-# (once elastic-run heard elasticd announce it: a suspended grant is not listed, and
-# an announcement heard after would make a change of the set of it)
+# (once elastic-run heard elasticd announce it and looked at Slurm's list after: a
+# suspended grant is not listed, and a look after the suspension would make a change
+# of the set of it, not a launch that cannot start)
 ctl_wait_line 10 "$T_DIR/alice.out" "controller: grant $g started" "elasticd did not announce grant $g"
+sleep 1
 scontrol suspend "$g" || t_fail "alice: cannot suspend grant $g"
 touch "$T_DIR/held-$g"
 t_log "alice: grant $g suspended as the launch's srun asks for a step there"
