@@ -150,14 +150,14 @@ ctl_job() { # user account min max grace [priority]
 # script $T_DIR/NAME.sh execs elastic-run -v over elastic_train with
 # TRAIN_ARGS, its output goes to $T_DIR/NAME.out; SBATCH_ARGS (the elastic
 # request, nodes...) follow. CTL_TRAIN_PATH: a directory put before elastic-run's
-# PATH (ctl_srun_hold). With PRIORITY (not empty) it enters the split
+# PATH (ctl_srun_hold); CTL_RUN_ARGS: elastic-run's options. With PRIORITY (not empty) it enters the split
 # with that priority (ctl_start_with_priority). Prints its id.
 ctl_train_job() { # name user account "train args" priority sbatch-args...
 	local name=$1 u=$2 a=$3 targs=$4 prio=$5 id extra=()
 	shift 5
 	[ -n "$prio" ] && extra=("$CTL_DEFER")
-	printf '#!/bin/bash\n%sexec %s -v -- %s %s\n' "${CTL_TRAIN_PATH:+PATH=$CTL_TRAIN_PATH:\$PATH }" \
-		"$run" "$train" "$targs" >"$T_DIR/$name.sh"
+	printf '#!/bin/bash\n%sexec %s -v %s-- %s %s\n' "${CTL_TRAIN_PATH:+PATH=$CTL_TRAIN_PATH:\$PATH }" \
+		"$run" "${CTL_RUN_ARGS:+$CTL_RUN_ARGS }" "$train" "$targs" >"$T_DIR/$name.sh"
 	chmod 755 "$T_DIR/$name.sh"
 	id=$(t_sbatch "$u" -A "$a" -J "$name" "${extra[@]}" -D "$T_DIR" -o "$T_DIR/$name.out" \
 		"$@" "$T_DIR/$name.sh")

@@ -8,7 +8,11 @@
 #     arrived): she trains again at her new size within elastic-run's bounds
 #     (GPU-seconds held without training bounded);
 #  3. down 3 s from the moment a planned re-form's srun into one of her grants asks
-#     for its step (ctl_srun_hold): she trains again within the same bounds.
+#     for its step (ctl_srun_hold): she trains again within the same bounds;
+#  4. down 3 s from the moment elasticd submits a grant for her (bob's job ended;
+#     submit_hold.c holds the submission until slurmctld is down): she trains on
+#     through it, elasticd submits a grant once slurmctld answers, and she never
+#     holds more than her 8 GPUs (no grant doubled).
 # She completes with the static run's model, every sample once per epoch and no step
 # committed twice; elasticd never took her job for ended, no grant is left over and
 # elasticd stays up.
@@ -20,9 +24,15 @@ t_ompi_env
 t_ctld_files
 ctl_block_nodes node3 node4
 targs="--samples 4096 --global-batch 128"
-epochs=80
+epochs=70
 ctl_reference $epochs "$targs"
-ctl_start
+# elasticd's grant submissions, held on demand (case 4)
+hold=$T_DIR/submit-hold
+mkdir -p "$hold"
+chmod 777 "$hold"
+cc -shared -fPIC -o "$T_DIR/submit_hold.so" "${top_srcdir:-/src}/tests/controller/submit_hold.c" -ldl ||
+	t_fail "cannot build submit_hold.so"
+LD_PRELOAD=$T_DIR/submit_hold.so SUBMIT_HOLD_DIR=$hold ctl_start
 ctl_srun_hold
 out=$T_DIR/alice.out
 
@@ -37,7 +47,8 @@ wait_size() { # size timeout
 	done
 }
 
-j1=$(CTL_TRAIN_PATH=$T_DIR/bin ctl_train_job alice alice acct_a "--epochs $epochs $targs --step-sleep 25000 --compare $T_DIR/ref.model" "" \
+# (--launch-timeout 15: the bound of a launch that cannot start after a restart)
+j1=$(CTL_TRAIN_PATH=$T_DIR/bin CTL_RUN_ARGS="--launch-timeout 15" ctl_train_job alice alice acct_a "--epochs $epochs $targs --step-sleep 25000 --compare $T_DIR/ref.model" "" \
 	--elastic-gpus=1-8 --elastic-grace=30 -N1 -n1)
 ctl_wait_split 30 "$j1=8"
 wait_size 8 90
@@ -74,14 +85,14 @@ gap=$((SECONDS - back))
 held=$(size_now)
 t_log "alice trains at $held again ${gap} s after slurmctld answered"
 # elastic-run's bounds: mpirun may run on 10 s once every rank ended (an srun that
-# cannot end its step), the next launch 30 s without a commit, 5 s from SIGTERM to
-# SIGKILL, and 15 s are left for the launch that trains
-[ "$gap" -le 60 ] || t_fail "alice's job held its GPUs ${gap} s without training (bounds 10 + 30 + 5 s, 15 s to relaunch)"
+# cannot end its step), the next launch 15 s without a commit (--launch-timeout 15),
+# 5 s from SIGTERM to SIGKILL, and 15 s are left for the launch that trains
+[ "$gap" -le 45 ] || t_fail "alice's job held its GPUs ${gap} s without training (bounds 10 + 15 + 5 s, 15 s to relaunch)"
 grep -a "no step committed .* the launch bound" "$out" | sed 's/^/bound: /' || true
 
 # 3. slurmctld stopped while a planned re-form's srun into a grant asks for its step.
 echo any >"$T_DIR/hold-list"
-er=$(t_pgrep -f "elastic-run -v -- $train" | head -n1)
+er=$(t_pgrep -f "elastic-run -v .*-- $train" | head -n1)
 [ -n "$er" ] || t_fail "no elastic-run of alice's"
 n_before=$(grep -ac "re-form [0-9]*" "$out" || true)
 kill -USR1 "$er"
@@ -99,12 +110,43 @@ done
 gap3=$((SECONDS - back))
 held3=$(size_now)
 t_log "alice trains at $(size_now) again ${gap3} s after slurmctld answered (its srun asked for a step while it was down)"
-[ "$gap3" -le 60 ] || t_fail "alice's job held its GPUs ${gap3} s without training after the srun-creation restart"
+[ "$gap3" -le 45 ] || t_fail "alice's job held its GPUs ${gap3} s without training after the srun-creation restart"
 [ "$(grep -ac "re-form [0-9]*" "$out")" -gt "$n_before" ] || t_fail "no re-form after SIGUSR1"
+
+# 4. slurmctld stopped as elasticd submits a grant: bob's job ends, alice grows back.
+touch "$hold/arm"
+scancel "$j2"
+end=$((SECONDS + 60))
+until [ -e "$hold/waiting" ]; do
+	[ $SECONDS -lt $end ] || t_fail "elasticd submitted no grant within 60 s of bob's end"
+	sleep 0.05
+done
+t_log "elasticd submits a grant for alice: slurmctld stops now"
+from=$(($(wc -l <"$T_DIR/elasticd.log") + 1))
+n0=$(steps_now)
+T_CTLD_DOWN_HOOK="touch '$hold/go'" t_ctld_restart 3
+trained=$(($(steps_now) - n0))
+[ "$trained" -gt 20 ] || t_fail "alice did not train on while slurmctld was down at the submission ($trained steps)"
+# a grant submitted for her once slurmctld answered; never more than her 8 GPUs
+most=0
+end=$((SECONDS + 60))
+until tail -n +"$from" "$T_DIR/elasticd.log" | grep -aqE "job $j1: growing .*: grant [0-9]+ submitted"; do
+	g=$(ctl_gpus "$j1")
+	[ "$g" -le "$most" ] || most=$g
+	[ $SECONDS -lt $end ] || { tail -n 20 "$T_DIR/elasticd.log" >&2; t_fail "elasticd submitted no grant for alice within 60 s of slurmctld's return"; }
+	sleep 0.2
+done
+for i in $(seq 25); do
+	g=$(ctl_gpus "$j1")
+	[ "$g" -le "$most" ] || most=$g
+	sleep 0.2
+done
+[ "$most" -le 8 ] || t_fail "alice held $most GPUs after the submission that met slurmctld down (a grant doubled)"
+t_log "slurmctld down as elasticd submitted: alice trained $trained steps through it; $(tail -n +"$from" "$T_DIR/elasticd.log" | grep -aE "job $j1: (growing|submit of)" | head -n 2 | sed 's/^\[[^]]*\] elasticd: //' | paste -sd';' -); at most $most GPUs held"
 
 # slurmctld's outage is no end of the jobs: elasticd cancelled none of alice's grants
 # for that (a failed query while slurmctld restarted is not "ended")
-grep -a "job $j1: ended or no longer elastic\|cancelled grant .*(its elastic job ended)" "$T_DIR/elasticd.log" &&
+grep -a "job $j1: ended or no longer elastic\|job $j1: cancelled grant .*(its elastic job ended)" "$T_DIR/elasticd.log" &&
 	t_fail "elasticd took alice's running job for ended during slurmctld's restart"
 # (bob's job, submitted as slurmctld went down, may be gone by now; alice's growth
 # after the restart may come only after her training ended)
