@@ -83,9 +83,6 @@ static int _blank_launch(const struct run *r)
  * one in a row holds out the silent nodes. */
 static void _hold_out_lost(struct run *r)
 {
-	const char *self = getenv("SLURMD_NODENAME");
-	char hn[256] = "";
-
 	if (!_blank_launch(r)) {
 		r->launch.blank = 0;
 	} else if (!r->launch.blank++) {
@@ -99,11 +96,9 @@ static void _hold_out_lost(struct run *r)
 	}
 	if (!r->launch.sum.missing)
 		return;
-	if (!self && gethostname(hn, sizeof(hn) - 1) == 0)
-		self = hn;
 	double now = elastic__now();
-	if (!elastic__lost_mark(&r->sets.lost, &r->sets.launched, self, _reports,
-				&r->launch.rep, now))
+	if (!elastic__lost_mark(&r->sets.lost, &r->sets.launched, elastic__self_host(),
+				_reports, &r->launch.rep, now))
 		return;
 	r->sets.lost_mark = now;
 	r->sets.lost_look = now + 1.0;
