@@ -158,13 +158,12 @@ static void _stepless_one(unsigned long job, const char *host, int daemon, int t
 		job, host, daemon ? "daemon" : "rank", said,
 		r->job.have_ctl ? ", given back to the controller" : "");
 	if (r->job.have_ctl) {
-		elastic_error_t err;
 		char why[ELASTIC_PROTO_TEXT_MAX];
 		/* (srun's words cut to what the message holds) */
 		snprintf(why, sizeof(why), "no step began there: srun said %.*s",
 			 (int)sizeof(why) - 40, said);
-		if (elastic__ctl_giveback(&r->job.ctl, (uint32_t)job, why, &err) < 0)
-			elastic__say("cannot tell the controller: %s", err.text);
+		elastic__orders_give_back(&r->job.orders, &r->job.ctl, (uint32_t)job, why,
+					  elastic__say);
 	}
 }
 

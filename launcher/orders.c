@@ -3,6 +3,7 @@
  * loop that feeds it from the channel. */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "orders.h"
@@ -195,6 +196,49 @@ static void _ack_releases(struct elastic_orders *o, struct elastic_ctlclient *c,
 		o->ack_due = 0;
 }
 
+/* Send the givebacks not told to the controller connected now. */
+static void _give_back_due(struct elastic_orders *o, struct elastic_ctlclient *c,
+			   elastic_say_fn say)
+{
+	elastic_error_t err;
+
+	for (int i = 0; i < o->ngive && elastic__ctl_connected(c); i++) {
+		if (o->give[i].told)
+			continue;
+		if (elastic__ctl_giveback(c, o->give[i].grant, o->give[i].reason, &err) <
+		    0) {
+			_send_failed(c, &err, say);
+			return;
+		}
+		o->give[i].told = 1;
+	}
+}
+
+void elastic__orders_give_back(struct elastic_orders *o, struct elastic_ctlclient *c,
+			       uint32_t grant, const char *reason, elastic_say_fn say)
+{
+	int i = 0;
+
+	while (i < o->ngive && o->give[i].grant != grant)
+		i++;
+	if (i == o->ngive) {
+		if (o->ngive == ELASTIC_ORDERS_MAX) {
+			memmove(o->give, o->give + 1,
+				sizeof(o->give[0]) * (ELASTIC_ORDERS_MAX - 1));
+			i = --o->ngive;
+		}
+		o->ngive++;
+	}
+	o->give[i].grant = grant;
+	o->give[i].told = 0;
+	snprintf(o->give[i].reason, sizeof(o->give[i].reason), "%s",
+		 reason ? reason : "");
+	if (!elastic__ctl_connected(c))
+		say("controller %s:%d: not connected: grant %u is given back once it answers",
+		    c->host, c->port, grant);
+	_give_back_due(o, c, say);
+}
+
 /* Log a channel event; 1 when the loop should stop reading for now. */
 static int _event(const struct elastic_ctlclient *c, const struct elastic_ctl_ev *ev,
 		  elastic_say_fn say)
@@ -234,12 +278,17 @@ int elastic__orders_poll(struct elastic_orders *o, struct elastic_ctlclient *c,
 		elastic__ctl_next(c, timeout_ms, &ev);
 		if (ev.type == ELASTIC_CTL_EV_MSG)
 			act |= elastic__orders_take(o, &ev.msg, say);
-		else if (_event(c, &ev, say))
+		else if (ev.type == ELASTIC_CTL_EV_HELLO)
+			/* (a controller started since knows nothing of them) */
+			for (int i = 0; i < o->ngive; i++)
+				o->give[i].told = 0;
+		if (ev.type != ELASTIC_CTL_EV_MSG && _event(c, &ev, say))
 			break;
 		timeout_ms = 0;
 	}
 	if (o->ack_due)
 		_ack_releases(o, c, say);
+	_give_back_due(o, c, say);
 	return act;
 }
 

@@ -28,6 +28,15 @@ struct elastic_orders {
 	uint32_t grow_gpus[ELASTIC_ORDERS_MAX]; /* their GPUs, as announced */
 	uint32_t
 		target; /* GPUs the controller last said the job should hold; 0: none yet */
+	/* Grants the job gives back (unusable): told again after each hello,
+	 * since the controller that heard them may be gone, and a new one
+	 * never announced them. The oldest go once the book is full. */
+	int ngive;
+	struct {
+		uint32_t grant;
+		int told;
+		char reason[ELASTIC_PROTO_TEXT_MAX];
+	} give[ELASTIC_ORDERS_MAX];
 };
 
 void elastic__orders_init(struct elastic_orders *o, uint32_t job);
@@ -71,8 +80,13 @@ void elastic__orders_releases_done_unless(struct elastic_orders *o,
 /* The next release to acknowledge (done, not acked yet): its index, or -1. */
 int elastic__orders_next_ack(const struct elastic_orders *o);
 
+/* Give grant back to the controller on c (reason: why it is unusable):
+ * sent now when connected, and again after each reconnection. */
+void elastic__orders_give_back(struct elastic_orders *o, struct elastic_ctlclient *c,
+			       uint32_t grant, const char *reason, elastic_say_fn say);
+
 /* On the channel c: read what arrived within timeout_ms into the book and
- * send the acknowledgements that are due. Returns 1 when an order arrived
+ * send the acknowledgements and the givebacks that are due. Returns 1 when an order arrived
  * that needs a re-form, else 0. Never fails: problems are logged through
  * say and the connection is retried. */
 int elastic__orders_poll(struct elastic_orders *o, struct elastic_ctlclient *c,

@@ -219,6 +219,36 @@ static void long_resize(void **state)
 	assert_true(o.ngrow <= ELASTIC_ORDERS_MAX && o.nrel <= ELASTIC_ORDERS_MAX);
 }
 
+/* Grants given back while the controller does not answer wait in the
+ * book, once each, the oldest dropped when it is full. */
+static void give_back_book(void **state)
+{
+	struct elastic_orders o;
+	struct elastic_ctlclient c;
+	(void)state;
+	elastic__orders_init(&o, 7);
+	elastic__ctl_init_at(&c, "127.0.0.1", 1, 7); /* never connected */
+	said[0] = '\0';
+	elastic__orders_give_back(&o, &c, 12, "no step began there", say);
+	assert_int_equal(o.ngive, 1);
+	assert_int_equal(o.give[0].told, 0);
+	assert_string_equal(o.give[0].reason, "no step began there");
+	assert_non_null(
+		strstr(said, "not connected: grant 12 is given back once it answers"));
+	/* the same grant again: one entry, the latest reason */
+	elastic__orders_give_back(&o, &c, 12, "again", say);
+	assert_int_equal(o.ngive, 1);
+	assert_string_equal(o.give[0].reason, "again");
+	for (uint32_t g = 100; g < 100 + ELASTIC_ORDERS_MAX; g++)
+		elastic__orders_give_back(&o, &c, g, NULL, say);
+	assert_int_equal(o.ngive, ELASTIC_ORDERS_MAX);
+	assert_int_equal(o.give[0].grant, 100);
+	assert_int_equal(o.give[ELASTIC_ORDERS_MAX - 1].grant,
+			 100 + ELASTIC_ORDERS_MAX - 1);
+	assert_string_equal(o.give[1].reason, "");
+	elastic__ctl_fini(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -230,6 +260,7 @@ int main(void)
 		cmocka_unit_test(release_overflow),
 		cmocka_unit_test(long_resize),
 		cmocka_unit_test(release_done_unless_in_use),
+		cmocka_unit_test(give_back_book),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

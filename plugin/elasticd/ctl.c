@@ -736,14 +736,29 @@ static void _on_ack(struct ed_ctl *c, struct _jobrt *rt, const struct elastic_ms
 
 /* A grant the job cannot use: the step its launch needed there never began
  * (an srun that slurmctld never gave its step). Cancelled at once if it is
- * one this elasticd announced to the job; the policy may grant again. */
+ * the job's: announced to it, or listed by Slurm as its grant under its user
+ * (a grant from before this elasticd started); the policy may grant again. */
 static void _on_giveback(struct ed_ctl *c, struct _jobrt *rt, const struct elastic_msg *m)
 {
 	int ours = 0;
 	for (int i = 0; i < rt->nannounced; i++)
 		ours |= rt->announced[i] == m->grant;
 	if (!ours) {
-		ed_info("job %u: gives back grant %u, which is not one of its grants known here: ignored",
+		/* announced by an elasticd before this one, or never (suspended):
+		 * one Slurm lists as the job's, under its user, is its own */
+		elastic_error_t err = {""};
+		uint32_t served = 0;
+		uid_t uid = 0;
+		int r = ed_slurm_grant_info(m->grant, c->conf.grant_prefix, &served, &uid,
+					    &err);
+		if (r < 0)
+			ed_error(
+				"job %u: gives back grant %u: cannot ask Slurm about it: %s",
+				m->job, m->grant, err.text);
+		ours = r == 1 && served == m->job && uid == rt->uid;
+	}
+	if (!ours) {
+		ed_info("job %u: gives back grant %u, which is not one of its grants (ended, or not its own): ignored",
 			m->job, m->grant);
 		return;
 	}

@@ -962,6 +962,33 @@ int ed_slurm_mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
 	return 0;
 }
 
+int ed_slurm_grant_info(uint32_t id, const char *grant_prefix, uint32_t *job, uid_t *uid,
+			elastic_error_t *err)
+{
+	job_info_msg_t *m = NULL;
+	uint64_t release_by;
+	int found = 0;
+
+	if (elastic__slurm_load_job(id, &m, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS) {
+		if (errno == ESLURM_INVALID_JOB_ID)
+			return 0;
+		return elastic__errorf(err, "job %u: %s", id, slurm_strerror(errno));
+	}
+	for (uint32_t r = 0; r < m->record_count && !found; r++) {
+		const slurm_job_info_t *ji = &m->job_array[r];
+		uint32_t base = ji->job_state & JOB_STATE_BASE;
+		if (ji->job_id != id || ji->job_state & JOB_COMPLETING ||
+		    (base != JOB_PENDING && base != JOB_RUNNING &&
+		     base != JOB_SUSPENDED) ||
+		    !(*job = _grant_of(ji, grant_prefix, &release_by)))
+			continue;
+		*uid = ji->user_id;
+		found = 1;
+	}
+	slurm_free_job_info_msg(m);
+	return found;
+}
+
 int ed_slurm_cancel(uint32_t id, elastic_error_t *err)
 {
 	if (_kill_job(id, SIGKILL) != SLURM_SUCCESS) {

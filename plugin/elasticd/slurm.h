@@ -41,5 +41,10 @@ int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
 int ed_slurm_mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
 			  elastic_error_t *err);
 int ed_slurm_cancel(uint32_t id, elastic_error_t *err);
+/* Is id, by Slurm's record, a grant not ended yet (pending, running or
+ * suspended)? 1 with the job it serves and its user, 0 if not, -1 (err)
+ * when slurmctld cannot say. */
+int ed_slurm_grant_info(uint32_t id, const char *grant_prefix, uint32_t *job, uid_t *uid,
+			elastic_error_t *err);
 
 #endif

@@ -12,15 +12,20 @@
 # her own GPU, grows back to 2 on the new grant and completes with the static run's
 # model, every sample once; GPU-seconds held without training are bounded by the
 # launch bound (15 s x 2 GPUs, 2 s of slack); no grant is left over and elasticd stays
-# up.
+# up. bob's job on node2 meets the same once alice's grant is cancelled and elasticd
+# is stopped (an admin's restart): his bound comes while no elasticd answers, and the
+# elasticd started after hears the grant given back when his job reconnects, and
+# cancels it though it never announced it (a suspended grant).
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
 ctl_need_trainer
 t_ompi_env
-# node1: 2 GPUs for alice (her own, one grant); the other nodes: none
+# node1: 2 GPUs for alice (her own, one grant), then node2: 2 for bob; the other
+# nodes: none
 ctl_block_gpus 2 node1
-ctl_block_nodes node2 node3 node4
+ctl_block_nodes node3 node4 node2
+block2=${CTL_BLOCKERS##* }
 targs="--samples 4096 --global-batch 128"
 epochs=30
 ctl_reference $epochs "$targs"
@@ -34,7 +39,7 @@ submit() { # name user account node
 	cat >"$T_DIR/$1.sh" <<SH
 #!/bin/bash
 # (the launch waits until the job holds its grant)
-until [ -e "$T_DIR/go" ]; do sleep 0.1; done
+until [ -e "$T_DIR/go-$1" ]; do sleep 0.1; done
 PATH=$T_DIR/bin:\$PATH exec $run -v --launch-timeout 15 -- $train --epochs $epochs $targs --step-sleep 20000 --compare $T_DIR/ref.model
 SH
 	chmod 755 "$T_DIR/$1.sh"
@@ -55,18 +60,52 @@ SH
 	t_log "$1: job ${job[$1]}, grant $g on $5"
 }
 submit alice alice acct_a node1 node1
-printf '%s\n' "${grant[alice]}" >"$T_DIR/hold-list"
-touch "$T_DIR/go"
-# the grant suspended as its first srun is about to ask for a step in it
-g=$(ctl_srun_wait "${grant[alice]}" 60)
-# (once elastic-run heard elasticd announce it and looked at Slurm's list after: a
-# suspended grant is not listed, and a look after the suspension would make a change
-# of the set of it, not a launch that cannot start)
-ctl_wait_line 10 "$T_DIR/alice.out" "controller: grant $g started" "elasticd did not announce grant $g"
-sleep 1
-scontrol suspend "$g" || t_fail "alice: cannot suspend grant $g"
-touch "$T_DIR/held-$g"
-t_log "alice: grant $g suspended as the launch's srun asks for a step there"
+scancel "$block2"
+ctl_block_gpus 2 node2
+submit bob bob acct_b node2 node2
+# Each job's grant suspended as its launch's first srun is about to ask for a step in it:
+# the launch started, its srun held (ctl_srun_hold) ...
+launch_to_srun() { # name
+	printf '%s\n' "${grant[$1]}" >>"$T_DIR/hold-list"
+	touch "$T_DIR/go-$1"
+	ctl_srun_wait "${grant[$1]}" 60 >/dev/null
+	# (once elastic-run heard elasticd announce it and looked at Slurm's list after: a
+	# suspended grant is not listed, and a look after the suspension would make a
+	# change of the set of it, not a launch that cannot start)
+	ctl_wait_line 10 "$T_DIR/$1.out" "controller: grant ${grant[$1]} started" \
+		"elasticd did not announce grant ${grant[$1]}"
+	sleep 1
+}
+# ... then the grant suspended, and the srun let go.
+suspend_grant() { # name
+	scontrol suspend "${grant[$1]}" || t_fail "$1: cannot suspend grant ${grant[$1]}"
+	touch "$T_DIR/held-${grant[$1]}"
+	t_log "$1: grant ${grant[$1]} suspended as the launch's srun asks for a step there"
+}
+launch_to_srun alice
+suspend_grant alice
+# alice's grant given back to the elasticd that announced it; then elasticd stopped
+ctl_wait_line 30 "$T_DIR/elasticd.log" "job ${job[alice]}: cancelled grant ${grant[alice]} " \
+	"elasticd did not cancel alice's grant ${grant[alice]}"
+launch_to_srun bob
+kill "$CTL_PID"
+wait "$CTL_PID" 2>/dev/null || true
+t_log "elasticd stopped"
+# bob's bound comes while no elasticd answers: the grant waits to be given back
+suspend_grant bob
+ctl_wait_line 30 "$T_DIR/bob.out" "not connected: grant ${grant[bob]} is given back once it answers" \
+	"bob's job did not keep grant ${grant[bob]} to give back"
+from=$(($(wc -l <"$T_DIR/elasticd.log") + 1))
+ctl_start
+end=$((SECONDS + 30))
+until tail -n +"$from" "$T_DIR/elasticd.log" | grep -aq "job ${job[bob]}: cancelled grant ${grant[bob]} (given back by the job: unusable)"; do
+	[ $SECONDS -lt $end ] || {
+		tail -n +"$from" "$T_DIR/elasticd.log" | tail -n 20 >&2
+		t_fail "the elasticd started after bob's bound did not cancel his grant ${grant[bob]} within 30 s"
+	}
+	sleep 0.2
+done
+t_log "bob: grant ${grant[bob]} given back to the elasticd started after his bound, and cancelled"
 
 check() { # name step-kind
 	local n=$1 out=$T_DIR/$1.out g=${grant[$1]} line took
@@ -100,6 +139,7 @@ check() { # name step-kind
 	t_log "$n: held without training $(awk -v t="$took" 'BEGIN { printf "%.1f", 2 * t }') GPU-s (bound 15 s x 2 GPUs)"
 }
 check alice rank
+check bob rank
 # the grants given back are gone, and no grant is left over
 end=$((SECONDS + 15))
 while left=$(squeue -h -t PD,R,S -o '%i %j %T' | awk '$2 ~ /^elastic:/') && [ -n "$left" ]; do
