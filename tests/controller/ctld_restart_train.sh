@@ -11,8 +11,8 @@
 #     for its step (ctl_srun_hold): she trains again within the same bounds;
 #  4. down 3 s from the moment elasticd submits a grant for her (bob's job ended;
 #     submit_hold.c holds the submission until slurmctld is down): she trains on
-#     through it, elasticd submits a grant once slurmctld answers, and she never
-#     holds more than her 8 GPUs (no grant doubled).
+#     through it, elasticd submits a grant once slurmctld answers, she trains at 8
+#     on it within 60 s, and she never holds more than her 8 GPUs (no grant doubled).
 # She completes with the static run's model, every sample once per epoch and no step
 # committed twice; elasticd never took her job for ended, no grant is left over and
 # elasticd stays up.
@@ -136,6 +136,7 @@ t_log "elasticd submits a grant for alice: slurmctld stops now"
 from=$(($(wc -l <"$T_DIR/elasticd.log") + 1))
 n0=$(steps_now)
 T_CTLD_DOWN_HOOK="touch '$hold/go'" t_ctld_restart 3
+back4=$SECONDS
 trained=$(($(steps_now) - n0))
 [ "$trained" -gt 20 ] || t_fail "alice did not train on while slurmctld was down at the submission ($trained steps)"
 # a grant submitted for her once slurmctld answered; never more than her 8 GPUs
@@ -153,10 +154,25 @@ for i in $(seq 25); do
 	sleep 0.2
 done
 [ "$most" -le 8 ] || t_fail "alice held $most GPUs after the submission that met slurmctld down (a grant doubled)"
+# and she trains on the grant: at 8 again, within elastic-run's bounds of the grant's start
+# (Slurm starts it once the node answers the restarted slurmctld)
+end=$((SECONDS + 60))
+until [ "$(size_now)" = 8 ]; do
+	g=$(ctl_gpus "$j1")
+	[ "$g" -le "$most" ] || most=$g
+	[ $SECONDS -lt $end ] && [ "$(t_job_state "$j1")" = RUNNING ] || {
+		tail -n 20 "$out" >&2
+		squeue -h -o '%i %j %T %R' >&2
+		t_fail "alice does not train at 8 again $((SECONDS - back4)) s after slurmctld answered (at $(size_now), job $(t_job_state "$j1"))"
+	}
+	sleep 0.2
+done
+grown=$((SECONDS - back4))
+[ "$most" -le 8 ] || t_fail "alice held $most GPUs after the submission that met slurmctld down (a grant doubled)"
 # (all of it while her job ran: its end would make the case say nothing)
 [ "$(t_job_state "$j1")" = RUNNING ] && ! ended_in_log ||
 	t_fail "alice's job was no longer running at the end of the fourth restart (more epochs needed)"
-t_log "slurmctld down as elasticd submitted: alice trained $trained steps through it; $(tail -n +"$from" "$T_DIR/elasticd.log" | grep -aE "job $j1: (growing|submit of)" | head -n 2 | sed 's/^\[[^]]*\] elasticd: //' | paste -sd';' -); at most $most GPUs held"
+t_log "slurmctld down as elasticd submitted: alice trained $trained steps through it; $(tail -n +"$from" "$T_DIR/elasticd.log" | grep -aE "job $j1: (growing|submit of)" | head -n 2 | sed 's/^\[[^]]*\] elasticd: //' | paste -sd';' -); at 8 again $grown s after slurmctld answered, at most $most GPUs held"
 
 # (bob's job, submitted as slurmctld went down, may be gone by now; alice's growth
 # after the restart may come only after her training ended)
