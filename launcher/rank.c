@@ -481,6 +481,42 @@ static int _end_as(int ws, int raised)
 	return WEXITSTATUS(ws);
 }
 
+/* torchrun's variables, from mpirun's, for a script that reads them before
+ * anything of the project's runs (LOCAL_RANK for torch.cuda.set_device,
+ * RANK for its logging): a rank joining a growth in place is rank BASE +
+ * its rank among the joiners. MASTER_ADDR (the launch's first host) and
+ * MASTER_PORT (torchrun's default) only where the user set none: nothing
+ * connects there, the world is MPI's. */
+static void _torchrun_env(void)
+{
+	const char *r = getenv("OMPI_COMM_WORLD_RANK"),
+		   *n = getenv("OMPI_COMM_WORLD_SIZE");
+	const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+	const char *ln = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+	const char *base = getenv("ELASTIC_RUN_JOIN_BASE"),
+		   *map = getenv("ELASTIC_RUN_MAP");
+	long b = base ? atol(base) : 0;
+	char v[256];
+
+	if (r) {
+		snprintf(v, sizeof(v), "%ld", b + atol(r));
+		setenv("RANK", v, 1);
+	}
+	if (n) {
+		snprintf(v, sizeof(v), "%ld", b + atol(n));
+		setenv("WORLD_SIZE", v, 1);
+	}
+	if (lr)
+		setenv("LOCAL_RANK", lr, 1);
+	if (ln)
+		setenv("LOCAL_WORLD_SIZE", ln, 1);
+	if (map && *map) {
+		snprintf(v, sizeof(v), "%.*s", (int)strcspn(map, "="), map);
+		setenv("MASTER_ADDR", v, 0);
+	}
+	setenv("MASTER_PORT", "29500", 0);
+}
+
 int elastic__rank_main(int argc, char **argv)
 {
 	int ws, rc;
@@ -492,6 +528,7 @@ int elastic__rank_main(int argc, char **argv)
 		return ELASTIC_EXIT_USAGE;
 	}
 	_rank_gpu();
+	_torchrun_env();
 	unsigned long owner = _rank_owner_elsewhere();
 	if (!owner && _rank_devcheck() < 0)
 		return 1;
