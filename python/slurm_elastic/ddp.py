@@ -43,7 +43,11 @@ What happens underneath:
   during which the world changed (a rank or a node lost) is dropped on
   every survivor: the optimizer step is skipped, the model, buffers and
   every tracked object go back to where they were when the step began, and
-  its samples are handed out again by the sampler. The loop never sees it.
+  its samples are handed out again by the sampler. The loop body of that
+  step runs to its end (``committed()`` is False after its
+  ``optimizer.step()``; ``step()`` counts committed steps only); the batches
+  the DataLoader's workers had prepared for the old world are never handed
+  to the loop.
 * Gradients are reduced by torch's own DistributedDataParallel through a
   comm hook that sums them with libelastic. Each rank's gradient is
   weighted by its share of the step's samples, so a mean loss (PyTorch's
@@ -65,13 +69,15 @@ What happens underneath:
   with libelastic: a re-form resumes from it (the last committed step), a
   growth in place hands it to the new ranks.
 * ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE`` and ``LOCAL_WORLD_SIZE`` are
-  set as torchrun sets them, and follow the world after an in-place change
-  (as do ``job.rank`` and ``job.size``).
+  set as torchrun sets them before the script reads them (by elastic-run's
+  rank wrapper, or at this module's import under plain mpirun), and follow
+  the world after an in-place change (as do ``job.rank`` and ``job.size``).
 
 What is refused, on every rank, with a message naming it: an optimizer,
 LR scheduler or GradScaler over the model that is not tracked (found at the
 first step); ``track()`` after training began; ``optimizer.step()`` outside
-a step; a state that outgrows its registered space.
+a step; a state that outgrows its registered space; a parameter whose dtype
+or device changed after the model was wrapped (``model.to(torch.float64)``).
 """
 
 import atexit as _atexit
@@ -90,15 +96,44 @@ import zlib as _zlib
 import numpy as _np
 import torch as _torch
 import torch.distributed as _dist
+from torch.utils.data import DataLoader as _DataLoader
 from torch.utils.data import Sampler as _TorchSampler
 
 import slurm_elastic as _se
 
 __all__ = ["init", "current", "Job", "DistributedDataParallel", "DistributedSampler",
            "init_process_group", "destroy_process_group", "is_initialized", "get_rank",
-           "get_world_size", "track", "start_epoch"]
+           "get_world_size", "track", "start_epoch", "step", "committed"]
 
 _job = None  # the Job of this process
+
+
+def _torchrun_env():
+    """``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE`` as
+    torchrun sets them, from the start: a torchrun script reads them before
+    ``init_process_group`` (``torch.cuda.set_device(int(os.environ
+    ["LOCAL_RANK"]))``). elastic-run's rank wrapper sets them before the
+    script starts; under plain mpirun they come from mpirun's variables
+    here, at import; a process started alone is rank 0 of 1.
+    ``MASTER_ADDR``/``MASTER_PORT`` get torchrun's defaults where all ranks
+    share one host and the user set none (nothing connects there)."""
+    e = _os.environ
+    if e.get("ELASTIC_RUN_GEN") is not None:
+        return  # (a warm interpreter imports this before it knows its rank)
+    for ours, mpi, alone in (("RANK", "OMPI_COMM_WORLD_RANK", "0"),
+                             ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "1"),
+                             ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "0"),
+                             ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "1")):
+        if mpi in e:
+            e[ours] = e[mpi]
+        else:
+            e.setdefault(ours, alone)
+    if e["LOCAL_WORLD_SIZE"] == e["WORLD_SIZE"]:
+        e.setdefault("MASTER_ADDR", "127.0.0.1")
+    e.setdefault("MASTER_PORT", "29500")
+
+
+_torchrun_env()
 
 _MAGIC = b"SETS0001"
 _HEAD = _struct.Struct("<8sQQQ")  # magic, tensor bytes, meta bytes, meta crc
@@ -182,6 +217,20 @@ def destroy_process_group(group=None):
 def track(*objs, **named):
     """:meth:`Job.track` of the current job."""
     return current().track(*objs, **named)
+
+
+def step():
+    """Training steps committed so far: the step counter to log. A dropped
+    step is not counted; after a resume it goes on from the snapshot's."""
+    return current().ctx.step
+
+
+def committed():
+    """Whether the last ``optimizer.step()`` committed. False after a dropped
+    step: the loop body runs to its end for it (its update undone), so a
+    running meter of loss or accuracy skips it with ``if not
+    dist.committed(): continue`` after ``optimizer.step()``."""
+    return current()._last_committed
 
 
 def start_epoch():
@@ -310,6 +359,13 @@ class _Arena:
                         _zlib.crc32(meta))
         self.used = end
         return end
+
+    @classmethod
+    def over(cls, buf):
+        """An arena reading the bytes of buf (a uint8 array), not a copy."""
+        a = cls.__new__(cls)
+        a.buf, a.t, a.used = buf, _torch.from_numpy(buf), buf.size
+        return a
 
     def load(self):
         magic, tbytes, mbytes, crc = _HEAD.unpack_from(self.buf, 0)
@@ -476,6 +532,7 @@ class Job:
         self._fifo = []  # tags of batches handed out and not yet stepped
         self._tail_warned = -1  # the epoch mark of the last warning of a drop in a tail
         self._arena = None
+        self._base = None  # rank 0's state as the first step received it (_from_rank0)
         self._started = False  # the first step began (state registered)
         self._open = False  # a step is open
         self._reduced = False  # the comm hook ran in the open step
@@ -483,6 +540,7 @@ class Job:
         self._reducer = None  # the thread of CPU reductions (_Reducer), once needed
         self._tags = []  # the sampler's batches of the open step
         self._dropped = 0  # the last step was dropped (at this epoch mark)
+        self._last_committed = True  # the last step ended committed (committed())
         self._epoch_marks = 1  # set_epoch() calls that changed the epoch, + 1
         self._fsizes = 0  # samples given to the model's forward in this step
         self._hooked = set()
@@ -649,23 +707,61 @@ class Job:
             st = self._arena.load()
             self._load(st)
             world = st["world"]
-        else:
-            # rank 0's state to every rank (DDP's construction broadcast)
-            words = self._arena.buf.view(_np.int64)
-            if self.rank != 0:
-                words[:] = 0
-            if not self.ctx.allreduce(words):
-                self._failed = True
-                return
-            if self.rank != 0:
-                self._load(self._arena.load())
+        elif not self._from_rank0():
+            self._failed = True
+            return
         self._where()
         # a world of another size than the state's: the sampler's hand-out
         # starts again from the kept positions
         if world != self.size:
             self._bump()
 
+    def _from_rank0(self):
+        """Rank 0's state to every rank, as DDP's construction broadcast does
+        (a script that seeds nothing trains one model), whatever its size.
+        It travels in a copy: the registered bytes are this step's begin
+        state, which libelastic checks is unchanged at the commit. Until the
+        next step's begin saves it, that copy is what a dropped step goes
+        back to (_kept). False when the world failed."""
+        used = _np.array([(self._arena.used + 7) // 8], dtype=_np.int64)
+        if not self.ctx.allreduce(used, "max"):
+            return False
+        words = _np.zeros(int(used[0]), dtype=_np.int64)
+        if self.rank == 0:
+            words[:] = self._arena.buf.view(_np.int64)[:words.size]
+        if not self.ctx.allreduce(words):
+            return False
+        self._base = _Arena.over(words.view(_np.uint8))
+        if self.rank != 0:
+            self._load(self._base.load())
+        return True
+
+    def _kept(self):
+        """The state a dropped step goes back to: the registered bytes, or
+        rank 0's as the first step received them."""
+        return (self._base or self._arena).load()
+
+    def _check_layout(self):
+        """Refuse a model whose parameters changed dtype or device after it
+        was wrapped (``model.to(torch.float64)``, ``.cuda()``): DDP's buckets
+        and the kept state were laid out for the old ones, and the ranks
+        would drift apart. One comparison of a list per step."""
+        for m in self._models:
+            now = [(p.dtype, p.device) for p in m._elastic_params]
+            if now == m._elastic_layout:
+                continue
+            for name, (dt, dev), p in zip(m._elastic_names, m._elastic_layout,
+                                          m._elastic_params):
+                if (p.dtype, p.device) != (dt, dev):
+                    raise RuntimeError(
+                        "slurm_elastic: the model's parameter %r changed from %s on %s to %s "
+                        "on %s after DistributedDataParallel wrapped it (model.to(), .double(), "
+                        ".cuda()...): move or convert the model before wrapping it"
+                        % (name, str(dt).replace("torch.", ""), dev,
+                           str(p.dtype).replace("torch.", ""), p.device))
+
     def _begin(self):
+        self._check_layout()
         if not self._started:
             self._start()
             return
@@ -678,10 +774,11 @@ class Job:
             # per-step scheduler, counters) goes too, unless an epoch ended
             # in between: then the epoch's own work is kept
             if self._dropped == self._epoch_marks:
-                self._load(self._arena.load(), samplers=False, models=False)
+                self._load(self._kept(), samplers=False, models=False)
             self._dropped = 0
         world = self.size
         self._arena.save(self._state())
+        self._base = None
         self.ctx._c.step_begin()
         self._open, self._reduced, self._failed = True, False, False
         self._fsizes, self._tags = 0, []
@@ -799,7 +896,7 @@ class Job:
 
     def _post_step(self, optimizer, args, kwargs):
         if self._dropped:
-            self._load(self._arena.load(), samplers=False, objs=False)
+            self._load(self._kept(), samplers=False, objs=False)
 
     def _end(self):
         """End the open step: rank 0's buffers everywhere, the agreement.
@@ -823,6 +920,7 @@ class Job:
             ctx._c.step_fail()
         r = ctx._c.step_commit()
         self._open, self._tags, self._reduced = False, [], False
+        self._last_committed = r == _se.COMMITTED
         if r == _se.COMMITTED:
             for t in tags:
                 t.sampler._advance(t)
@@ -964,6 +1062,11 @@ class DistributedDataParallel(_torch.nn.parallel.DistributedDataParallel):
             kwargs.setdefault("broadcast_buffers", False)
         super().__init__(module, process_group=_SelfGroup(), **kwargs)
         super().register_comm_hook(job, job._hook)
+        # what the buckets and the kept state were laid out for (Job._check_layout)
+        named = list(module.named_parameters())
+        self._elastic_names = [n for n, _ in named]
+        self._elastic_params = [p for _, p in named]
+        self._elastic_layout = [(p.dtype, p.device) for p in self._elastic_params]
         self._elastic_job = job
         job._models.append(self)
 
@@ -974,6 +1077,51 @@ class DistributedDataParallel(_torch.nn.parallel.DistributedDataParallel):
     def forward(self, *args, **kwargs):
         self._elastic_job._forward(self, args, kwargs)
         return super().forward(*args, **kwargs)
+
+
+class _FreshBatches:
+    """A DataLoader's iterator over an elastic sampler, without the batches
+    its workers prepared for a world that changed since (a dropped step bumps
+    the sampler's hand-out): the loop never sees them. Batches arrive in the
+    order the sampler handed them out (the DataLoader keeps it), so this
+    sampler's oldest tag is the arriving batch's."""
+
+    def __init__(self, it, sampler):
+        self._it, self._sampler = it, sampler
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._it)
+
+    def __getattr__(self, name):  # the DataLoader iterator's own attributes
+        return getattr(self._it, name)
+
+    def __next__(self):
+        s = self._sampler
+        fifo = s.job._fifo
+        while True:
+            batch = next(self._it)
+            tag = next((t for t in fifo if t.sampler is s), None)
+            if tag is None or tag.gen == s.gen:
+                return batch
+            fifo.remove(tag)
+
+
+_loader_iter = _DataLoader.__iter__
+
+
+def _elastic_loader_iter(loader):
+    """DataLoader.__iter__, filtered (_FreshBatches) when its batch sampler
+    is an elastic one."""
+    it = _loader_iter(loader)
+    if isinstance(getattr(loader, "batch_sampler", None), DistributedSampler):
+        return _FreshBatches(it, loader.batch_sampler)
+    return it
+
+
+_DataLoader.__iter__ = _elastic_loader_iter
 
 
 class DistributedSampler(_TorchSampler):
@@ -990,7 +1138,8 @@ class DistributedSampler(_TorchSampler):
     ``dataset`` is a dataset (its ``len``) or a number of samples;
     ``drop_last`` drops the epoch's last, smaller batch. After a change of
     the world the batches the DataLoader's workers had already prepared
-    are skipped (at most ``num_workers * prefetch_factor`` steps of work).
+    are skipped before the loop sees them (at most ``num_workers *
+    prefetch_factor`` batches of loading work).
     """
 
     def __init__(self, dataset, batch_size, shuffle=True, seed=0, drop_last=False, job=None):

@@ -83,8 +83,8 @@ from torch.utils.data import Sampler as _TorchSampler
 
 import slurm_elastic as _se
 from slurm_elastic.ddp import (  # noqa: F401  (the DDP-shaped API, see slurm_elastic.ddp)
-    DistributedDataParallel, DistributedSampler, Job, current, destroy_process_group, get_rank,
-    get_world_size, init, init_process_group, is_initialized, start_epoch, track)
+    DistributedDataParallel, DistributedSampler, Job, committed, current, destroy_process_group,
+    get_rank, get_world_size, init, init_process_group, is_initialized, start_epoch, step, track)
 
 
 class RegistrationError(RuntimeError):

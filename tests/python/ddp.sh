@@ -7,7 +7,9 @@
 #  - 1 and 3 ranks (uneven shares of a 40-sample global batch) train the same model;
 #  - a rank SIGKILLed in the middle of step 20 at 3 ranks: the survivors drop the step,
 #    heal in place and end with the same model, the same learning rate at every committed
-#    step, each sample trained once per epoch, the model saved after the loop;
+#    step, each sample trained once per epoch, the model saved after the loop; their
+#    loops see the dropped step's body (dist.committed() False) and none of the batches
+#    prepared for the old world;
 #  - BatchNorm + Dropout, with and without a kill: buffers identical on every rank,
 #    num_batches_tracked equal to the committed steps;
 #  - without the elastic sampler, uneven batches give the mean gradient over all samples;
@@ -15,8 +17,9 @@
 #    next forward, committed without an update, alike on every rank;
 #  - a rank stuck inside a step ends by init_process_group's timeout, with a message
 #    and a non-zero status;
-#  - an untracked LR scheduler or GradScaler, optimizer.step() outside a step and track()
-#    after the first step are refused on every rank with a message naming them.
+#  - an untracked LR scheduler or GradScaler, optimizer.step() outside a step, track()
+#    after the first step and a model converted to float64 after wrapping are refused on
+#    every rank with a message naming them.
 set -u
 . "$(dirname "$0")/common.sh"
 python3 -c 'import torch' 2>/dev/null || t_skip "no torch in this Python (Debian: python3-torch)"
@@ -45,6 +48,11 @@ ok exact 3
 run exact_kill 3 KILL_RANK=2 KILL_STEP=20
 ok exact_kill 2
 t_grep '^KILL rank 2 at step 20' "$T_DIR/exact_kill.out" "the victim was killed in step 20"
+# the loop saw the dropped step's own body, and none of the 4 batches its DataLoader's
+# 2 workers had prepared for the world of 3
+n=$(grep -c '^LOOP rank [01]: [0-9]* bodies, [0-9]* committed, 1 dropped' "$T_DIR/exact_kill.out" || true)
+[ "$n" = 2 ] || { grep '^LOOP' "$T_DIR/exact_kill.out"; t_fail "exact_kill: the survivors' loops saw more than the dropped step"; }
+t_log "the loop after a heal: $(grep -m1 '^LOOP rank 0' "$T_DIR/exact_kill.out")"
 run bn 2
 ok bn 2
 run bn_kill 3 KILL_RANK=1 KILL_STEP=17
@@ -119,7 +127,7 @@ cmp -s "$T_DIR/scaler.0.npy" "$T_DIR/scaler.1.npy" || t_fail "scaler: the ranks'
 t_log "GradScaler: an overflow skipped one optimizer step on every rank, the scale halved once"
 t_log "without the sampler: uneven batches (10 and 30 samples) give the 40-sample mean gradient"
 
-for what in untracked untracked_scaler step_outside late_track; do
+for what in untracked untracked_scaler step_outside late_track dtype; do
 	run "refuse_$what" 2
 	n=$(grep -c '^REFUSED rank' "$T_DIR/refuse_$what.out" || true)
 	[ "$n" = 2 ] || { cat "$T_DIR/refuse_$what.out"; t_fail "refuse_$what: refused on $n of 2 ranks"; }
@@ -127,6 +135,8 @@ for what in untracked untracked_scaler step_outside late_track; do
 done
 t_grep 'StepLR .an LR scheduler.' "$T_DIR/refuse_untracked.out" "the untracked scheduler is named"
 t_grep 'GradScaler of the model is not kept' "$T_DIR/refuse_untracked_scaler.out" "the untracked GradScaler is named"
+t_grep "parameter 'weight' changed from float32 on cpu to float64 on cpu after DistributedDataParallel wrapped it" \
+	"$T_DIR/refuse_dtype.out" "the parameter whose dtype changed after wrapping is named"
 
 # the example: a torchrun DDP script and its elastic port, at most 10 lines apart
 ex=$top_srcdir/examples/pytorch

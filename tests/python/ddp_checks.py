@@ -11,6 +11,11 @@ import sys
 import time
 import zlib
 
+# torchrun's variables as the script found them, before any import of ours: under
+# elastic-run the rank wrapper sets them (checked in train())
+TORCHRUN_ENV = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE",
+                                               "LOCAL_WORLD_SIZE")}
+
 import numpy as np
 import torch
 import torch.nn as nn
@@ -143,6 +148,13 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     hang_timeout = os.environ.get("HANG_TIMEOUT")
     dist.init_process_group("nccl" if CUDA else "gloo", **(
         {"timeout": datetime.timedelta(seconds=float(hang_timeout))} if hang_timeout else {}))
+    if os.environ.get("ELASTIC_RUN_GEN") is not None:
+        check(TORCHRUN_ENV["RANK"] == str(dist.get_rank()) and
+              TORCHRUN_ENV["WORLD_SIZE"] == str(dist.get_world_size()) and
+              TORCHRUN_ENV["LOCAL_RANK"] is not None and
+              TORCHRUN_ENV["LOCAL_WORLD_SIZE"] is not None,
+              "torchrun's variables at the script's start under elastic-run: %s (rank %d of %d)"
+              % (TORCHRUN_ENV, dist.get_rank(), dist.get_world_size()))
     # as DDP scripts do: the device from LOCAL_RANK, which the job exports
     dev = torch.device("cuda", int(os.environ["LOCAL_RANK"])) if CUDA else torch.device("cpu")
     if CUDA:
@@ -193,6 +205,8 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     # exists (the test slows the job down while it stages its events)
     sleep_file = os.environ.get("SLEEP_FILE")
     start = dist.start_epoch()
+    # what the loop sees: its bodies, and those after which the step was dropped
+    bodies, dropped, first = 0, 0, dist.step()
     if dist.current().resumed and dist.get_rank() == 0:
         print("RESUMED at step %d epoch %d size %d" % (dist.current().ctx.step, start,
                                                        dist.get_world_size()), flush=True)
@@ -233,6 +247,11 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
             at = sampler.pos  # the step's global batch starts there (the sampler's state)
             opt.step()
             pending.clear()
+            bodies += 1
+            dropped += not dist.committed()
+            check(dist.committed() == (dist.step() > committed),
+                  "dist.committed() %s after step %d (now %d)" % (dist.committed(), committed,
+                                                                  dist.step()))
             if dist.current().ctx.step > committed:  # the step was committed
                 print(used, flush=True)
                 # the whole global batch, as the sampler's documented shuffle gives it:
@@ -255,6 +274,10 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
             if step_sleep:
                 time.sleep(step_sleep)
     steps = dist.current().ctx.step
+    print("LOOP rank %d: %d bodies, %d committed, %d dropped" % (
+        dist.get_rank(), bodies, steps - first, dropped), flush=True)
+    check(bodies == steps - first + dropped, "the loop's bodies %d: %d committed + %d dropped"
+          % (bodies, steps - first, dropped))
     check(os.environ.get("RANK") == str(dist.get_rank()) and
           os.environ.get("WORLD_SIZE") == str(dist.get_world_size()),
           "RANK/WORLD_SIZE %s/%s follow the world (%d/%d)" % (
@@ -378,6 +401,12 @@ def refusal(what):
             model(torch.randn(3, 4)).sum().backward()
             opt.step()
             dist.track(counters={})
+        elif what == "dtype":
+            dist.track(opt, sched)
+            model(torch.randn(3, 4)).sum().backward()
+            opt.step()
+            model.to(torch.float64)  # after wrapping: torch's DDP trains on, ranks apart
+            model(torch.randn(3, 4, dtype=torch.float64)).sum().backward()
     except RuntimeError as e:
         print("REFUSED rank %d: %s" % (dist.get_rank(), e), flush=True)
         os._exit(0)
