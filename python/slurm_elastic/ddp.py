@@ -106,6 +106,7 @@ __all__ = ["init", "current", "Job", "DistributedDataParallel", "DistributedSamp
            "get_world_size", "track", "start_epoch", "step", "committed"]
 
 _job = None  # the Job of this process
+_backend = None  # what init_process_group was given (get_backend)
 
 
 def _torchrun_env():
@@ -190,6 +191,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, **kwargs):
     step (:func:`init`). ``backend`` and the other arguments (rendezvous,
     rank, world size) are not needed: the world is the job's MPI world.
     Returns the :class:`Job`."""
+    global _backend
+    if backend is not None:
+        _backend = str(backend)
     return init(timeout=timeout)
 
 
@@ -221,8 +225,10 @@ def track(*objs, **named):
 
 def step():
     """Training steps committed so far: the step counter to log. A dropped
-    step is not counted; after a resume it goes on from the snapshot's."""
-    return current().ctx.step
+    step is not counted, nor a collective called between steps; after a
+    resume it goes on from the snapshot's."""
+    j = current()
+    return j.ctx.step - j._side
 
 
 def committed():
@@ -534,6 +540,7 @@ class Job:
         self._arena = None
         self._base = None  # rank 0's state as the first step received it (_from_rank0)
         self._started = False  # the first step began (state registered)
+        self._settled = False  # the first step's state applied (_settle)
         self._open = False  # a step is open
         self._reduced = False  # the comm hook ran in the open step
         self._failed = False  # a reduction of the open step failed
@@ -541,6 +548,7 @@ class Job:
         self._tags = []  # the sampler's batches of the open step
         self._dropped = 0  # the last step was dropped (at this epoch mark)
         self._last_committed = True  # the last step ended committed (committed())
+        self._side = 0  # side steps committed (collectives between training steps)
         self._epoch_marks = 1  # set_epoch() calls that changed the epoch, + 1
         self._fsizes = 0  # samples given to the model's forward in this step
         self._hooked = set()
@@ -591,8 +599,9 @@ class Job:
         and before the first training step. Positional objects are named by
         their order (the same on every rank and every launch)."""
         if self._started:
-            raise RuntimeError("slurm_elastic: track() after the first training step: "
-                               "call it before the training loop")
+            raise RuntimeError("slurm_elastic: track() after the first step began (the "
+                               "first training forward, start_epoch() or a collective "
+                               "such as all_reduce): call it before them")
         for i, o in enumerate(objs):
             named.setdefault("%s%d" % (type(o).__name__, i), o)
         for name, o in named.items():
@@ -613,7 +622,8 @@ class Job:
     def _state(self):
         st = {"models": [m.module.state_dict() for m in self._models],
               "samplers": [s.state_dict() for s in self._samplers],
-              "rng": _Opaque(_rng_state()), "world": self.size, "objs": {}}
+              "rng": _Opaque(_rng_state()), "world": self.size, "side": self._side,
+              "objs": {}}
         for name, o in self._tracked:
             st["objs"][name] = dict(o) if isinstance(o, dict) else o.state_dict()
         return st
@@ -627,6 +637,7 @@ class Job:
             for s, sd in zip(self._samplers, st["samplers"]):
                 s.load_state_dict(sd)
         if objs:
+            self._side = st.get("side", 0)
             for name, o in self._tracked:
                 sd = st["objs"][name]
                 if isinstance(o, dict):
@@ -688,9 +699,9 @@ class Job:
 
     # -- the step --
     def _start(self):
-        """The first step: register the state, begin (libelastic resumes a
-        snapshot, or hands a joiner the running ranks' state), and on a
-        fresh start give every rank rank 0's state."""
+        """The first step: register the state and begin (libelastic resumes
+        a snapshot, or hands a joiner the running ranks' state). What it
+        brings is applied by _settle."""
         if not self._models:
             raise RuntimeError("slurm_elastic: no model: wrap it in "
                                "slurm_elastic.torch.DistributedDataParallel first")
@@ -702,6 +713,14 @@ class Job:
         self._started = True
         self.ctx._c.step_begin()
         self._open = True
+
+    def _settle(self):
+        """The first step's state, once the script is ready to train (its
+        first training forward, or start_epoch()): the snapshot's after a
+        resume, else rank 0's on every rank. A collective called before
+        (a checkpoint broadcast) begins the first step without this, so that
+        a snapshot resumed wins over a checkpoint the script loads there."""
+        self._settled = True
         world = self.size
         if self.ctx.resumed:
             st = self._arena.load()
@@ -723,12 +742,16 @@ class Job:
         state, which libelastic checks is unchanged at the commit. Until the
         next step's begin saves it, that copy is what a dropped step goes
         back to (_kept). False when the world failed."""
-        used = _np.array([(self._arena.used + 7) // 8], dtype=_np.int64)
+        mine = None
+        if self.rank == 0:  # its state now (a checkpoint loaded since the begin)
+            mine = _Arena(self._arena.buf.size)
+            mine.save(self._state())
+        used = _np.array([(mine.used + 7) // 8 if mine else 0], dtype=_np.int64)
         if not self.ctx.allreduce(used, "max"):
             return False
         words = _np.zeros(int(used[0]), dtype=_np.int64)
-        if self.rank == 0:
-            words[:] = self._arena.buf.view(_np.int64)[:words.size]
+        if mine is not None:
+            words[:] = mine.buf.view(_np.int64)[:words.size]
         if not self.ctx.allreduce(words):
             return False
         self._base = _Arena.over(words.view(_np.uint8))
@@ -764,11 +787,18 @@ class Job:
         self._check_layout()
         if not self._started:
             self._start()
+        if not self._settled:
+            self._settle()
             return
         if self._open:
             if not self._reduced:
                 return  # a forward of the same step (accumulation, several models)
             self._end()  # no optimizer step came (GradScaler skipped it)
+        self._open_step()
+
+    def _open_step(self):
+        """Save the state and begin a step (a training step, or a side step
+        of collectives)."""
         if self._dropped:
             # what the dropped iteration did after its optimizer.step() (a
             # per-step scheduler, counters) goes too, unless an epoch ended
@@ -785,6 +815,42 @@ class Job:
         if self.size != world:  # a growth in place: the joiners' first collective too
             self._where()
             self._bump()
+
+    def collective(self, run, what):
+        """Run ``run()`` (libelastic collectives; True when they succeeded) on
+        the current world. Inside a training step it is part of the step: a
+        failure drops the step. Between steps it is a side step of its own,
+        which trains nothing and is not counted by :func:`step`: a failure
+        runs it again on the healed world, until it commits. Before the
+        first step it begins the first step (the model must be wrapped)."""
+        if self._done:
+            raise RuntimeError("slurm_elastic: %s after destroy_process_group()" % what)
+        if not self._started:
+            if not self._models:
+                raise RuntimeError(
+                    "slurm_elastic: %s before the model is wrapped: the job's world and "
+                    "its state start with DistributedDataParallel(model), wrap it first"
+                    % what)
+            self._check_layout()
+            self._start()
+        if self._open:
+            self._drain()
+            if not run():  # (quick when the step failed already)
+                self._failed = True
+            return
+        while True:
+            self._open_step()
+            ok = run()
+            size0 = self.size
+            if not ok:
+                self.ctx._c.step_fail()
+            r = self.ctx._c.step_commit()
+            self._open = False
+            if self.size != size0:
+                self._bump()
+            if r == _se.COMMITTED:
+                self._side += 1
+                return
 
     def _keep_at_exit(self):
         """The process ends between steps without close() (an exception in
@@ -1005,7 +1071,7 @@ class Job:
         (the state is taken from rank 0 or from the snapshot here), so
         read it after creating the model, optimizer, schedulers and
         sampler, and after :meth:`track`."""
-        if not self._started:
+        if not self._settled:
             self._begin()
         if not self._samplers:
             return 0
@@ -1046,8 +1112,9 @@ class DistributedDataParallel(_torch.nn.parallel.DistributedDataParallel):
     def __init__(self, module, job=None, **kwargs):
         job = job or current()
         if job._started:
-            raise RuntimeError("slurm_elastic: wrap the model before the first training "
-                               "step")
+            raise RuntimeError("slurm_elastic: wrap the model before the first step begins "
+                               "(the first training forward, start_epoch() or a "
+                               "collective)")
         if "process_group" in kwargs:
             raise ValueError("slurm_elastic: DistributedDataParallel runs over the elastic "
                              "job's world: do not pass process_group")
@@ -1145,8 +1212,9 @@ class DistributedSampler(_TorchSampler):
     def __init__(self, dataset, batch_size, shuffle=True, seed=0, drop_last=False, job=None):
         self.job = job or current()
         if self.job._started:
-            raise RuntimeError("slurm_elastic: create the sampler before the first training "
-                               "step")
+            raise RuntimeError("slurm_elastic: create the sampler before the first step "
+                               "begins (the first training forward, start_epoch() or a "
+                               "collective)")
         self.n = dataset if isinstance(dataset, int) else len(dataset)
         if batch_size < 1 or self.n < 1:
             raise ValueError("DistributedSampler: batch_size and the number of samples "

@@ -85,6 +85,9 @@ import slurm_elastic as _se
 from slurm_elastic.ddp import (  # noqa: F401  (the DDP-shaped API, see slurm_elastic.ddp)
     DistributedDataParallel, DistributedSampler, Job, committed, current, destroy_process_group,
     get_rank, get_world_size, init, init_process_group, is_initialized, start_epoch, step, track)
+from slurm_elastic.collectives import (  # noqa: F401  (torch.distributed's collectives)
+    GroupMember, ReduceOp, all_gather, all_gather_object, all_reduce, barrier, broadcast,
+    broadcast_object_list, get_backend, group, new_group, reduce)
 
 
 class RegistrationError(RuntimeError):
