@@ -104,8 +104,9 @@ def main():
     if a.make_data:
         make_data(a.data, a.make_data)
         return
-    device = torch.device("cpu")  # on GPUs: torch.device("cuda", local_rank), backend "nccl"
     local_rank = int(os.environ["LOCAL_RANK"])
+    # on GPUs: torch.device("cuda", local_rank % torch.cuda.device_count()), backend "nccl"
+    device = torch.device("cpu")
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     train, val = ImageFolder(os.path.join(a.data, "train")), ImageFolder(os.path.join(a.data, "val"))
