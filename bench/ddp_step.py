@@ -11,7 +11,9 @@ random images of argv[6] x argv[6] pixels (default 8), on device argv[5]
 (default cpu), SGD with momentum, a global batch of argv[4] split over
 the ranks, argv[2] timed steps after 5 warm-up steps. Rank 0 prints
 ``MODE step_ms MEDIAN`` and, for elastic, ``elastic keep_ms MEDIAN`` (the
-serialization of the training state that each step begins with).
+serialization of the training state that each step begins with) and
+``elastic layout_ms MEDIAN`` (the check of the parameters' dtypes and
+devices, at each step's begin too).
 """
 import os
 import statistics
@@ -55,7 +57,7 @@ local = batch // size + (1 if rank < batch % size else 0)
 x = torch.randn(local, 1, pixels, pixels, device=device)
 y = torch.randint(0, 10, (local,), device=device)
 sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-times, keep = [], []
+times, keep, layout = [], [], []
 for i in range(steps + 5):
     t0 = time.perf_counter()
     opt.zero_grad()
@@ -69,6 +71,9 @@ for i in range(steps + 5):
             k0 = time.perf_counter()
             job._arena.save(job._state())
             keep.append(time.perf_counter() - k0)
+            k0 = time.perf_counter()
+            job._check_layout()  # the dtype/device check each step begins with
+            layout.append(time.perf_counter() - k0)
 if rank == 0:
     params = sum(p.numel() for p in model.parameters())
     print("%s step_ms %.3f (%d ranks, %d params, global batch %d, %s)"
@@ -76,4 +81,7 @@ if rank == 0:
     if keep:
         print("%s keep_ms %.3f (%.1f MiB of state a step)"
               % (mode, 1e3 * statistics.median(keep), job._arena.used / 2**20), flush=True)
+        print("%s layout_ms %.4f (%d parameters checked)"
+              % (mode, 1e3 * statistics.median(layout), len(list(model.parameters()))),
+              flush=True)
 dist.destroy_process_group()

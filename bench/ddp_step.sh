@@ -9,7 +9,8 @@
 # elastic step with each bucket reduced on the thread of backward: no overlap; DDP's first
 # bucket holds 1 MB of gradients, so only models above it have a reduction to overlap).
 # Prints each mode's median step time, the ratio, and the time the elastic step spends
-# serializing the training state it keeps. Needs the binding and torch.
+# serializing the training state it keeps and the dtype/device check of its parameters.
+# Needs the binding and torch.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top_builddir=${top_builddir:-$(cd "${PWD}/.." && pwd)}
@@ -42,8 +43,9 @@ for l in open(sys.argv[1]):
 for width in sorted({k[0] for k in v}, key=int):
     g, e = statistics.median(v[(width, "gloo", "step_ms")]), statistics.median(v[(width, "elastic", "step_ms")])
     k = statistics.median(v[(width, "elastic", "keep_ms")])
-    print("width %s: torch DDP (gloo) %.3f ms a step, slurm_elastic %.3f ms (%.2fx), of which keeping the state %.3f ms"
-          % (width, g, e, e / g, k))
+    c = statistics.median(v[(width, "elastic", "layout_ms")])
+    print("width %s: torch DDP (gloo) %.3f ms a step, slurm_elastic %.3f ms (%.2fx), of which keeping the state %.3f ms, the dtype/device check %.1f us"
+          % (width, g, e, e / g, k, 1e3 * c))
     if v[(width, "elastic-sync", "step_ms")]:
         s = statistics.median(v[(width, "elastic-sync", "step_ms")])
         print("width %s: slurm_elastic without the overlap of reduction and backward %.3f ms (%.2fx)"

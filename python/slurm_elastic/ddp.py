@@ -744,8 +744,14 @@ class Job:
         back to (_kept). False when the world failed."""
         mine = None
         if self.rank == 0:  # its state now (a checkpoint loaded since the begin)
-            mine = _Arena(self._arena.buf.size)
-            mine.save(self._state())
+            st = self._state()
+            # (room for what a checkpoint may have added, not the whole capacity)
+            mine = _Arena(min(self._arena.buf.size, 2 * self._arena.used + 2**20))
+            try:
+                mine.save(st)
+            except RuntimeError:
+                mine = _Arena(self._arena.buf.size)
+                mine.save(st)
         used = _np.array([(mine.used + 7) // 8 if mine else 0], dtype=_np.int64)
         if not self.ctx.allreduce(used, "max"):
             return False
