@@ -213,8 +213,13 @@ t_ctld_revive() {
 	[ -n "${T_CTLD_STOPPED:-}" ] || return 0
 	[ -z "${T_DIR:-}" ] || tail -c +"${T_CTLD_STOP_AT:-1}" "$T_CTLD_LOG" 2>/dev/null | tail -n 400 >"$T_DIR/slurmctld.log"
 	pid=$(cat "$T_CTLD_PIDFILE" 2>/dev/null || true)
-	end=$((SECONDS + 120))
+	end=$((SECONDS + 30))
 	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.5; done
+	# a stop that never ends is ended as systemd ends it, before a new start
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill -KILL "$pid" 2>/dev/null || true
+		sleep 1
+	fi
 	scontrol ping >/dev/null 2>&1 || slurmctld -i </dev/null >/dev/null 2>>"$T_CTLD_LOG" || true
 	end=$((SECONDS + 30))
 	until scontrol ping >/dev/null 2>&1 || [ $SECONDS -ge $end ]; do sleep 0.5; done

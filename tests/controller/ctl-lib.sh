@@ -251,16 +251,19 @@ ctl_block_nodes() { ctl_block_gpus 4 "$@"; }
 
 # Root jobs holding GPUS GPUs on each node named.
 ctl_block_gpus() { # gpus node...
-	local g=$1 n id
+	local g=$1 n id ids=""
 	shift
 	for n in "$@"; do
 		id=$(sbatch --parsable -J blocker -w "$n" --gres=gpu:"$g" -N1 -n1 -o /dev/null --wrap 'sleep 3000') ||
 			t_fail "blocker on $n"
 		CTL_BLOCKERS="$CTL_BLOCKERS $id"
+		ids=${ids:+$ids,}$id
 	done
+	# (these blockers: another test's beside this one may wait for its own)
 	local end=$((SECONDS + 20))
-	while squeue -h -t PD -n blocker | grep -q .; do
-		[ $SECONDS -lt $end ] || t_fail "blockers did not start"
+	while squeue -h -t PD -j "$ids" 2>/dev/null | grep -q .; do
+		[ $SECONDS -lt $end ] ||
+			t_fail "blockers did not start: $(squeue -h -j "$ids" -o '%i %N %T %r' | paste -sd';' -)"
 		sleep 0.2
 	done
 }
