@@ -976,10 +976,10 @@ int ed_slurm_grant_info(uint32_t id, const char *grant_prefix, uint32_t *job, ui
 	}
 	for (uint32_t r = 0; r < m->record_count && !found; r++) {
 		const slurm_job_info_t *ji = &m->job_array[r];
-		uint32_t base = ji->job_state & JOB_STATE_BASE;
-		if (ji->job_id != id || ji->job_state & JOB_COMPLETING ||
-		    (base != JOB_PENDING && base != JOB_RUNNING &&
-		     base != JOB_SUSPENDED) ||
+		int suspended = (ji->job_state & JOB_STATE_BASE) == JOB_SUSPENDED &&
+				!(ji->job_state & JOB_COMPLETING);
+		if (ji->job_id != id ||
+		    !(elastic__slurm_job_active(ji->job_state) || suspended) ||
 		    !(*job = _grant_of(ji, grant_prefix, &release_by)))
 			continue;
 		*uid = ji->user_id;

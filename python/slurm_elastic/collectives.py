@@ -173,20 +173,28 @@ def _gather_words(mine, j):
     return [flat[r * w * 8:r * w * 8 + int(lens[r])].copy() for r in range(n)]
 
 
+def _exchange(j, what, fn):
+    """fn() (libelastic collectives: bytes, or None when the world failed)
+    run by Job.collective: its result, or None in a training step that will
+    be dropped (the results are not to be used)."""
+    box = [None]
+
+    def run():
+        box[0] = fn()
+        return box[0] is not None
+
+    j.collective(run, what)
+    return box[0]
+
+
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """Every rank's ``tensor`` into ``tensor_list`` (one tensor per rank, of
     ``tensor``'s shape and dtype), in rank order, byte for byte."""
     _whole(group, "all_gather")
     j = _ddp.current()
-    box = {}
-
-    def run():
-        box["parts"] = _gather_words(_bytes_of(tensor), j)
-        return box["parts"] is not None
-
-    j.collective(run, "all_gather")
-    parts = box["parts"]
-    if parts is None:  # a step that will be dropped: the results are not to be used
+    mine = _bytes_of(tensor)
+    parts = _exchange(j, "all_gather", lambda: _gather_words(mine, j))
+    if parts is None:
         return _done(async_op, [tensor_list])
     if len(tensor_list) != len(parts):
         raise ValueError("slurm_elastic: all_gather: tensor_list has %d tensors for a world "
@@ -204,15 +212,8 @@ def all_gather_object(object_list, obj, group=None):
     _whole(group, "all_gather_object")
     j = _ddp.current()
     mine = _np.frombuffer(_pickle.dumps(obj), dtype=_np.uint8)
-    box = {}
-
-    def run():
-        box["parts"] = _gather_words(mine, j)
-        return box["parts"] is not None
-
-    j.collective(run, "all_gather_object")
-    parts = box["parts"]
-    if parts is None:  # a step that will be dropped
+    parts = _exchange(j, "all_gather_object", lambda: _gather_words(mine, j))
+    if parts is None:
         return
     if len(object_list) != len(parts):
         raise ValueError("slurm_elastic: all_gather_object: object_list has %d places for a "
@@ -221,8 +222,15 @@ def all_gather_object(object_list, obj, group=None):
         object_list[i] = _pickle.loads(raw.tobytes())
 
 
-def _bcast_bytes(mine, src, j):
+def _check_src(src, j, what):
+    if not 0 <= src < j.size:
+        raise ValueError("slurm_elastic: %s(src=%d): the world has ranks 0..%d"
+                         % (what, src, j.size - 1))
+
+
+def _bcast_bytes(mine, src, j, what):
     """src's uint8 array on every rank (None when the world failed)."""
+    _check_src(src, j, what)  # (at each try: the world may have shrunk)
     n = _np.zeros(1, dtype=_np.int64)
     if j.rank == src:
         n[0] = mine.size
@@ -236,32 +244,20 @@ def _bcast_bytes(mine, src, j):
     return buf.view(_np.uint8)[:int(n[0])].copy()
 
 
-def _check_src(src, j, what):
-    if not 0 <= src < j.size:
-        raise ValueError("slurm_elastic: %s(src=%d): the world has ranks 0..%d"
-                         % (what, src, j.size - 1))
-
-
 def broadcast(tensor, src, group=None, async_op=False):
     """Rank ``src``'s ``tensor`` into every rank's, byte for byte."""
     _whole(group, "broadcast")
     j = _ddp.current()
     _check_src(src, j, "broadcast")
-    box = {}
-
-    def run():
-        _check_src(src, j, "broadcast")  # (again: the world may have shrunk)
-        box["raw"] = _bcast_bytes(_bytes_of(tensor), src, j)
-        return box["raw"] is not None
-
-    j.collective(run, "broadcast")
-    if box["raw"] is None:  # a step that will be dropped
+    mine = _bytes_of(tensor)
+    raw = _exchange(j, "broadcast", lambda: _bcast_bytes(mine, src, j, "broadcast"))
+    if raw is None:
         return _done(async_op, [tensor])
-    if box["raw"].size != tensor.numel() * tensor.element_size():
+    if raw.size != tensor.numel() * tensor.element_size():
         raise ValueError("slurm_elastic: broadcast: rank %d's tensor has another size than "
                          "this rank's" % src)
     if j.rank != src:
-        _set_bytes(tensor, box["raw"])
+        _set_bytes(tensor, raw)
     return _done(async_op, [tensor])
 
 
@@ -272,17 +268,11 @@ def broadcast_object_list(object_list, src=0, group=None, device=None):
     j = _ddp.current()
     _check_src(src, j, "broadcast_object_list")
     mine = _np.frombuffer(_pickle.dumps(list(object_list)), dtype=_np.uint8)
-    box = {}
-
-    def run():
-        _check_src(src, j, "broadcast_object_list")
-        box["raw"] = _bcast_bytes(mine, src, j)
-        return box["raw"] is not None
-
-    j.collective(run, "broadcast_object_list")
-    if box["raw"] is None:  # a step that will be dropped
+    raw = _exchange(j, "broadcast_object_list",
+                    lambda: _bcast_bytes(mine, src, j, "broadcast_object_list"))
+    if raw is None:
         return
-    got = _pickle.loads(box["raw"].tobytes())
+    got = _pickle.loads(raw.tobytes())
     if len(got) != len(object_list):
         raise ValueError("slurm_elastic: broadcast_object_list: rank %d sent %d objects for "
                          "%d places" % (src, len(got), len(object_list)))
