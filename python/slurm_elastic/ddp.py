@@ -1002,14 +1002,17 @@ class Job:
         if self.size != size0 or (ok and ints[0] > 0):
             self._bump()
         self._dropped = self._epoch_marks
-        if any(s._spent for s in self._samplers):
+        if any(s._spent and not (s._refills and s.gen != s._spent_gen)
+               for s in self._samplers):
             self._dropped_in_tail()
         return False
 
     def _dropped_in_tail(self):
-        """A step was dropped after the DataLoader had taken the epoch's last
-        batch from the sampler (its workers prefetch): the loop would end the
-        epoch without the dropped samples, and with the dropped iteration's
+        """A step was dropped after the epoch's last batch was taken from the
+        sampler by something other than a DataLoader's pass (which makes a
+        new one: _FreshBatches), such as a loop over the sampler itself or a
+        loader of the script's own: the loop would end the epoch without the
+        dropped samples, and with the dropped iteration's
         after-step work (a per-step scheduler) kept. Under elastic-run every
         rank (they all see the same drop and the same sampler) ends for a
         re-form from the last committed step, whose DataLoader hands out the
@@ -1017,14 +1020,14 @@ class Job:
         if _os.environ.get("ELASTIC_RUN_GEN") is not None:
             if self.rank == 0:
                 print("slurm_elastic.torch: a step among the epoch's last batches was "
-                      "dropped after the DataLoader had taken them all: re-forming from "
+                      "dropped after the loader had taken them all: re-forming from "
                       "committed step %d" % self.ctx.step, file=_sys.stderr, flush=True)
             self.ctx._c.reform_now()
         if self._tail_warned == self._epoch_marks:
             return  # the batches in flight after it are dropped too: said once
         self._tail_warned = self._epoch_marks
         print("slurm_elastic.torch: warning: rank %d: a step among the epoch's last batches "
-              "was dropped after the DataLoader had taken them all (not under elastic-run, "
+              "was dropped after the loader had taken them all (not under elastic-run, "
               "which would re-form): its samples are trained at the start of the next "
               "epoch, and what the iteration did after optimizer.step() (a per-step LR "
               "scheduler, counters) is kept" % self.rank, file=_sys.stderr, flush=True)
@@ -1098,7 +1101,7 @@ class Job:
             if left:
                 print("slurm_elastic: warning: rank %d: %d samples of epoch %d were not "
                       "trained: a step among the epoch's last batches failed after the "
-                      "DataLoader had taken them all" % (self.rank, left, s.epoch),
+                      "loader had taken them all" % (self.rank, left, s.epoch),
                       file=_sys.stderr, flush=True)
         self.ctx.complete()
         self._done = True
@@ -1157,10 +1160,17 @@ class _FreshBatches:
     its workers prepared for a world that changed since (a dropped step bumps
     the sampler's hand-out): the loop never sees them. Batches arrive in the
     order the sampler handed them out (the DataLoader keeps it), so this
-    sampler's oldest tag is the arriving batch's."""
+    sampler's oldest tag is the arriving batch's.
 
-    def __init__(self, it, sampler):
-        self._it, self._sampler = it, sampler
+    When the DataLoader had taken the epoch's last batch before the change
+    (its workers prefetch), its pass ends with samples of the epoch still
+    owed: a new pass of the same DataLoader hands them out from the
+    committed positions, inside the loop's epoch."""
+
+    def __init__(self, loader, sampler):
+        self._loader, self._sampler = loader, sampler
+        self._it = _loader_iter(loader)
+        sampler._refills = True
 
     def __iter__(self):
         return self
@@ -1175,7 +1185,14 @@ class _FreshBatches:
         s = self._sampler
         fifo = s.job._fifo
         while True:
-            batch = next(self._it)
+            try:
+                batch = next(self._it)
+            except StopIteration:
+                if not s._owes():
+                    raise
+                fifo[:] = [t for t in fifo if t.sampler is not s]
+                self._it = _loader_iter(self._loader)
+                continue
             tag = next((t for t in fifo if t.sampler is s), None)
             if tag is None or tag.gen == s.gen:
                 return batch
@@ -1188,10 +1205,9 @@ _loader_iter = _DataLoader.__iter__
 def _elastic_loader_iter(loader):
     """DataLoader.__iter__, filtered (_FreshBatches) when its batch sampler
     is an elastic one."""
-    it = _loader_iter(loader)
     if isinstance(getattr(loader, "batch_sampler", None), DistributedSampler):
-        return _FreshBatches(it, loader.batch_sampler)
-    return it
+        return _FreshBatches(loader, loader.batch_sampler)
+    return _loader_iter(loader)
 
 
 _DataLoader.__iter__ = _elastic_loader_iter
@@ -1212,7 +1228,9 @@ class DistributedSampler(_TorchSampler):
     ``drop_last`` drops the epoch's last, smaller batch. After a change of
     the world the batches the DataLoader's workers had already prepared
     are skipped before the loop sees them (at most ``num_workers *
-    prefetch_factor`` batches of loading work).
+    prefetch_factor`` batches of loading work); when they were the epoch's
+    last, a new pass of the DataLoader hands out the rest of the epoch
+    within the same loop (its workers start again unless persistent).
     """
 
     def __init__(self, dataset, batch_size, shuffle=True, seed=0, drop_last=False, job=None):
@@ -1232,6 +1250,8 @@ class DistributedSampler(_TorchSampler):
         self._perms = {}
         # the DataLoader took this epoch's last batch: it asks no more
         self._spent = False
+        self._spent_gen = 0  # the hand-out that was spent
+        self._refills = False  # a DataLoader's pass over it starts anew (_FreshBatches)
         self.job._samplers.append(self)
 
     def _end(self):
@@ -1290,7 +1310,15 @@ class DistributedSampler(_TorchSampler):
             self.job._fifo.append(tag)
             queue[0][1] = pos + total
             yield idx
-        self._spent = True
+        self._spent, self._spent_gen = True, gen
+
+    def _owes(self):
+        """The hand-out was spent before a change of the world or a dropped
+        step made some of its batches stale: samples of the loop's epoch
+        (or an earlier one's tail) are not trained and will not come from
+        this pass."""
+        return self._spent and self.gen != self._spent_gen and (
+            self.pos < self._end() or bool(self.tails))
 
     def __len__(self):
         return -(-(self._end() - self.pos) // self.batch_size) + sum(

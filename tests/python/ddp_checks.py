@@ -146,6 +146,11 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     itself in the middle of that step (after backward)."""
     # HANG_TIMEOUT: the step time limit, as torch's collective timeout is given
     hang_timeout = os.environ.get("HANG_TIMEOUT")
+    # SHRINK_STEP (with ELASTIC_RUN_LEAVE, as elastic-run writes it): a planned shrink in
+    # place at that step, asked for by every rank's own SIGUSR1; a rank's GPU is its number
+    shrink = int(os.environ.get("SHRINK_STEP", "-1"))
+    if shrink >= 0:
+        os.environ["ELASTIC_GPU"] = os.environ["OMPI_COMM_WORLD_RANK"]
     dist.init_process_group("nccl" if CUDA else "gloo", **(
         {"timeout": datetime.timedelta(seconds=float(hang_timeout))} if hang_timeout else {}))
     if os.environ.get("ELASTIC_RUN_GEN") is not None:
@@ -233,6 +238,8 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
                 open(killed_mark, "w").close()
                 print("KILL rank %d at step %d" % (kill[0], committed), flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
+            if shrink == committed:
+                os.kill(os.getpid(), signal.SIGUSR1)
             if hang == (dist.get_rank(), committed):
                 print("HANG rank %d at step %d" % (dist.get_rank(), committed), flush=True)
                 time.sleep(3600)  # stuck inside the step (a deadlock, a dead file system)
