@@ -166,6 +166,17 @@ t_ctld_files() {
 		t_skip "slurmctld's log or pid file not in scontrol show config"
 }
 
+# The threads of a process that does not end, as /proc shows them: id, name,
+# state, CPU ticks (user + system), the kernel function it sleeps in.
+t_threads() { # pid
+	local t
+	for t in /proc/"$1"/task/*; do
+		[ -r "$t/stat" ] || continue
+		printf '%s %s %s\n' "${t##*/}" "$(sed 's/^[0-9]* (\(.*\)) \([A-Z]\) \([^ ]* \)\{10\}\([0-9]*\) \([0-9]*\).*/\1 \2 \4+\5/' "$t/stat" 2>/dev/null)" \
+			"$(cat "$t/wchan" 2>/dev/null)"
+	done
+}
+
 # Stop slurmctld (it saves its state, as SIGTERM does: an admin's restart
 # for an upgrade or a failover), keep it down DOWN seconds and start it again
 # as testbed/cluster does (slurmctld -i); fails unless it stops within 90 s,
@@ -182,8 +193,10 @@ t_ctld_restart() { # down-seconds
 	# agents' RPCs to the slurmds, slow on a loaded host)
 	end=$((SECONDS + 90))
 	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do
-		[ $SECONDS -lt $end ] ||
-			t_fail "slurmctld $pid did not stop within 90 s: $(tail -c +$T_CTLD_STOP_AT "$T_CTLD_LOG" | tail -n 3)"
+		[ $SECONDS -lt $end ] || {
+			t_threads "$pid" >"$T_DIR/slurmctld-threads.txt"
+			t_fail "slurmctld $pid did not stop within 90 s (its threads: slurmctld-threads.txt in the scratch files): $(tail -c +$T_CTLD_STOP_AT "$T_CTLD_LOG" | tail -n 3)"
+		}
 		sleep 0.1
 	done
 	[ $((SECONDS - t0)) -le 10 ] || t_log "slurmctld took $((SECONDS - t0)) s to stop"
@@ -217,6 +230,7 @@ t_ctld_revive() {
 	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.5; done
 	# a stop that never ends is ended as systemd ends it, before a new start
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		[ -z "${T_DIR:-}" ] || [ -s "$T_DIR/slurmctld-threads.txt" ] || t_threads "$pid" >"$T_DIR/slurmctld-threads.txt"
 		kill -KILL "$pid" 2>/dev/null || true
 		sleep 1
 	fi
