@@ -177,6 +177,24 @@ t_threads() { # pid
 	done
 }
 
+# 0 once process PID has ended, 1 while it still runs SECONDS seconds on.
+t_wait_gone() { # pid seconds
+	local end=$((SECONDS + $2))
+	while [ -n "$1" ] && kill -0 "$1" 2>/dev/null; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.1
+	done
+}
+
+# 0 once slurmctld answers, 1 if it does not within SECONDS seconds.
+t_ctld_answers() { # seconds
+	local end=$((SECONDS + $1))
+	until scontrol ping >/dev/null 2>&1; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.5
+	done
+}
+
 # Stop slurmctld (it saves its state, as SIGTERM does: an admin's restart
 # for an upgrade or a failover), keep it down DOWN seconds and start it again
 # as testbed/cluster does (slurmctld -i); fails unless it stops within 90 s,
@@ -184,33 +202,25 @@ t_threads() { # pid
 # down. T_CTLD_FROM: where this start's part of the log begins. Needs
 # t_ctld_files.
 t_ctld_restart() { # down-seconds
-	local pid end t0=$SECONDS
+	local pid t0=$SECONDS
 	pid=$(cat "$T_CTLD_PIDFILE" 2>/dev/null || true)
 	T_CTLD_STOP_AT=$(($(stat -c %s "$T_CTLD_LOG") + 1))
 	scontrol shutdown slurmctld >/dev/null 2>&1 || true
 	T_CTLD_STOPPED=1
 	# (as long as systemd waits for a stop by default: slurmctld waits for its
 	# agents' RPCs to the slurmds, slow on a loaded host)
-	end=$((SECONDS + 90))
-	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do
-		[ $SECONDS -lt $end ] || {
-			t_threads "$pid" >"$T_DIR/slurmctld-threads.txt"
-			t_fail "slurmctld $pid did not stop within 90 s (its threads: slurmctld-threads.txt in the scratch files): $(tail -c +$T_CTLD_STOP_AT "$T_CTLD_LOG" | tail -n 3)"
-		}
-		sleep 0.1
-	done
+	t_wait_gone "$pid" 90 || {
+		t_threads "$pid" >"$T_DIR/slurmctld-threads.txt"
+		t_fail "slurmctld $pid did not stop within 90 s (its threads: slurmctld-threads.txt in the scratch files): $(tail -c +$T_CTLD_STOP_AT "$T_CTLD_LOG" | tail -n 3)"
+	}
 	[ $((SECONDS - t0)) -le 10 ] || t_log "slurmctld took $((SECONDS - t0)) s to stop"
 	[ -z "${T_CTLD_DOWN_HOOK:-}" ] || eval "$T_CTLD_DOWN_HOOK"
 	sleep "$1"
 	T_CTLD_FROM=$(($(stat -c %s "$T_CTLD_LOG") + 1))
 	slurmctld -i </dev/null >/dev/null 2>>"$T_CTLD_LOG" ||
 		t_fail "slurmctld -i failed to start: $(tail -c +$T_CTLD_FROM "$T_CTLD_LOG" | tail -n 3)"
-	end=$((SECONDS + 30))
-	until scontrol ping >/dev/null 2>&1; do
-		[ $SECONDS -lt $end ] ||
-			t_fail "slurmctld did not answer within 30 s: $(tail -c +$T_CTLD_FROM "$T_CTLD_LOG" | grep -E 'fatal|elastic' | head -n 3)"
-		sleep 0.5
-	done
+	t_ctld_answers 30 ||
+		t_fail "slurmctld did not answer within 30 s: $(tail -c +$T_CTLD_FROM "$T_CTLD_LOG" | grep -E 'fatal|elastic' | head -n 3)"
 	sleep 2
 	pid=$(cat "$T_CTLD_PIDFILE" 2>/dev/null || true)
 	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null ||
@@ -222,21 +232,18 @@ t_ctld_restart() { # down-seconds
 # since the stop kept with the scratch files, and slurmctld running again for
 # the tests after (once a stop still under way is over).
 t_ctld_revive() {
-	local pid end
+	local pid
 	[ -n "${T_CTLD_STOPPED:-}" ] || return 0
 	[ -z "${T_DIR:-}" ] || tail -c +"${T_CTLD_STOP_AT:-1}" "$T_CTLD_LOG" 2>/dev/null | tail -n 400 >"$T_DIR/slurmctld.log"
 	pid=$(cat "$T_CTLD_PIDFILE" 2>/dev/null || true)
-	end=$((SECONDS + 30))
-	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.5; done
 	# a stop that never ends is ended as systemd ends it, before a new start
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+	t_wait_gone "$pid" 30 || {
 		[ -z "${T_DIR:-}" ] || [ -s "$T_DIR/slurmctld-threads.txt" ] || t_threads "$pid" >"$T_DIR/slurmctld-threads.txt"
 		kill -KILL "$pid" 2>/dev/null || true
 		sleep 1
-	fi
+	}
 	scontrol ping >/dev/null 2>&1 || slurmctld -i </dev/null >/dev/null 2>>"$T_CTLD_LOG" || true
-	end=$((SECONDS + 30))
-	until scontrol ping >/dev/null 2>&1 || [ $SECONDS -ge $end ]; do sleep 0.5; done
+	t_ctld_answers 30 || true
 }
 
 t_job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }

@@ -1002,8 +1002,7 @@ class Job:
         if self.size != size0 or (ok and ints[0] > 0):
             self._bump()
         self._dropped = self._epoch_marks
-        if any(s._spent and not (s._refills and s.gen != s._spent_gen)
-               for s in self._samplers):
+        if any(s._spent and not (s._refills and s._owes()) for s in self._samplers):
             self._dropped_in_tail()
         return False
 
