@@ -77,6 +77,18 @@ t_runtime_in_place() {
 t_runtime_grows() {
 	"${top_builddir:?}/launcher/elastic-run" --runtime 2>/dev/null | grep -q 'joins in place$'
 }
+# Did the runtime itself fail the spawn of a growth in place, so that
+# elastic-run re-formed the job instead? Open MPI 5.0.7's PRRTE now and then
+# fails the spawn's connect ("PMIX ERROR: ... pmix_server_dyn.c"), and once
+# mpirun aborted on it with a corrupted heap. Prints the runtime's line. A
+# re-form for any other reason (libelastic's own error, a joiner that did not
+# start) is not the runtime's and returns 1.
+t_runtime_failed_spawn() { # output-file
+	local why
+	why=$(grep -am1 'PMIX ERROR: .* in file .*pmix_server_dyn\.c at line' "$1") || return 1
+	grep -aq 're-form cause: grow' "$1" || return 1
+	echo "$why"
+}
 
 # A scratch directory every test user can write (job output lands here).
 t_scratch() {
