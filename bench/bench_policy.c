@@ -21,6 +21,7 @@ struct sim {
 	struct elastic_policy_job *jobs;
 	struct elastic_policy_place **place; /* per job, malloc'd */
 	int *cap;			     /* room in place[i] */
+	struct elastic_scaling *scal;	     /* per job (throughput mode) */
 	uint32_t next_id;
 	uint64_t rng;
 };
@@ -70,6 +71,19 @@ static void new_job(struct sim *s, int i)
 	}
 	if (jb->sizes != ELASTIC_SIZES_ANY && jb->max < 2 * min)
 		jb->max = 2 * min; /* room for an allowed size */
+	/* A measured scaling for two jobs in three (the others not measured
+	 * yet): linear, saturating or slowing down past some size, measured
+	 * at 1 to 3 sizes. */
+	if (s->scal && rnd(s, 3)) {
+		struct elastic_scaling *sc = &s->scal[i];
+		double a = 1 + rnd(s, 10), b = rnd(s, 3) * 0.1, d = rnd(s, 2) * 0.01;
+		int n = 1 + rnd(s, 4);
+		memset(sc, 0, sizeof(*sc));
+		for (int k = rnd(s, 3); k >= 0; k--, n *= 2)
+			elastic_scaling_observe(sc, n, 1.0 / (a / n + b + d * n),
+						s->in.now, 600);
+		jb->scaling = sc;
+	}
 }
 
 /* The controller did what the policy said: jobs hold their targets now. */
@@ -260,9 +274,13 @@ static int run(enum elastic_policy_mode mode, int njobs, int nnodes, int per_nod
 	s.jobs = xcalloc(njobs, sizeof(*s.jobs));
 	s.place = xcalloc(njobs, sizeof(*s.place));
 	s.cap = xcalloc(njobs, sizeof(int));
+	if (mode == ELASTIC_POLICY_THROUGHPUT)
+		s.scal = xcalloc(njobs, sizeof(*s.scal));
 	s.in = (struct elastic_policy_input){
 		.mode = mode,
 		.now = 1700000000,
+		.min_gain = 0.3,
+		.fair_floor = 0.5,
 		.min_change = opt_min_change,
 		.min_change_pct = opt_min_change_pct,
 		.cooldown = opt_cooldown,
@@ -326,6 +344,7 @@ static int run(enum elastic_policy_mode mode, int njobs, int nnodes, int per_nod
 		free(s.place[i]);
 	free(s.place);
 	free(s.cap);
+	free(s.scal);
 	free(s.jobs);
 	free(s.gpus);
 	free(s.busy);
@@ -337,7 +356,7 @@ static int run(enum elastic_policy_mode mode, int njobs, int nnodes, int per_nod
 int main(int argc, char **argv)
 {
 	int njobs = 10000, nnodes = 12500, per_node = 8, ndecisions = 100, strict = 0;
-	int first = ELASTIC_POLICY_PRIORITY, last = ELASTIC_POLICY_FIFO;
+	int first = ELASTIC_POLICY_PRIORITY, last = ELASTIC_POLICY_THROUGHPUT;
 	int rc = 0;
 
 	for (int a = 1; a < argc; a++) {
@@ -353,12 +372,12 @@ int main(int argc, char **argv)
 			opt_cooldown = atoll(argv[a] + 11);
 		else if (!strncmp(argv[a], "--mode=", 7)) {
 			for (first = ELASTIC_POLICY_PRIORITY;
-			     first <= ELASTIC_POLICY_FIFO; first++)
+			     first <= ELASTIC_POLICY_THROUGHPUT; first++)
 				if (!strcmp(argv[a] + 7, elastic_policy_mode_name(first)))
 					break;
-			if (first > ELASTIC_POLICY_FIFO) {
+			if (first > ELASTIC_POLICY_THROUGHPUT) {
 				fprintf(stderr,
-					"bench_policy: --mode=%s is not priority, fairshare or fifo\n",
+					"bench_policy: --mode=%s is not priority, fairshare, fifo or throughput\n",
 					argv[a] + 7);
 				return 2;
 			}
@@ -374,7 +393,7 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 				"usage: bench_policy [--jobs=N] [--nodes=N] [--gpus-per-node=N] [--decisions=N]\n"
-				"       [--mode=priority|fairshare|fifo] [--min-change=GPUS] "
+				"       [--mode=priority|fairshare|fifo|throughput] [--min-change=GPUS] "
 				"[--min-change-pct=PCT]\n"
 				"       [--cooldown=SECONDS] [--strict] [--verbose]\n"
 				"  defaults: 10000 jobs, 12500 nodes x 8 GPUs, 100 decisions, every mode, cool-down 30 s\n"

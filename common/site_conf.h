@@ -26,6 +26,7 @@ enum elastic_policy_mode {
 	ELASTIC_POLICY_PRIORITY = 0, /* weights are Slurm job priorities */
 	ELASTIC_POLICY_FAIRSHARE,    /* equal weights (times the job's policy weight) */
 	ELASTIC_POLICY_FIFO,	     /* oldest job first */
+	ELASTIC_POLICY_THROUGHPUT,   /* where GPUs add the most measured throughput */
 };
 
 /* The settings of elastic.conf. Strings are malloc'd and owned by the struct;

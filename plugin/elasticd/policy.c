@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,16 @@ struct _job {
 	int sticky;   /* claim on its next allowed step: 2, 1, 0 (_sticky) */
 	enum elastic_policy_reason hold;
 	int target, want;
-	int state;     /* water-filling: 0 at lo, 1 linear, 2 at hi */
-	_u128 deficit; /* (ideal - target) * denominator */
+	int state;	  /* water-filling: 0 at lo, 1 linear, 2 at hi */
+	int cap;	  /* throughput: largest size it may be tried at */
+	int gkey;	  /* throughput: its next step's weighted gain, in 1 % buckets */
+	int next;	  /* throughput: its next step's size */
+	double gain;	  /* throughput: its next step's gain per GPU */
+	double s_tgt;	  /* throughput: speedup at target */
+	double tc[4];	  /* throughput: step-time coefficients over t(1); none: linear */
+	int linear;	  /* throughput: no model, speedup n */
+	double inv_share; /* throughput: 1 / fair share (0: none) */
+	_u128 deficit;	  /* (ideal - target) * denominator */
 	double share;
 };
 
@@ -61,6 +70,7 @@ struct _ws {
 	int nj, nn;
 	struct _job *j;
 	int *order;	    /* job indices in rank order */
+	int *order_scratch; /* throughput: the gain heap */
 	int *act, nact;	    /* admitted, not held: job indices in rank order */
 	struct _event *ev;  /* 2 per admitted job, sorted */
 	struct _event *ev2; /* radix sort scratch */
@@ -139,6 +149,8 @@ const char *elastic_policy_mode_name(enum elastic_policy_mode mode)
 		return "fairshare";
 	case ELASTIC_POLICY_FIFO:
 		return "fifo";
+	case ELASTIC_POLICY_THROUGHPUT:
+		return "throughput";
 	}
 	return NULL;
 }
@@ -291,6 +303,17 @@ static int _check_job(struct _ws *ws, int i, elastic_error_t *err)
 	if (jb->weight > ELASTIC_WEIGHT_MAX)
 		return _fail(err, EINVAL, "job %u: weight %u > %d", jb->id, jb->weight,
 			     ELASTIC_WEIGHT_MAX);
+	if (ws->in->mode == ELASTIC_POLICY_THROUGHPUT && jb->scaling) {
+		const struct elastic_scaling *sc = jb->scaling;
+		if (sc->terms < 0 || sc->terms > 4)
+			return _fail(err, EINVAL, "job %u: scaling model with %d terms",
+				     jb->id, sc->terms);
+		for (int k = 0; k < 4; k++)
+			if (!(sc->coef[k] >= 0) || !isfinite(sc->coef[k]))
+				return _fail(err, EINVAL,
+					     "job %u: scaling coefficient %d is %g",
+					     jb->id, k, sc->coef[k]);
+	}
 	t->w = ws->in->mode == ELASTIC_POLICY_PRIORITY && jb->priority ? jb->priority : 1;
 	t->w *= jb->weight ? jb->weight : 1;
 	return 0;
@@ -734,6 +757,165 @@ static void _split_weighted(struct _ws *ws, int K)
 	_round_up(ws, left);
 }
 
+/* ---- throughput ------------------------------------------------------- */
+
+/* Job t's model as step-time coefficients over the time at one GPU, so that
+ * its speedup at n is 1 / (c0/n + c1 + c2*log2(n) + c3*n) (scaling.h). */
+static void _model(struct _job *t)
+{
+	const struct elastic_scaling *sc = t->in->scaling;
+	double t1;
+
+	t->linear = !sc || !sc->terms;
+	if (t->linear)
+		return;
+	t1 = sc->coef[0] + sc->coef[1] + sc->coef[3]; /* log2(1) = 0 */
+	for (int k = 0; k < 4; k++)
+		t->tc[k] = t1 > 0 ? sc->coef[k] / t1 : 0;
+	t->linear = !(t1 > 0) ? -1 : 0; /* -1: no rate at one GPU: no speedup */
+}
+
+/* Predicted speedup of job t at n GPUs; a job with nothing measured scales
+ * linearly. */
+static double _speedup(const struct _job *t, int n)
+{
+	double d;
+	if (t->linear)
+		return t->linear > 0 ? (double)n : 0;
+	d = t->tc[0] / n + t->tc[1] + t->tc[3] * n;
+	if (t->tc[2] > 0)
+		d += t->tc[2] * log2((double)n);
+	return d > 0 ? 1.0 / d : 0;
+}
+
+/* The gain per GPU of job t's next allowed step, in t->gain, t->gkey and
+ * t->next; 0 when it has no next step within its bounds (or it does not
+ * fit). */
+static int _next_gain(const struct _ws *ws, struct _job *t, int left)
+{
+	int next = t->target < t->cap ? _size_ceil(t->in, t->target + 1) : -1;
+	double wg;
+
+	if (next < 0 || next > t->cap || next - t->target > left)
+		return 0;
+	t->next = next;
+	t->gain = (_speedup(t, next) - t->s_tgt) / (next - t->target);
+	if (!(t->gain >= ws->in->min_gain))
+		return 0;
+	/* 1 % buckets: gains that close count as equal, and fairness decides.
+	 * A linear job's gain is 1 at every step: no logarithm to take. */
+	wg = t->gain * (double)t->w;
+	if (t->linear > 0 && t->w == 1)
+		t->gkey = 0;
+	else
+		t->gkey = wg > 0 ? (int)floor(log(wg) * 100.0) : INT_MIN;
+	return 1;
+}
+
+/* Job t takes its next step (t->next, set by _next_gain). */
+static void _take_step(struct _job *t)
+{
+	t->target = t->next;
+	t->s_tgt = _speedup(t, t->target);
+}
+
+/* Marginal-gain order: larger gain bucket, then further below its fair
+ * share, then a step it holds, then rank. */
+static int _gain_before(const struct _ws *ws, int a, int b)
+{
+	const struct _job *x = &ws->j[a], *y = &ws->j[b];
+	double fx, fy;
+
+	if (x->gkey != y->gkey)
+		return x->gkey > y->gkey;
+	fx = x->inv_share > 0 ? x->target * x->inv_share : x->target;
+	fy = y->inv_share > 0 ? y->target * y->inv_share : y->target;
+	if (fx != fy)
+		return fx < fy;
+	if ((x->target < x->cur) != (y->target < y->cur))
+		return x->target < x->cur;
+	return x->rank < y->rank;
+}
+
+static void _gain_sift(const struct _ws *ws, int *h, int n, int i)
+{
+	int x = h[i];
+	for (;;) {
+		int c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && _gain_before(ws, h[c + 1], h[c]))
+			c++;
+		if (!_gain_before(ws, h[c], x))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = x;
+}
+
+/* Throughput: fair shares first (the weighted split with equal weights),
+ * each job's base (MIN, raised towards fair_floor x its fair share while the
+ * steps gain min_gain), then the GPUs left by marginal gain. */
+static void _split_throughput(struct _ws *ws, int K)
+{
+	int *h = ws->order_scratch, n = 0, left = K;
+
+	_split_weighted(ws, K);
+	for (int a = 0; a < ws->nact; a++) {
+		struct _job *t = &ws->j[ws->act[a]];
+		const struct elastic_scaling *sc = t->in->scaling;
+		int seen_lo, seen_hi, floor_size;
+
+		elastic_scaling_seen(sc && sc->terms ? sc : NULL, &seen_lo, &seen_hi);
+		t->cap = 2 * seen_hi;
+		if (t->cap < t->cur)
+			t->cap = t->cur;
+		if (t->cap < t->lo)
+			t->cap = t->lo;
+		if (t->cap > t->hi)
+			t->cap = t->hi;
+		_model(t);
+		t->target = t->lo;
+		t->s_tgt = _speedup(t, t->lo);
+		t->inv_share = t->share > 0 ? 1.0 / t->share : 0;
+		t->deficit = 0;
+		t->sticky = 0;
+		floor_size = _size_floor(t->in, (int)(ws->in->fair_floor * t->share));
+		if (floor_size > t->cap)
+			t->cap = floor_size;
+		while (t->target < floor_size && _next_gain(ws, t, INT_MAX) &&
+		       t->next <= floor_size)
+			_take_step(t);
+		left -= t->target;
+	}
+	/* Pass 1 within each job's trial bound; pass 2 gives what is left
+	 * beyond it, by the model's extrapolation: GPUs no measured job wants
+	 * are not kept idle for want of a measurement. */
+	for (int pass = 0; pass < 2 && left > 0; pass++) {
+		n = 0;
+		for (int a = 0; a < ws->nact; a++) {
+			struct _job *t = &ws->j[ws->act[a]];
+			if (pass)
+				t->cap = t->hi;
+			if (_next_gain(ws, t, left))
+				h[n++] = ws->act[a];
+		}
+		for (int i = n / 2 - 1; i >= 0; i--)
+			_gain_sift(ws, h, n, i);
+		while (n > 0 && left > 0) {
+			struct _job *t = &ws->j[h[0]];
+			if (t->next - t->target <= left) {
+				left -= t->next - t->target;
+				_take_step(t);
+			}
+			if (!_next_gain(ws, t, left))
+				h[0] = h[--n];
+			_gain_sift(ws, h, n, 0);
+		}
+	}
+}
+
 /* fifo: all MINs, then jobs in rank order take up to their MAX. */
 static void _split_fifo(struct _ws *ws, int K)
 {
@@ -817,6 +999,8 @@ static int _split(struct _ws *ws)
 
 		if (ws->in->mode == ELASTIC_POLICY_FIFO)
 			_split_fifo(ws, (int)K);
+		else if (ws->in->mode == ELASTIC_POLICY_THROUGHPUT)
+			_split_throughput(ws, (int)K);
 		else
 			_split_weighted(ws, (int)K);
 		if (++rounds >= _MAX_ROUNDS)
@@ -1118,6 +1302,7 @@ static void _ws_free(struct _ws *ws)
 {
 	free(ws->j);
 	free(ws->order);
+	free(ws->order_scratch);
 	free(ws->act);
 	free(ws->ev);
 	free(ws->ev2);
@@ -1134,9 +1319,18 @@ static int _check_top(const struct elastic_policy_input *in,
 	if (!out)
 		return _fail(err, EINVAL, "no place for the policy result");
 	if (!elastic_policy_mode_name(in->mode))
-		return _fail(err, EINVAL,
-			     "policy mode %d is not priority, fairshare or fifo",
-			     (int)in->mode);
+		return _fail(
+			err, EINVAL,
+			"policy mode %d is not priority, fairshare, fifo or throughput",
+			(int)in->mode);
+	if (in->mode == ELASTIC_POLICY_THROUGHPUT &&
+	    !(in->min_gain >= 0 && in->min_gain <= 1))
+		return _fail(err, EINVAL, "throughput min gain %g is outside 0..1",
+			     in->min_gain);
+	if (in->mode == ELASTIC_POLICY_THROUGHPUT &&
+	    !(in->fair_floor >= 0 && in->fair_floor <= 1))
+		return _fail(err, EINVAL, "throughput fairness floor %g is outside 0..1",
+			     in->fair_floor);
 	if (in->now < 0)
 		return _fail(err, EINVAL, "now %lld is negative", (long long)in->now);
 	if (in->min_change < 0)
@@ -1174,14 +1368,15 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 	ws.nn = in->nnodes;
 	ws.j = calloc(nj ? nj : 1, sizeof(*ws.j));
 	ws.order = calloc(nj ? nj : 1, sizeof(*ws.order));
+	ws.order_scratch = calloc(nj ? nj : 1, sizeof(*ws.order_scratch));
 	ws.act = calloc(nj ? nj : 1, sizeof(*ws.act));
 	ws.ev = calloc(nj ? 2 * (size_t)nj : 1, sizeof(*ws.ev));
 	ws.ev2 = calloc(nj ? 2 * (size_t)nj : 1, sizeof(*ws.ev2));
 	ws.cand = calloc(nj ? nj : 1, sizeof(*ws.cand));
 	ws.free = calloc(ws.nn, sizeof(*ws.free));
 	ws.stamp = calloc(ws.nn, sizeof(*ws.stamp));
-	if (!ws.j || !ws.order || !ws.act || !ws.ev || !ws.ev2 || !ws.cand || !ws.free ||
-	    !ws.stamp) {
+	if (!ws.j || !ws.order || !ws.order_scratch || !ws.act || !ws.ev || !ws.ev2 ||
+	    !ws.cand || !ws.free || !ws.stamp) {
 		(void)_fail(err, ENOMEM, "out of memory for %d jobs on %d nodes", nj,
 			    ws.nn);
 		goto fail;
@@ -1246,6 +1441,11 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 				tg->reason = t->target > t->cur ? ELASTIC_POLICY_GROW
 								: ELASTIC_POLICY_SHRINK;
 		}
+		if (in->mode == ELASTIC_POLICY_THROUGHPUT) {
+			_model(&ws.j[i]);
+			tg->eff_cur = t->cur > 0 ? _speedup(t, t->cur) / t->cur : 0;
+			tg->eff = tg->gpus > 0 ? _speedup(t, tg->gpus) / tg->gpus : 0;
+		}
 		res->used += tg->gpus;
 		tg->place = pool;
 		add = tg->gpus > tg->cur ? tg->gpus - tg->cur : 0;
@@ -1280,6 +1480,14 @@ int elastic_policy_explain(const struct elastic_policy_result *res, int i, char 
 	}
 	t = &res->targets[i];
 	mode = elastic_policy_mode_name(res->mode);
+	if (res->mode == ELASTIC_POLICY_THROUGHPUT &&
+	    (t->reason == ELASTIC_POLICY_GROW || t->reason == ELASTIC_POLICY_SHRINK) &&
+	    t->cur >= t->min && t->cur <= t->max)
+		return snprintf(
+			buf, len,
+			"job %u: %s %d -> %d GPUs (efficiency %.2f at %d, %.2f at %d; fair share %.2f)",
+			t->id, t->reason == ELASTIC_POLICY_GROW ? "grow" : "shrink",
+			t->cur, t->gpus, t->eff_cur, t->cur, t->eff, t->gpus, t->share);
 	switch (t->reason) {
 	case ELASTIC_POLICY_STEADY:
 		return snprintf(buf, len, "job %u: steady at %d GPUs", t->id, t->gpus);

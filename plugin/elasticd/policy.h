@@ -53,6 +53,7 @@
  *              fair-share factor lives in the priority, which the priority
  *              mode follows.
  *   fifo:      after all MINs, jobs in submit order each take up to their MAX.
+ *   throughput: GPUs go where they add the most measured throughput (below).
  * Rounding (largest remainder). Each job gets the largest allowed size <= its
  * ideal share; the GPUs left over go one allowed step at a time to the jobs
  * with the largest remainder (ideal - given), ties by rank; passes repeat
@@ -86,6 +87,28 @@
  * (within one allowed step, unless others' MAX leave more to hand out). Input
  * fresh_split = 1 rounds as if no job held GPUs (largest remainder alone;
  * benches use it to compare churn). fifo mode splits without rounding.
+ *
+ * Throughput. Each job's measured scaling (scaling.h) predicts its speedup
+ * S(n) = rate(n) / rate(1). The split maximises the sum over jobs of weight x
+ * S(n) (the weight: --elastic-policy-weight) by marginal gain: every
+ * admitted job starts at its base, and the next allowed step (p -> q GPUs)
+ * goes to the job whose weighted gain per GPU, w * (S(q) - S(p)) / (q - p),
+ * is largest, while GPUs are left. Gains within 1 % of each other are equal;
+ * among equal gains the job furthest below its fair share (fairshare's
+ * split) goes first, then a step the job already holds, then rank. A step
+ * whose own gain per GPU is under min_gain (0.3: the GPU would add less than
+ * 0.3 of what one GPU does alone) is not given: that GPU stays free for
+ * plain jobs, or unspent. The base is the job's MIN, raised towards
+ * fair_floor x its fair share as far as each step still gains min_gain (no
+ * job is held below that floor unless it cannot use it). A job with nothing
+ * measured is taken to scale linearly. While GPUs are contended no job is
+ * given more than twice the largest size it was measured at (or its MIN,
+ * base or current size, if larger): a size is tried one doubling at a time,
+ * and the cool-down bounds how often. GPUs that no job wants within that
+ * bound then go out by the same gains beyond it (the model's extrapolation),
+ * so none stays idle for want of a measurement. Targets are exact (no
+ * rounding step); the hysteresis below and placement apply as in the other
+ * modes.
  *
  * Hysteresis. A job's change is held (target = current, reason HOLD_*) when
  *   - now - last resize < Cooldown seconds (reason HOLD_COOLDOWN), or
@@ -139,6 +162,7 @@
 
 #include "conf.h"      /* elastic_error_t */
 #include "contract.h"  /* enum elastic_sizes_kind */
+#include "scaling.h"   /* struct elastic_scaling */
 #include "site_conf.h" /* enum elastic_policy_mode */
 
 /* Largest GPU count of one node the policy accepts. */
@@ -168,6 +192,9 @@ struct elastic_policy_job {
 	const struct elastic_policy_place *place; /* GPUs it holds now; its
 						     current count is the sum */
 	int nplace;
+	/* throughput mode: its measured scaling; NULL or nothing observed:
+	 * taken to scale linearly */
+	const struct elastic_scaling *scaling;
 };
 
 struct elastic_policy_input {
@@ -178,6 +205,8 @@ struct elastic_policy_input {
 	int64_t cooldown;     /* hold changes this many seconds after a resize */
 	int fresh_split;      /* 1: round as if no job held GPUs (no stable
 				 allocations; for comparisons); 0: stable */
+	double min_gain;      /* throughput: smallest gain per GPU given (0..1) */
+	double fair_floor;    /* throughput: share of the fair share kept (0..1) */
 	int nnodes;	      /* > 0 */
 	const int *node_gpus; /* [nnodes] GPUs per node, 0 for a node down */
 	const int *node_busy; /* [nnodes] GPUs held by non-elastic jobs; NULL: 0 */
@@ -203,7 +232,10 @@ struct elastic_policy_target {
 	int want;     /* what the split gave before a HOLD_* kept cur */
 	int min, max; /* effective bounds (after allowed sizes) */
 	enum elastic_policy_reason reason;
-	double share; /* ideal (unrounded) share, for explanations only */
+	double share;	     /* ideal (unrounded) share, for explanations only;
+			 throughput mode: the fair share */
+	double eff_cur, eff; /* throughput mode: predicted speedup / GPUs at cur
+				and at gpus (0: none) */
 	/* Target placement, ascending node index; pinned kept from the input.
 	 * For a START it says where room is made: Slurm still picks the nodes
 	 * of the job's own allocation, and the next decision takes what the
@@ -233,7 +265,7 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 /* Accepts NULL. */
 void elastic_policy_result_destroy(struct elastic_policy_result *res);
 
-/* "priority", "fairshare", "fifo"; NULL for an unknown value. */
+/* "priority", "fairshare", "fifo", "throughput"; NULL for an unknown value. */
 const char *elastic_policy_mode_name(enum elastic_policy_mode mode);
 
 /* "steady", "start", ...; NULL for an unknown value. */

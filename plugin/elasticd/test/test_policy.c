@@ -13,6 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <math.h>
+
 #include "policy.h"
 
 /* ---- a small world the tests drive ------------------------------------ */
@@ -27,6 +29,7 @@ struct world {
 	struct elastic_policy_job jobs[MAXJ];
 	struct elastic_policy_place place[MAXJ][MAXP];
 	int list[MAXJ][8];
+	struct elastic_scaling scal[MAXJ];
 	struct elastic_policy_result *res;
 };
 
@@ -160,6 +163,36 @@ static int held_on(const struct elastic_policy_job *jb, int node, int *pinned)
 	return 0;
 }
 
+/* Speedup of a job at n GPUs as the throughput mode reads it (linear
+ * without a model), and the gain per GPU from a to b GPUs. */
+static double speedup(const struct elastic_policy_job *jb, int n)
+{
+	if (jb->scaling && jb->scaling->terms)
+		return elastic_scaling_speedup(jb->scaling, n);
+	return n;
+}
+
+static double step_gain(const struct elastic_policy_job *jb, int a, int b)
+{
+	return (speedup(jb, b) - speedup(jb, a)) / (b - a);
+}
+
+/* Give job id the model t(n) = alpha/n + beta + gamma*log2(n) + delta*n,
+ * measured at the sizes in `at` (0-terminated). */
+static void set_model(struct world *w, uint32_t id, double alpha, double beta,
+		      double gamma, double delta, const int *at)
+{
+	int i = job_index(w, id);
+	assert_true(i >= 0);
+	memset(&w->scal[i], 0, sizeof(w->scal[i]));
+	for (; *at; at++) {
+		double t = alpha / *at + beta + gamma * log2(*at) + delta * *at;
+		assert_int_equal(
+			elastic_scaling_observe(&w->scal[i], *at, 1.0 / t, 100, 600), 0);
+	}
+	w->jobs[i].scaling = &w->scal[i];
+}
+
 /* Invariants every result must keep, checked after every decision. */
 static void check_result(const struct world *w)
 {
@@ -228,15 +261,23 @@ static void check_result(const struct world *w)
 	assert_int_equal(r->used, total);
 	assert_int_equal(r->idle, capacity - total);
 	/* Work-conserving: with nothing held, no job that runs could take
-	 * another allowed step out of the idle GPUs. */
+	 * another allowed step out of the idle GPUs (throughput: none that
+	 * would gain min_gain per GPU). */
 	if (!holds && r->idle > 0)
 		for (int i = 0; i < r->njobs; i++) {
 			const struct elastic_policy_target *t = &r->targets[i];
 			if (!t->gpus)
 				continue;
 			for (int v = t->gpus + 1; v <= t->max && v - t->gpus <= r->idle;
-			     v++)
-				assert_false(allowed(&w->jobs[i], v));
+			     v++) {
+				if (w->in.mode != ELASTIC_POLICY_THROUGHPUT) {
+					assert_false(allowed(&w->jobs[i], v));
+				} else if (allowed(&w->jobs[i], v)) {
+					assert_true(step_gain(&w->jobs[i], t->gpus, v) <
+						    w->in.min_gain);
+					break;
+				}
+			}
 		}
 }
 
@@ -1414,7 +1455,8 @@ static const struct bad_case {
 	{"negative cool-down", m_cooldown_negative, "cool-down -3 s is negative"},
 	{"negative min change", m_min_change_negative, "min change -2 GPUs is negative"},
 	{"pct > 100", m_pct_over, "min change 101% is outside 0..100"},
-	{"bad mode", m_mode, "policy mode 7 is not priority, fairshare or fifo"},
+	{"bad mode", m_mode,
+	 "policy mode 7 is not priority, fairshare, fifo or throughput"},
 	{"bad size kind", m_sizes_kind, "job 8: allowed-size kind 9"},
 	{"empty size list", m_list_empty, "job 8: allowed-size list is empty"},
 	{"size list order", m_list_order,
@@ -1479,6 +1521,147 @@ static void bad_input_is_refused(void **state)
 	world_fini(&w);
 }
 
+/* ---- throughput --------------------------------------------------------- */
+
+static const int at_1_2_4[] = {1, 2, 4, 0}, at_2_4_8[] = {2, 4, 8, 0}, at_2[] = {2, 0},
+		 at_4[] = {4, 0}, at_1_2_4_8[] = {1, 2, 4, 8, 0},
+		 at_to_16[] = {2, 4, 8, 16, 0};
+
+/* Job 1 scales linearly, job 2 saturates (t = 1/n + 0.25: speedups 1, 1.67,
+ * 2.14, 2.5, 2.78: its fifth GPU adds 0.28 of a GPU), 16 GPUs. */
+static void linear_and_saturating(struct world *w, double floor_share)
+{
+	world_init(w, ELASTIC_POLICY_THROUGHPUT, 2, 8);
+	w->in.min_gain = 0.3;
+	w->in.fair_floor = floor_share;
+	add_job(w, 1, 1, 16, 5000, 100);
+	add_job(w, 2, 1, 16, 5000, 200);
+	set_model(w, 1, 1, 0, 0, 0, at_2_4_8);
+	set_model(w, 2, 1, 0.25, 0, 0, at_1_2_4);
+}
+
+static void throughput_gpus_where_they_add_most(void **state)
+{
+	struct world w;
+	char line[256];
+
+	linear_and_saturating(&w, 0.5);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 12);
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_int_equal(w.res->idle, 0);
+	assert_true(fabs(tgt(&w, 2)->eff - 2.5 / 4) < 1e-6);
+	/* job 1 cannot take them all: the GPU job 2 would gain 0.28 from stays
+	 * free, and so does every one after it */
+	job(&w, 1)->max = 10;
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 10);
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_int_equal(w.res->idle, 2);
+	/* min gain 0: every GPU goes out, as in the other modes */
+	w.in.min_gain = 0;
+	decide(&w);
+	assert_int_equal(gpus(&w, 2), 6);
+	assert_int_equal(w.res->idle, 0);
+	/* a decision says why, in efficiencies */
+	w.in.min_gain = 0.3;
+	apply(&w);
+	decide(&w);
+	assert_int_equal(gpus(&w, 2), 4);
+	assert_true(elastic_policy_explain(w.res, job_index(&w, 2), line, sizeof(line)) >
+		    0);
+	assert_int_equal(
+		strncmp(line, "job 2: shrink 6 -> 4 GPUs (efficiency 0.50 at 6, 0.6", 52),
+		0);
+	assert_non_null(strstr(line, "; fair share 8.00)"));
+	world_fini(&w);
+}
+
+/* The fairness floor: job 1 (measured up to 16 GPUs) scales linearly, so by
+ * gains alone it takes every GPU it can and job 2 keeps its MIN; the floor
+ * keeps job 2 at half its fair share (8) as far as it can use it (4: its
+ * fifth GPU gains 0.28), and a floor of 1 gives it no more. Job 3's GPUs
+ * gain 0.05 each (t = 0.1/n + 1): it stays at its MIN whatever the floor. */
+static void throughput_fairness_floor(void **state)
+{
+	static const struct {
+		double floor;
+		int j1, j2, j3;
+	} rows[] = {
+		{0.0, 22, 1, 1},
+		{0.5, 19, 4, 1},
+		{1.0, 19, 4, 1},
+	};
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		struct world w;
+		world_init(&w, ELASTIC_POLICY_THROUGHPUT, 3, 8);
+		w.in.min_gain = 0.3;
+		w.in.fair_floor = rows[r].floor;
+		add_job(&w, 1, 1, 24, 5000, 100);
+		add_job(&w, 2, 1, 24, 5000, 200);
+		add_job(&w, 3, 1, 24, 5000, 300);
+		set_model(&w, 1, 1, 0, 0, 0, at_to_16);
+		set_model(&w, 2, 1, 0.25, 0, 0, at_1_2_4);
+		set_model(&w, 3, 0.1, 1, 0, 0, at_1_2_4);
+		decide(&w);
+		if (gpus(&w, 1) != rows[r].j1 || gpus(&w, 2) != rows[r].j2 ||
+		    gpus(&w, 3) != rows[r].j3)
+			fail_msg("floor %.1f: got %d/%d/%d, want %d/%d/%d", rows[r].floor,
+				 gpus(&w, 1), gpus(&w, 2), gpus(&w, 3), rows[r].j1,
+				 rows[r].j2, rows[r].j3);
+		world_fini(&w);
+	}
+}
+
+/* Equal gains split like fairshare: three linear jobs on 16 GPUs. */
+static void throughput_equal_gains_split_fairly(void **state)
+{
+	struct world w;
+	world_init(&w, ELASTIC_POLICY_THROUGHPUT, 2, 8);
+	w.in.min_gain = 0.3;
+	w.in.fair_floor = 0.5;
+	for (uint32_t id = 1; id <= 3; id++) {
+		add_job(&w, id, 1, 16, 5000, 100 * id);
+		set_model(&w, id, 2.0 * id, 0, 0, 0, at_1_2_4_8);
+	}
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 6);
+	assert_int_equal(gpus(&w, 2), 5);
+	assert_int_equal(gpus(&w, 3), 5);
+	world_fini(&w);
+}
+
+/* A size not measured yet is tried one doubling at a time while GPUs are
+ * contended: job 1 was measured at 2 GPUs only (so far: linear), job 2 at up
+ * to 8. Job 1 gets 4 (its floor) and no more; once measured at 4 it may have
+ * 8. Alone, it takes what no one else wants. */
+static void throughput_tries_one_doubling(void **state)
+{
+	struct world w;
+	world_init(&w, ELASTIC_POLICY_THROUGHPUT, 2, 8);
+	w.in.min_gain = 0.3;
+	w.in.fair_floor = 0.25;
+	add_job(&w, 1, 1, 16, 5000, 100);
+	add_job(&w, 2, 1, 16, 5000, 200);
+	set_model(&w, 1, 1, 0, 0, 0, at_2);
+	set_model(&w, 2, 1, 0, 0, 0, at_1_2_4_8);
+	hold(&w, 1, 0, 2, 0);
+	hold(&w, 2, 1, 8, 0);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 4);
+	assert_int_equal(gpus(&w, 2), 12);
+	apply(&w);
+	set_model(&w, 1, 1, 0, 0, 0, at_4);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 8);
+	assert_int_equal(gpus(&w, 2), 8);
+	apply(&w);
+	remove_job(&w, 2);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 16);
+	world_fini(&w);
+}
+
 /* ---- determinism and invariants over random worlds ---------------------- */
 
 static void random_world(struct world *w)
@@ -1486,7 +1669,9 @@ static void random_world(struct world *w)
 	static const int sizes[] = {1, 3, 6, 12};
 	int nn = 1 + rnd(12), per = 1 + rnd(8), nj = rnd(MAXJ + 1);
 
-	world_init(w, (enum elastic_policy_mode)rnd(3), nn, per);
+	world_init(w, (enum elastic_policy_mode)rnd(4), nn, per);
+	w->in.min_gain = rnd(4) * 0.15;
+	w->in.fair_floor = rnd(3) * 0.5;
 	for (int n = 0; n < nn; n++) {
 		w->gpus[n] = n == 0 || rnd(5) ? per : (int)rnd(per + 1);
 		w->busy[n] = rnd(3) ? 0 : rnd(w->gpus[n] + 1);
@@ -1517,6 +1702,11 @@ static void random_world(struct world *w)
 			break;
 		}
 		jb->last_resize = rnd(2) ? 0 : 900 + rnd(200);
+		if (rnd(3)) { /* a measured scaling, at 1 to 3 sizes */
+			static const int at[][4] = {{2, 0}, {1, 4, 0}, {2, 4, 8, 0}};
+			set_model(w, jb->id, 1 + rnd(10), rnd(4) * 0.5, rnd(2) * 0.3,
+				  rnd(3) * 0.05, at[rnd(3)]);
+		}
 	}
 	w->in.now = 1000;
 }
@@ -1531,7 +1721,8 @@ static void random_worlds_keep_invariants(void **state)
 		/* Several decisions in a row, each enacted, some jobs going. */
 		for (int step = 0; step < 6; step++) {
 			decide(&w);
-			if (w.in.mode != ELASTIC_POLICY_FIFO && !w.in.min_change &&
+			if (w.in.mode != ELASTIC_POLICY_FIFO &&
+			    w.in.mode != ELASTIC_POLICY_THROUGHPUT && !w.in.min_change &&
 			    !w.in.min_change_pct && !w.in.cooldown) {
 				int all_any = 1;
 				for (int i = 0; i < w.in.njobs; i++)
@@ -1649,6 +1840,10 @@ static void garbage_input_never_crashes(void **state)
 				w.in.nnodes = (int)rnd(14) - 1;
 				break;
 			}
+			if (rnd(8) == 0)
+				w.in.min_gain = v / 8.0;
+			if (rnd(8) == 0)
+				w.in.fair_floor = v / 8.0;
 		}
 		if (w.in.nnodes > MAXN)
 			w.in.nnodes = MAXN;
@@ -1694,6 +1889,10 @@ int main(void)
 		cmocka_unit_test(really_short_still_moves),
 		cmocka_unit_test(bad_input_is_refused),
 		cmocka_unit_test(policy_weight),
+		cmocka_unit_test(throughput_gpus_where_they_add_most),
+		cmocka_unit_test(throughput_fairness_floor),
+		cmocka_unit_test(throughput_equal_gains_split_fairly),
+		cmocka_unit_test(throughput_tries_one_doubling),
 		cmocka_unit_test(random_worlds_keep_invariants),
 		cmocka_unit_test(garbage_input_never_crashes),
 	};
