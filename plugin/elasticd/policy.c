@@ -65,15 +65,17 @@ struct _cand {
 	int job;
 };
 
+struct _gkey; /* throughput's heap entry */
+
 struct _ws {
 	const struct elastic_policy_input *in;
 	int nj, nn;
 	struct _job *j;
-	int *order;	    /* job indices in rank order */
-	int *order_scratch; /* throughput: the gain heap */
-	int *act, nact;	    /* admitted, not held: job indices in rank order */
-	struct _event *ev;  /* 2 per admitted job, sorted */
-	struct _event *ev2; /* radix sort scratch */
+	int *order;	     /* job indices in rank order */
+	struct _gkey *gheap; /* throughput: the gain heap */
+	int *act, nact;	     /* admitted, not held: job indices in rank order */
+	struct _event *ev;   /* 2 per admitted job, sorted */
+	struct _event *ev2;  /* radix sort scratch */
 	int nev;
 	struct _cand *cand; /* scratch for rounding */
 	int *free;	    /* per node: free GPUs for elastic jobs, after holdings */
@@ -819,34 +821,43 @@ static void _take_step(struct _job *t)
 	t->s_tgt = _speedup(t, t->target);
 }
 
-/* Marginal-gain order: larger gain bucket, then further below its fair
- * share, then a step it holds, then rank. */
-static int _gain_before(const struct _ws *ws, int a, int b)
-{
-	const struct _job *x = &ws->j[a], *y = &ws->j[b];
-	double fx, fy;
+/* Marginal-gain order as two keys, larger first: the gain bucket, then how
+ * far below its fair share the job is (target / share, to 2^-20), then a
+ * step it holds, then rank. One comparison of integers per heap level. */
+struct _gkey {
+	uint64_t k1, k2;
+	int job;
+};
 
-	if (x->gkey != y->gkey)
-		return x->gkey > y->gkey;
-	fx = x->inv_share > 0 ? x->target * x->inv_share : x->target;
-	fy = y->inv_share > 0 ? y->target * y->inv_share : y->target;
-	if (fx != fy)
-		return fx < fy;
-	if ((x->target < x->cur) != (y->target < y->cur))
-		return x->target < x->cur;
-	return x->rank < y->rank;
+static struct _gkey _gain_key(const struct _ws *ws, int job)
+{
+	const struct _job *t = &ws->j[job];
+	double ratio = t->inv_share > 0 ? t->target * t->inv_share : t->target;
+	double q = ratio * 1048576.0;
+	uint32_t rq = q >= 4294967295.0 ? UINT32_MAX : (uint32_t)q;
+	uint32_t g = (uint32_t)((int64_t)t->gkey + 0x80000000LL);
+
+	return (struct _gkey){((uint64_t)g << 32) | (uint32_t)(UINT32_MAX - rq),
+			      ((uint64_t)(t->target < t->cur) << 32) |
+				      (uint32_t)(UINT32_MAX - (uint32_t)t->rank),
+			      job};
 }
 
-static void _gain_sift(const struct _ws *ws, int *h, int n, int i)
+static int _gkey_before(const struct _gkey *a, const struct _gkey *b)
 {
-	int x = h[i];
+	return a->k1 != b->k1 ? a->k1 > b->k1 : a->k2 > b->k2;
+}
+
+static void _gain_sift(struct _gkey *h, int n, int i)
+{
+	struct _gkey x = h[i];
 	for (;;) {
 		int c = 2 * i + 1;
 		if (c >= n)
 			break;
-		if (c + 1 < n && _gain_before(ws, h[c + 1], h[c]))
+		if (c + 1 < n && _gkey_before(&h[c + 1], &h[c]))
 			c++;
-		if (!_gain_before(ws, h[c], x))
+		if (!_gkey_before(&h[c], &x))
 			break;
 		h[i] = h[c];
 		i = c;
@@ -859,7 +870,8 @@ static void _gain_sift(const struct _ws *ws, int *h, int n, int i)
  * steps gain min_gain), then the GPUs left by marginal gain. */
 static void _split_throughput(struct _ws *ws, int K)
 {
-	int *h = ws->order_scratch, n = 0, left = K;
+	struct _gkey *h = ws->gheap;
+	int n = 0, left = K;
 
 	_split_weighted(ws, K);
 	for (int a = 0; a < ws->nact; a++) {
@@ -890,28 +902,31 @@ static void _split_throughput(struct _ws *ws, int K)
 		left -= t->target;
 	}
 	/* Pass 1 within each job's trial bound; pass 2 gives what is left
-	 * beyond it, by the model's extrapolation: GPUs no measured job wants
-	 * are not kept idle for want of a measurement. */
+	 * beyond it to the jobs measured at two sizes or more, by their model's
+	 * extrapolation. A job measured at one size looks linear whatever it
+	 * is: beyond its bound it would keep what it got unmeasured. */
 	for (int pass = 0; pass < 2 && left > 0; pass++) {
 		n = 0;
 		for (int a = 0; a < ws->nact; a++) {
 			struct _job *t = &ws->j[ws->act[a]];
-			if (pass)
+			if (pass && t->in->scaling && t->in->scaling->nobs >= 2)
 				t->cap = t->hi;
 			if (_next_gain(ws, t, left))
-				h[n++] = ws->act[a];
+				h[n++] = _gain_key(ws, ws->act[a]);
 		}
 		for (int i = n / 2 - 1; i >= 0; i--)
-			_gain_sift(ws, h, n, i);
+			_gain_sift(h, n, i);
 		while (n > 0 && left > 0) {
-			struct _job *t = &ws->j[h[0]];
+			struct _job *t = &ws->j[h[0].job];
 			if (t->next - t->target <= left) {
 				left -= t->next - t->target;
 				_take_step(t);
 			}
 			if (!_next_gain(ws, t, left))
 				h[0] = h[--n];
-			_gain_sift(ws, h, n, 0);
+			else
+				h[0] = _gain_key(ws, h[0].job);
+			_gain_sift(h, n, 0);
 		}
 	}
 }
@@ -1302,7 +1317,7 @@ static void _ws_free(struct _ws *ws)
 {
 	free(ws->j);
 	free(ws->order);
-	free(ws->order_scratch);
+	free(ws->gheap);
 	free(ws->act);
 	free(ws->ev);
 	free(ws->ev2);
@@ -1368,15 +1383,15 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 	ws.nn = in->nnodes;
 	ws.j = calloc(nj ? nj : 1, sizeof(*ws.j));
 	ws.order = calloc(nj ? nj : 1, sizeof(*ws.order));
-	ws.order_scratch = calloc(nj ? nj : 1, sizeof(*ws.order_scratch));
+	ws.gheap = calloc(nj ? nj : 1, sizeof(*ws.gheap));
 	ws.act = calloc(nj ? nj : 1, sizeof(*ws.act));
 	ws.ev = calloc(nj ? 2 * (size_t)nj : 1, sizeof(*ws.ev));
 	ws.ev2 = calloc(nj ? 2 * (size_t)nj : 1, sizeof(*ws.ev2));
 	ws.cand = calloc(nj ? nj : 1, sizeof(*ws.cand));
 	ws.free = calloc(ws.nn, sizeof(*ws.free));
 	ws.stamp = calloc(ws.nn, sizeof(*ws.stamp));
-	if (!ws.j || !ws.order || !ws.order_scratch || !ws.act || !ws.ev || !ws.ev2 ||
-	    !ws.cand || !ws.free || !ws.stamp) {
+	if (!ws.j || !ws.order || !ws.gheap || !ws.act || !ws.ev || !ws.ev2 || !ws.cand ||
+	    !ws.free || !ws.stamp) {
 		(void)_fail(err, ENOMEM, "out of memory for %d jobs on %d nodes", nj,
 			    ws.nn);
 		goto fail;

@@ -101,14 +101,16 @@
  * plain jobs, or unspent. The base is the job's MIN, raised towards
  * fair_floor x its fair share as far as each step still gains min_gain (no
  * job is held below that floor unless it cannot use it). A job with nothing
- * measured is taken to scale linearly. While GPUs are contended no job is
- * given more than twice the largest size it was measured at (or its MIN,
- * base or current size, if larger): a size is tried one doubling at a time,
- * and the cool-down bounds how often. GPUs that no job wants within that
- * bound then go out by the same gains beyond it (the model's extrapolation),
- * so none stays idle for want of a measurement. Targets are exact (no
- * rounding step); the hysteresis below and placement apply as in the other
- * modes.
+ * measured is taken to scale linearly. A job is given at most twice the
+ * largest size it was measured at (or its MIN, base or current size, if
+ * larger): a size is tried one doubling at a time, and the cool-down bounds
+ * how often. GPUs that no job wants within that bound then go out by the
+ * same gains beyond it, but only to jobs measured at two sizes or more (the
+ * model's extrapolation): a job measured at one size looks linear whatever
+ * it is, and would keep what it got unmeasured. Until a second size is
+ * measured such GPUs stay free (a few ticks per new job). Targets are exact
+ * (no rounding step); the hysteresis below and placement apply as in the
+ * other modes.
  *
  * Hysteresis. A job's change is held (target = current, reason HOLD_*) when
  *   - now - last resize < Cooldown seconds (reason HOLD_COOLDOWN), or

@@ -262,19 +262,35 @@ static void check_result(const struct world *w)
 	assert_int_equal(r->idle, capacity - total);
 	/* Work-conserving: with nothing held, no job that runs could take
 	 * another allowed step out of the idle GPUs (throughput: none that
-	 * would gain min_gain per GPU). */
+	 * would gain min_gain per GPU, or that lies past its trial bound: twice
+	 * the largest size it was measured at, for a job measured at fewer than
+	 * two). */
 	if (!holds && r->idle > 0)
 		for (int i = 0; i < r->njobs; i++) {
 			const struct elastic_policy_target *t = &r->targets[i];
+			const struct elastic_scaling *sc = w->jobs[i].scaling;
+			int lo, hi;
 			if (!t->gpus)
 				continue;
+			elastic_scaling_seen(sc && sc->terms ? sc : NULL, &lo, &hi);
 			for (int v = t->gpus + 1; v <= t->max && v - t->gpus <= r->idle;
 			     v++) {
+				if (w->in.mode == ELASTIC_POLICY_THROUGHPUT &&
+				    (!sc || sc->nobs < 2) && v > 2 * hi && v > t->cur)
+					break; /* past its trial bound */
 				if (w->in.mode != ELASTIC_POLICY_THROUGHPUT) {
 					assert_false(allowed(&w->jobs[i], v));
 				} else if (allowed(&w->jobs[i], v)) {
-					assert_true(step_gain(&w->jobs[i], t->gpus, v) <
-						    w->in.min_gain);
+					if (!(step_gain(&w->jobs[i], t->gpus, v) <
+					      w->in.min_gain))
+						fail_msg(
+							"job %u at %d (cur %d, reason %d, nobs %d, hi %d, lo %d max %d): step to %d gains %g >= %g, idle %d",
+							t->id, t->gpus, t->cur, t->reason,
+							sc ? sc->nobs : -1, hi, t->min,
+							t->max, v,
+							step_gain(&w->jobs[i], t->gpus,
+								  v),
+							w->in.min_gain, r->idle);
 					break;
 				}
 			}
@@ -1631,10 +1647,11 @@ static void throughput_equal_gains_split_fairly(void **state)
 	world_fini(&w);
 }
 
-/* A size not measured yet is tried one doubling at a time while GPUs are
- * contended: job 1 was measured at 2 GPUs only (so far: linear), job 2 at up
- * to 8. Job 1 gets 4 (its floor) and no more; once measured at 4 it may have
- * 8. Alone, it takes what no one else wants. */
+/* A size not measured yet is tried one doubling at a time: job 1 was
+ * measured at 2 GPUs only (so far: linear), job 2 at up to 8. Job 1 gets 4
+ * (its floor) and no more; measured at 4 only it may have 8. Alone, it
+ * still goes a doubling at a time while it was measured at one size, and
+ * takes what no one else wants once measured at two. */
 static void throughput_tries_one_doubling(void **state)
 {
 	struct world w;
@@ -1657,6 +1674,11 @@ static void throughput_tries_one_doubling(void **state)
 	assert_int_equal(gpus(&w, 2), 8);
 	apply(&w);
 	remove_job(&w, 2);
+	decide(&w);
+	assert_int_equal(gpus(&w, 1), 8);
+	assert_int_equal(w.res->idle, 8);
+	apply(&w);
+	set_model(&w, 1, 1, 0, 0, 0, at_2_4_8);
 	decide(&w);
 	assert_int_equal(gpus(&w, 1), 16);
 	world_fini(&w);
