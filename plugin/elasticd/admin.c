@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "statefile.h"
 
 static const char *_mode_names[] = {"none", "pause", "drain"};
 
@@ -166,38 +167,21 @@ nomem:
 	return -1;
 }
 
-int ed_admin_save(const struct ed_admin *a, const char *path, elastic_error_t *err)
+static void _write_admin(FILE *f, const void *arg)
 {
-	char tmp[4200];
-	FILE *f;
-	int bad;
+	const struct ed_admin *a = arg;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.new", path) >= (int)sizeof(tmp))
-		return elastic__fail(err, ENAMETOOLONG, "state file %s: name too long",
-				     path);
-	if (!(f = fopen(tmp, "w")))
-		return elastic__fail(err, errno, "state file %s: %s", tmp,
-				     strerror(errno));
 	fprintf(f, "# elasticd: what administrators paused or drained (elastic-ctl)\n");
 	if (a->cluster != ED_ADMIN_NONE)
 		fprintf(f, "cluster %s\n", _mode_names[a->cluster]);
 	for (int i = 0; i < a->nnodes; i++)
 		fprintf(f, "node %s %s\n", a->nodes[i].name,
 			_mode_names[a->nodes[i].mode]);
-	bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
-	int e = errno;
-	if (fclose(f) != 0 && !bad) {
-		bad = 1;
-		e = errno;
-	}
-	if (bad || rename(tmp, path) != 0) {
-		if (!bad)
-			e = errno;
-		unlink(tmp);
-		return elastic__fail(err, e, "state file %s: %s", bad ? tmp : path,
-				     strerror(e));
-	}
-	return 0;
+}
+
+int ed_admin_save(const struct ed_admin *a, const char *path, elastic_error_t *err)
+{
+	return ed_state_replace(path, "state file", _write_admin, a, err);
 }
 
 int ed_admin_load(struct ed_admin *a, const char *path, elastic_error_t *err)

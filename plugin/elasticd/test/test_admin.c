@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* plugin/elasticd/test/test_admin.c: unit tests of administrators' pause,
  * drain and resume (admin.c): the state, its description, and the bounds on a
- * tick's plan. */
+ * tick's plan; and the state files (statefile.c): pauses and drains, and the
+ * jobs' measured scaling. */
 #include "config.h"
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,8 +13,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <math.h>
 
 #include "admin.h"
+#include "statefile.h"
 
 static void apply_and_describe(void **state)
 {
@@ -156,6 +159,61 @@ static void save_and_load(void **state)
 	rmdir(dir);
 }
 
+struct taken {
+	int n;
+	uint32_t job[4];
+	struct elastic_scaling m[4];
+};
+
+static void take(void *arg, uint32_t job, const struct elastic_scaling *m)
+{
+	struct taken *t = arg;
+	assert_true(t->n < 4);
+	t->job[t->n] = job;
+	t->m[t->n++] = *m;
+}
+
+/* The measured scaling written and read back; jobs without a measurement
+ * are not written; a line not ours is refused, naming it, after the lines
+ * before it were taken; a missing file is no model. */
+static void scaling_save_and_load(void **state)
+{
+	struct elastic_scaling a = {0}, b = {0}, none = {0};
+	const struct elastic_scaling *ms[] = {&a, &none, &b};
+	const uint32_t ids[] = {7, 8, 9};
+	struct taken t = {0};
+	elastic_error_t err;
+	char dir[] = "/tmp/test_scaling_file.XXXXXX", path[96];
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/elasticd.state.scaling", dir);
+	assert_int_equal(ed_scaling_load(path, take, &t, &err), 0);
+	assert_int_equal(t.n, 0);
+	assert_int_equal(elastic_scaling_observe(&a, 2, 100, 50, 600), 0);
+	assert_int_equal(elastic_scaling_observe(&a, 4, 180, 60, 600), 0);
+	assert_int_equal(elastic_scaling_observe(&b, 1, 40, 70, 600), 0);
+	assert_int_equal(ed_scaling_save(path, 3, ids, ms, &err), 0);
+	assert_int_equal(ed_scaling_load(path, take, &t, &err), 0);
+	assert_int_equal(t.n, 2);
+	assert_int_equal(t.job[0], 7);
+	assert_int_equal(t.job[1], 9);
+	assert_int_equal(t.m[0].nobs, 2);
+	assert_true(fabs(elastic_scaling_rate(&t.m[0], 8) - elastic_scaling_rate(&a, 8)) <
+		    1e-6 * elastic_scaling_rate(&a, 8));
+	assert_non_null(f = fopen(path, "a"));
+	fprintf(f, "job 10 2:abc:1:5\njob 11 2:1:1:5\n");
+	fclose(f);
+	t.n = 0;
+	assert_int_equal(ed_scaling_load(path, take, &t, &err), -1);
+	assert_int_equal(t.n, 2);
+	assert_non_null(strstr(err.text, "line 4"));
+	assert_non_null(strstr(err.text, "job 10 2:abc:1:5"));
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -163,6 +221,7 @@ int main(void)
 		cmocka_unit_test(bounds),
 		cmocka_unit_test(hold_plan),
 		cmocka_unit_test(save_and_load),
+		cmocka_unit_test(scaling_save_and_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
