@@ -64,10 +64,16 @@ void elastic__progress_forward(struct run *r)
 	if (elastic__progress_read(r, &step, &seen, &t, &size) < 0 ||
 	    (pr->have_last && step == pr->step_last))
 		return;
-	/* the rate between two records, by the writer's clock */
+	/* The rate between two records, by the writer's clock: a measurement
+	 * of the job at its size only when one world committed both
+	 * (elasticd's throughput policy fits its scaling to it); across a
+	 * change of size none is sent. */
 	if (pr->have_last && seen >= pr->seen_last && t > pr->t_last)
 		pr->rate = (double)(seen - pr->seen_last) / (t - pr->t_last);
+	if (size > 0 && size != pr->size_last)
+		pr->rate = -1;
 	pr->step_last = step, pr->seen_last = seen, pr->t_last = t;
+	pr->size_last = size;
 	pr->have_last = 1;
 	elastic__orders_status(&r->job.ctl, step, pr->rate, elastic__say);
 }

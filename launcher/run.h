@@ -114,6 +114,7 @@ struct run_launch {
 struct run_progress {
 	double t_read, t_last, rate;
 	unsigned long long step_last, seen_last;
+	int size_last;	      /* the world that committed step_last (0: unknown) */
 	int have_last;	      /* step_last, seen_last and t_last are a record's */
 	double t_record_read; /* last read for a resize in place */
 };
