@@ -138,6 +138,8 @@ enum elastic_msg_key {
 	ELASTIC_K_INPLACE = 1u << 23,
 	ELASTIC_K_RECOVERY = 1u << 24,
 	ELASTIC_K_RECOVERY_MS = 1u << 25,
+	ELASTIC_K_EFFICIENCY = 1u << 26,
+	ELASTIC_K_SCALING = 1u << 27, /* QUERY: scaling=1 asks for efficiencies */
 };
 
 /* Why elastic-run relaunched mpirun (a re-form). */
@@ -185,12 +187,16 @@ struct elastic_msg {
 	uint32_t present;
 	uint32_t job;			   /* elastic job id */
 	char host[ELASTIC_PROTO_NAME_MAX]; /* HELLO: the host of rank 0 */
-	uint32_t gpus;	/* HELLO/STATUS: GPUs in use; GRANT: GPUs of the grant;
+	uint32_t gpus;	   /* HELLO/STATUS: GPUs in use; GRANT: GPUs of the grant;
 			   JOBINFO: GPUs held */
-	uint64_t step;	/* last committed step */
-	double rate;	/* throughput, samples/s (>= 0, finite) */
-	uint64_t order; /* id of a controller order, echoed by ACK */
-	uint32_t grant; /* grant job id */
+	uint64_t step;	   /* last committed step */
+	double rate;	   /* throughput, samples/s (>= 0, finite) */
+	double efficiency; /* JOBINFO: speedup per GPU its measured scaling
+			      predicts at the GPUs it holds (>= 0); only to a
+			      QUERY with scaling=1 (older clients refuse the key) */
+	uint32_t scaling;  /* QUERY: 1 asks for the efficiency */
+	uint64_t order;	   /* id of a controller order, echoed by ACK */
+	uint32_t grant;	   /* grant job id */
 	char node[ELASTIC_PROTO_NAME_MAX]; /* GRANT: the node of the grant */
 	uint64_t deadline_ms;		   /* RELEASE: ms since the epoch */
 	uint32_t target;		   /* TARGET/JOBINFO: GPUs the policy wants */

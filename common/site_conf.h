@@ -41,6 +41,10 @@ struct elastic_site_conf {
 	long default_grace;	  /* DefaultGrace (30 s) */
 	long max_grace;		  /* MaxGrace (600 s) */
 	int policy_mode;	  /* PolicyMode: enum elastic_policy_mode */
+	long throughput_min_gain; /* ThroughputMinGain (30 %): smallest gain of a
+				     GPU, in % of one GPU's rate */
+	long fair_share_floor;	  /* FairShareFloor (50 %): share of its fair
+				     share a job keeps (throughput) */
 	long tick_seconds;	  /* TickSeconds (2) */
 	char *grant_qos;	  /* GrantQos ("elastic") */
 	char *grant_name_prefix;  /* GrantNamePrefix ("elastic:") */

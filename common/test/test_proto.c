@@ -148,6 +148,9 @@ static void roundtrip_every_type(void **state)
 	m.step = 1200;
 	m.rate = 310.5;
 	_roundtrip(&m);
+	m.present |= ELASTIC_K_EFFICIENCY;
+	m.efficiency = 0.875;
+	_roundtrip(&m);
 
 	m = (struct elastic_msg){
 		.type = ELASTIC_MSG_END, .present = ELASTIC_K_COUNT, .count = 2};

@@ -277,8 +277,12 @@ static void _frame(ed_channel_t *ch, struct _conn *c,
 						  m.present & ELASTIC_K_JOB ? m.job : 0,
 						  &info)
 				    : 0;
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
+			/* a client that did not ask may not know the key */
+			if (!(m.present & ELASTIC_K_SCALING) || !m.scaling)
+				info[i].present &= ~ELASTIC_K_EFFICIENCY;
 			_queue(ch, c, &info[i]);
+		}
 		free(info);
 		struct elastic_msg end = {.type = ELASTIC_MSG_END,
 					  .present = ELASTIC_K_COUNT,

@@ -19,7 +19,8 @@ typedef struct ed_channel ed_channel_t;
  * poll, and they leave the work of a tick to the main loop. */
 struct ed_channel_handlers {
 	/* QUERY: the JOBINFO messages (job 0: all); returns the count (the
-	 * channel frees *out). */
+	 * channel frees *out, and drops their efficiency unless the query
+	 * asked for it). */
 	int (*query)(void *arg, uint32_t job, struct elastic_msg **out);
 	/* HELLO, STATUS, ACK, authenticated as uid. Returns 0 to accept, or -1
 	 * with err (the channel then sends ERROR and closes). conn_job is the

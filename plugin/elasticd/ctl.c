@@ -16,8 +16,13 @@
 #include "plan.h"
 #include "reconcile.h"
 #include "slurm.h"
+#include "statefile.h"
 
 #define ANNOUNCED_MAX 64
+/* A rate measured this long ago weighs half as much as one measured now. */
+#define SCALING_HALF_LIFE_S 600.0
+/* The measured scaling is written at most this often (and at the end). */
+#define SCALING_SAVE_MS 60000
 
 /* What elasticd remembers about an elastic job between ticks. All of it can
  * be lost (restart): it is rebuilt from slurmctld and the job's hello. */
@@ -38,6 +43,10 @@ struct _jobrt {
 	uint64_t step;
 	double rate;
 	uint32_t ranks; /* GPUs in use (its ranks training), from HELLO/STATUS */
+	/* its measured scaling (the throughput policy): each STATUS rate taken
+	 * while the job is steady at the ranks of the STATUS before it */
+	struct elastic_scaling scal;
+	uint32_t obs_ranks;
 	struct elastic_recovery_counts rec; /* re-forms..., from STATUS (cumulative) */
 	/* the last grant submission error, to log it once a minute */
 	char last_error[256];
@@ -69,11 +78,15 @@ struct ed_ctl {
 	uint64_t full_for_unknown_ms; /* the last whole list read for an unknown job */
 	time_t snap_fail_since, snap_fail_logged;
 	char last_plan_error[256];
-	int tick_wanted;		 /* a handler asked for a tick after this poll */
-	uint64_t last_action_ms;	 /* last grant submitted, release ordered or
+	int tick_wanted;	 /* a handler asked for a tick after this poll */
+	uint64_t last_action_ms; /* last grant submitted, release ordered or
 				    done, grant announced */
-	struct ed_admin admin;		 /* paused or drained by administrators */
-	char admin_path[4096];		 /* its state file ("": not kept) */
+	struct ed_admin admin;	 /* paused or drained by administrators */
+	char admin_path[4096];	 /* its state file ("": not kept) */
+	char scaling_path[4200]; /* admin_path.scaling ("": not kept) */
+	int scaling_dirty;	 /* a model changed since it was written */
+	int scaling_restored;
+	uint64_t scaling_saved_ms;
 	char (*node_names)[ED_NAME_MAX]; /* nodes of the last snapshot */
 	int nnode_names;
 	/* of the last snapshot, for the metrics */
@@ -97,6 +110,63 @@ struct ed_ctl *ed_ctl_create(const struct ed_ctl_conf *conf, ed_channel_t *ch)
 	return c;
 }
 
+static struct _jobrt *_rt_add(struct ed_ctl *c, uint32_t job);
+
+/* A model read back from the scaling file: the job's entry until the first
+ * snapshot says whether it still runs (jobs gone are forgotten then). */
+static void _take_scaling(void *arg, uint32_t job, const struct elastic_scaling *m)
+{
+	struct ed_ctl *c = arg;
+	struct _jobrt *rt = _rt_add(c, job);
+
+	if (rt) {
+		rt->scal = *m;
+		c->scaling_restored++;
+	}
+}
+
+/* Each job's measured scaling, kept beside the state file (PATH.scaling):
+ * read at start, written when it changed, at most once a minute, and at
+ * the end. */
+static void _scaling_restore(struct ed_ctl *c)
+{
+	elastic_error_t err = {""};
+
+	if (ed_scaling_load(c->scaling_path, _take_scaling, c, &err) < 0)
+		ed_error("%s: the measured scaling of later jobs is measured again",
+			 err.text);
+	if (c->scaling_restored)
+		ed_info("measured scaling of %d jobs read back from %s",
+			c->scaling_restored, c->scaling_path);
+}
+
+void ed_ctl_scaling_save(struct ed_ctl *c)
+{
+	elastic_error_t err = {""};
+	const struct elastic_scaling **m;
+	uint32_t *ids;
+	int n = 0;
+
+	if (!c->scaling_path[0] || !c->scaling_dirty || c->conf.dry_run)
+		return;
+	m = calloc((size_t)c->njobs + 1, sizeof(*m));
+	ids = calloc((size_t)c->njobs + 1, sizeof(*ids));
+	if (m && ids) {
+		for (int i = 0; i < c->njobs; i++)
+			if (c->jobs[i].scal.nobs) {
+				ids[n] = c->jobs[i].job;
+				m[n++] = &c->jobs[i].scal;
+			}
+		if (ed_scaling_save(c->scaling_path, n, ids, m, &err) < 0)
+			ed_error("%s", err.text);
+		else
+			c->scaling_dirty = 0;
+	}
+	c->scaling_saved_ms = ed_now_ms();
+	free(m);
+	free(ids);
+}
+
 void ed_ctl_admin_restore(struct ed_ctl *c, const char *path)
 {
 	elastic_error_t err = {""};
@@ -105,6 +175,11 @@ void ed_ctl_admin_restore(struct ed_ctl *c, const char *path)
 	snprintf(c->admin_path, sizeof(c->admin_path), "%s", path ? path : "");
 	if (!c->admin_path[0])
 		return;
+	if (snprintf(c->scaling_path, sizeof(c->scaling_path), "%s.scaling", path) <
+	    (int)sizeof(c->scaling_path))
+		_scaling_restore(c);
+	else
+		c->scaling_path[0] = '\0';
 	if (ed_admin_load(&c->admin, c->admin_path, &err) < 0) {
 		c->admin.cluster = ED_ADMIN_PAUSE;
 		ed_error(
@@ -128,6 +203,7 @@ void ed_ctl_destroy(struct ed_ctl *c)
 {
 	if (!c)
 		return;
+	ed_ctl_scaling_save(c);
 	free(c->jobs);
 	free(c->rels);
 	free(c->node_names);
@@ -494,6 +570,8 @@ static int _observe(struct ed_ctl *c, struct ed_snapshot *s, time_t now)
 	for (int i = 0; i < c->njobs;) {
 		if (!c->jobs[i].seen) {
 			ed_info("job %u: ended or no longer elastic", c->jobs[i].job);
+			if (c->jobs[i].scal.nobs)
+				c->scaling_dirty = 1;
 			ed_channel_drop_job(c->ch, c->jobs[i].job);
 			c->jobs[i] = c->jobs[--c->njobs];
 		} else {
@@ -577,10 +655,13 @@ static int _plan(struct ed_ctl *c, struct ed_snapshot *s, const struct ed_rc *rc
 	struct ed_place **kept = calloc(nj, sizeof(*kept));
 	int *nheld = calloc(nj, sizeof(*nheld)), *nkept = calloc(nj, sizeof(*nkept));
 	time_t *last = calloc(nj, sizeof(*last));
+	const struct elastic_scaling **scal = calloc(nj, sizeof(*scal));
 	int ret = -1;
-	if (!held || !kept || !nheld || !nkept || !last)
+	if (!held || !kept || !nheld || !nkept || !last || !scal)
 		goto nomem;
 	for (int i = 0; i < s->njobs; i++) {
+		const struct _jobrt *rt = _rt(c, s->jobs[i].id);
+		scal[i] = rt ? &rt->scal : NULL;
 		held[i] = rc->jobs[i].held;
 		nheld[i] = rc->jobs[i].nheld;
 		last[i] = rc->jobs[i].last_resize;
@@ -594,7 +675,7 @@ static int _plan(struct ed_ctl *c, struct ed_snapshot *s, const struct ed_rc *rc
 		goto out;
 	}
 	ed_admin_bound(&c->admin, s, held, nheld, kept, nkept);
-	ret = ed_plan_compute(s, (const struct ed_place *const *)kept, nkept, last,
+	ret = ed_plan_compute(s, (const struct ed_place *const *)kept, nkept, last, scal,
 			      &c->conf.plan, now, plan, err);
 	goto out;
 nomem:
@@ -607,6 +688,7 @@ out:
 	free(held);
 	free(nheld);
 	free(last);
+	free(scal);
 	return ret;
 }
 
@@ -651,6 +733,8 @@ out:
 	free((void *)in.rels);
 	free(grown);
 	ed_snapshot_free(&s);
+	if (c->scaling_dirty && now_ms - c->scaling_saved_ms >= SCALING_SAVE_MS)
+		ed_ctl_scaling_save(c);
 }
 
 /* A job that started since the last tick: look at slurmctld's jobs now (at
@@ -807,6 +891,24 @@ static void _take_rec(struct _jobrt *rt, const struct elastic_msg *m)
 		rt->rec.sum_ms = m->rec.sum_ms;
 }
 
+/* A STATUS rate is a measurement of the job at the GPUs it holds when it
+ * trains on all of them and trained on as many ranks at the STATUS before
+ * (a rate spans the two progress records it is computed from; elastic-run
+ * sends none when a different world committed them). A job growing or
+ * shrinking trains at what it holds until its ranks change. */
+static void _observe_rate(struct _jobrt *rt, const struct elastic_msg *m, int *dirty)
+{
+	uint32_t before = rt->obs_ranks;
+
+	rt->obs_ranks = m->gpus;
+	if (m->gpus != before || rt->cur <= 0 || m->gpus < (uint32_t)rt->cur ||
+	    !(m->present & ELASTIC_K_RATE) || !(m->rate > 0))
+		return;
+	if (elastic_scaling_observe(&rt->scal, rt->cur, m->rate, time(NULL),
+				    SCALING_HALF_LIFE_S) == 0)
+		*dirty = 1;
+}
+
 static int _on_message(void *arg, const struct elastic_msg *m, uid_t uid,
 		       uint32_t *conn_job, elastic_error_t *err)
 {
@@ -832,9 +934,11 @@ static int _on_message(void *arg, const struct elastic_msg *m, uid_t uid,
 	case ELASTIC_MSG_STATUS:
 		rt->reported = 1;
 		rt->step = m->step;
-		rt->rate = m->rate;
+		if (m->present & ELASTIC_K_RATE)
+			rt->rate = m->rate; /* none across a change of size */
 		rt->ranks = m->gpus;
 		_take_rec(rt, m);
+		_observe_rate(rt, m, &c->scaling_dirty);
 		ed_debug("job %u: status %u GPUs, step %" PRIu64 ", %.1f samples/s",
 			 m->job, m->gpus, m->step, m->rate);
 		return 0;
@@ -925,6 +1029,11 @@ static int _on_query(void *arg, uint32_t job, struct elastic_msg **out)
 			m->present |= ELASTIC_K_STEP | ELASTIC_K_RATE;
 			m->step = rt->step;
 			m->rate = rt->rate;
+		}
+		if (rt->scal.terms && rt->cur > 0) {
+			m->present |= ELASTIC_K_EFFICIENCY;
+			m->efficiency =
+				elastic_scaling_speedup(&rt->scal, rt->cur) / rt->cur;
 		}
 		if (rt->nodes[0]) {
 			m->present |= ELASTIC_K_NODES;
@@ -1116,6 +1225,49 @@ static void _recovery_families(const struct ed_ctl *c, FILE *f)
 	}
 }
 
+/* Each job's measured scaling: the average rate at each size it was
+ * measured at, and the efficiency its model predicts at the GPUs it holds
+ * (speedup / GPUs; the throughput policy's measure). */
+static void _scaling_families(const struct ed_ctl *c, FILE *f)
+{
+	_family(f, "slurm_elastic_job_measured_samples_per_second", "gauge",
+		"An elastic job's training throughput measured at a GPU count (recent measurements weigh more)");
+	for (int i = 0; i < c->njobs; i++) {
+		const struct _jobrt *rt = &c->jobs[i];
+		for (int k = 0; k < rt->scal.nobs; k++) {
+			_job_labels(f, "slurm_elastic_job_measured_samples_per_second",
+				    rt);
+			fprintf(f, ",gpus=\"%d\"} %.3f\n", rt->scal.obs[k].n,
+				rt->scal.obs[k].rate);
+		}
+	}
+	_family(f, "slurm_elastic_job_predicted_samples_per_second", "gauge",
+		"An elastic job's training throughput its measured scaling predicts at the GPUs it holds and at its target");
+	for (int i = 0; i < c->njobs; i++) {
+		const struct _jobrt *rt = &c->jobs[i];
+		int at[2] = {rt->cur, rt->target};
+		if (!rt->scal.terms)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			if (at[k] <= 0 || (k == 1 && at[1] == at[0]))
+				continue;
+			_job_labels(f, "slurm_elastic_job_predicted_samples_per_second", rt);
+			fprintf(f, ",gpus=\"%d\"} %.3f\n", at[k],
+				elastic_scaling_rate(&rt->scal, at[k]));
+		}
+	}
+	_family(f, "slurm_elastic_job_efficiency", "gauge",
+		"Speedup per GPU an elastic job's measured scaling predicts at the GPUs it holds");
+	for (int i = 0; i < c->njobs; i++) {
+		const struct _jobrt *rt = &c->jobs[i];
+		if (!rt->scal.terms || rt->cur <= 0)
+			continue;
+		_job_labels(f, "slurm_elastic_job_efficiency", rt);
+		fprintf(f, "} %.3f\n",
+			elastic_scaling_speedup(&rt->scal, rt->cur) / rt->cur);
+	}
+}
+
 void ed_ctl_metrics(void *arg, FILE *f)
 {
 	const struct ed_ctl *c = arg;
@@ -1139,6 +1291,7 @@ void ed_ctl_metrics(void *arg, FILE *f)
 		    "Last step an elastic job committed, as it last reported", 3);
 	_job_family(c, f, "slurm_elastic_job_samples_per_second",
 		    "Training throughput an elastic job last reported", 4);
+	_scaling_families(c, f);
 	_job_family(c, f, "slurm_elastic_job_grants", "Grant jobs an elastic job holds",
 		    5);
 	_job_family(c, f, "slurm_elastic_job_channel_connected",

@@ -44,5 +44,8 @@ void ed_ctl_metrics(void *ctl, FILE *f);
  * file that cannot be read or is not elasticd's pauses the whole cluster,
  * said in the log: nothing moves until an administrator looks. */
 void ed_ctl_admin_restore(struct ed_ctl *ctl, const char *path);
+/* Write the jobs' measured scaling beside the state file if it changed
+ * (the tick does it at most once a minute; the end of elasticd too). */
+void ed_ctl_scaling_save(struct ed_ctl *ctl);
 
 #endif

@@ -99,30 +99,32 @@ static void _fmt_time(uint64_t t, char *buf, size_t size)
 /* One JOBINFO as a row of status (-p: '|'-separated, raw values). */
 static void _print_job(const struct elastic_msg *m, int parsable)
 {
-	char when[32], step[24] = "-", rate[24] = "-";
+	char when[32], step[24] = "-", rate[24] = "-", eff[24] = "-";
 
 	_fmt_time(m->resized, when, sizeof(when));
 	if (m->present & ELASTIC_K_STEP)
 		snprintf(step, sizeof(step), "%" PRIu64, m->step);
 	if (m->present & ELASTIC_K_RATE)
 		snprintf(rate, sizeof(rate), "%.1f", m->rate);
+	if (m->present & ELASTIC_K_EFFICIENCY)
+		snprintf(eff, sizeof(eff), "%.2f", m->efficiency);
 	if (parsable)
-		printf("%u|%s|%u|%u|%u|%u|%s|%u|%u|%" PRIu64 "|%s|%s|%s\n", m->job,
+		printf("%u|%s|%u|%u|%u|%u|%s|%u|%u|%" PRIu64 "|%s|%s|%s|%s\n", m->job,
 		       m->user, m->min, m->max, m->target, m->gpus,
 		       elastic_job_state_name(m->state), m->grants, m->connected,
-		       m->resized, m->nodes[0] ? m->nodes : "-", step, rate);
+		       m->resized, m->nodes[0] ? m->nodes : "-", step, rate, eff);
 	else
-		printf("%-8u %-10s %4u %4u %6u %5u %-9s %6u %-7s %-19s %8s %9s %s\n",
+		printf("%-8u %-10s %4u %4u %6u %5u %-9s %6u %-7s %-19s %8s %9s %4s %s\n",
 		       m->job, m->user, m->min, m->max, m->target, m->gpus,
 		       elastic_job_state_name(m->state), m->grants,
-		       m->connected ? "up" : "down", when, step, rate,
+		       m->connected ? "up" : "down", when, step, rate, eff,
 		       m->nodes[0] ? m->nodes : "-");
 }
 
 static int _status(int argc, char **argv)
 {
 	uint32_t job = 0;
-	int parsable = 0, opt, fd, rc, n = 0;
+	int parsable = 0, opt, fd, rc, n = 0, header = 0;
 	elastic_error_t err;
 	elastic_auth_t *a;
 	struct elastic_msg q = {.type = ELASTIC_MSG_QUERY}, m;
@@ -146,8 +148,7 @@ static int _status(int argc, char **argv)
 			return 2;
 		}
 	}
-	if ((fd = _connect(&err)) < 0 ||
-	    !(a = elastic_auth_create(_munge_socket, &err))) {
+	if (!(a = elastic_auth_create(_munge_socket, &err))) {
 		fprintf(stderr, "elastic-ctl: %s\n", err.text);
 		return 1;
 	}
@@ -155,15 +156,21 @@ static int _status(int argc, char **argv)
 		q.present = ELASTIC_K_JOB;
 		q.job = job;
 	}
+	/* Ask for the efficiencies; an elasticd older than them refuses the
+	 * key: ask again without it. */
+	q.present |= ELASTIC_K_SCALING;
+	q.scaling = 1;
+again:
+	if ((fd = _connect(&err)) < 0) {
+		fprintf(stderr, "elastic-ctl: %s\n", err.text);
+		elastic_auth_destroy(a);
+		return 1;
+	}
 	if (elastic_proto_send(fd, a, &q, &err) < 0) {
 		fprintf(stderr, "elastic-ctl: %s\n", err.text);
 		rc = 1;
 		goto out;
 	}
-	if (!parsable)
-		printf("%-8s %-10s %4s %4s %6s %5s %-9s %6s %-7s %-19s %8s %9s %s\n",
-		       "JOBID", "USER", "MIN", "MAX", "TARGET", "GPUS", "STATE", "GRANTS",
-		       "CHANNEL", "LAST_RESIZE", "STEP", "RATE", "NODES");
 	for (;;) {
 		rc = elastic_proto_recv(fd, a, &m, NULL, NULL, 10000, &err);
 		if (rc <= 0) {
@@ -172,15 +179,26 @@ static int _status(int argc, char **argv)
 			rc = 1;
 			goto out;
 		}
-		if (m.type == ELASTIC_MSG_END) {
-			if (!parsable && (m.present & ELASTIC_K_REASON))
-				printf("elastic activity: %s\n", m.reason);
-			break;
+		if (m.type == ELASTIC_MSG_ERROR && (q.present & ELASTIC_K_SCALING) &&
+		    strstr(m.reason, "unknown key 'scaling'")) {
+			close(fd);
+			q.present &= ~ELASTIC_K_SCALING;
+			goto again;
 		}
 		if (m.type == ELASTIC_MSG_ERROR) {
 			fprintf(stderr, "elastic-ctl: elasticd refused: %s\n", m.reason);
 			rc = 1;
 			goto out;
+		}
+		if (!parsable && !header++)
+			printf("%-8s %-10s %4s %4s %6s %5s %-9s %6s %-7s %-19s %8s %9s %4s %s\n",
+			       "JOBID", "USER", "MIN", "MAX", "TARGET", "GPUS", "STATE",
+			       "GRANTS", "CHANNEL", "LAST_RESIZE", "STEP", "RATE", "EFF",
+			       "NODES");
+		if (m.type == ELASTIC_MSG_END) {
+			if (!parsable && (m.present & ELASTIC_K_REASON))
+				printf("elastic activity: %s\n", m.reason);
+			break;
 		}
 		if (m.type != ELASTIC_MSG_JOBINFO)
 			continue;

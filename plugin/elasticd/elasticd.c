@@ -74,6 +74,8 @@ static void _apply(struct ed_daemon *d)
 {
 	d->cc.plan.mode = (enum elastic_policy_mode)d->conf.policy_mode;
 	d->cc.plan.min_change = (int)d->conf.hysteresis;
+	d->cc.plan.min_gain_pct = (int)d->conf.throughput_min_gain;
+	d->cc.plan.fair_floor_pct = (int)d->conf.fair_share_floor;
 	d->cc.plan.cooldown = d->conf.cool_down;
 	d->cc.plan.cooldown_from_start = d->slow;
 	ed_log_set_level(d->opt.verbose || d->conf.debug ? ED_LOG_DEBUG : ED_LOG_INFO);
@@ -147,10 +149,11 @@ static void _reload(struct ed_daemon *d)
 	elastic_site_conf_free(&d->conf);
 	d->conf = fresh;
 	_apply(d);
-	ed_info("SIGHUP: re-read %s%s: PolicyMode=%s TickSeconds=%ld Hysteresis=%ld CoolDown=%ld Debug=%s",
+	ed_info("SIGHUP: re-read %s%s: PolicyMode=%s TickSeconds=%ld Hysteresis=%ld CoolDown=%ld ThroughputMinGain=%ld FairShareFloor=%ld Debug=%s",
 		d->conf_path, rc == 1 ? " (not found: built-in defaults)" : "",
 		ed_plan_mode_name(d->cc.plan.mode), d->conf.tick_seconds,
-		d->conf.hysteresis, d->conf.cool_down, d->conf.debug ? "yes" : "no");
+		d->conf.hysteresis, d->conf.cool_down, d->conf.throughput_min_gain,
+		d->conf.fair_share_floor, d->conf.debug ? "yes" : "no");
 }
 
 /* Hints from job_submit/elastic (hint.h) that came within HINT_ALIVE_TICKS

@@ -12,6 +12,7 @@
 
 int ed_plan_compute(const struct ed_snapshot *s, const struct ed_place *const *held,
 		    const int *nheld, const time_t *last_resize,
+		    const struct elastic_scaling *const *scaling,
 		    const struct ed_plan_params *p, time_t now, struct ed_plan *out,
 		    elastic_error_t *err)
 {
@@ -64,6 +65,7 @@ int ed_plan_compute(const struct ed_snapshot *s, const struct ed_place *const *h
 			nplaces++;
 		}
 		pj->nplace = nheld[i];
+		pj->scaling = scaling ? scaling[i] : NULL;
 	}
 	memset(&in, 0, sizeof(in));
 	in.mode = p->mode;
@@ -71,6 +73,8 @@ int ed_plan_compute(const struct ed_snapshot *s, const struct ed_place *const *h
 	in.min_change = p->min_change;
 	in.min_change_pct = 0;
 	in.cooldown = p->cooldown;
+	in.min_gain = p->min_gain_pct / 100.0;
+	in.fair_floor = p->fair_floor_pct / 100.0;
 	/* Stable allocations (policy.h): held[] is what each job holds now
 	 * (its allocation, grants running or pending, not those being
 	 * released), so a job within one step of its share keeps it. */

@@ -9,10 +9,13 @@
 
 #include "conf.h"
 #include "model.h"
+#include "scaling.h"
 #include "site_conf.h"
 
 struct ed_plan_params {
 	enum elastic_policy_mode mode; /* PolicyMode */
+	int min_gain_pct;	       /* ThroughputMinGain */
+	int fair_floor_pct;	       /* FairShareFloor */
 	int min_change;
 	int64_t cooldown;
 	/* 1: a job not resized since it started is held by the cool-down
@@ -35,13 +38,15 @@ struct ed_plan {
 };
 
 /* held[j] lists what job j holds now (leader + grants not being released),
- * last_resize[j] its last resize (s). */
+ * last_resize[j] its last resize (s), scaling[j] its measured scaling (NULL
+ * array or entry: none; the throughput mode reads it). */
 int ed_plan_compute(const struct ed_snapshot *s, const struct ed_place *const *held,
 		    const int *nheld, const time_t *last_resize,
+		    const struct elastic_scaling *const *scaling,
 		    const struct ed_plan_params *p, time_t now, struct ed_plan *out,
 		    elastic_error_t *err);
 void ed_plan_free(struct ed_plan *p);
-/* "priority", "fairshare" or "fifo" (PolicyMode's value). */
+/* "priority", "fairshare", "fifo" or "throughput" (PolicyMode's value). */
 const char *ed_plan_mode_name(enum elastic_policy_mode mode);
 
 #endif
