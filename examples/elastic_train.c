@@ -46,6 +46,7 @@ struct opts {
 	long exit_step;
 	long slow_step, slow_us; /* --slow-update */
 	long step_sleep_us;
+	long sample_sleep_us; /* --sample-sleep: per sample this rank trains */
 	const char *out, *compare, *progress;
 	double tolerance;
 	int quiet;
@@ -154,7 +155,10 @@ static void _usage(FILE *f)
 		"  --epochs E         epochs to train (3)\n"
 		"  --lr X             learning rate (0.5)\n"
 		"  --seed S           data and shuffle seed (1)\n"
-		"  --step-sleep US    extra time per step, microseconds (0)\n"
+		"  --step-sleep US    extra time per step, microseconds (0): a serial part\n"
+		"  --sample-sleep US  extra time per sample a rank trains, microseconds (0):\n"
+		"                     a part that the ranks share (with --step-sleep, a job\n"
+		"                     that scales as far as the two set)\n"
 		"  --kill R:S:WHERE   SIGKILL the rank that started as R at step S, "
 		"WHERE = begin|reduce|commit|timer\n"
 		"  --stop-after N     leave after N steps committed by this launch, keeping the\n"
@@ -191,17 +195,29 @@ static int _rank_step(const char *opt, const char *v, int *rank, long *step)
 static int _parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{"samples", 1, 0, 'n'},	     {"features", 1, 0, 'd'},
-		{"global-batch", 1, 0, 'b'}, {"max-micro", 1, 0, 'm'},
-		{"epochs", 1, 0, 'e'},	     {"lr", 1, 0, 'l'},
-		{"seed", 1, 0, 's'},	     {"step-sleep", 1, 0, 'z'},
-		{"kill", 1, 0, 'k'},	     {"kill-delay", 1, 0, 'K'},
-		{"stop-after", 1, 0, 'S'},   {"hang", 1, 0, 'H'},
-		{"exit-at", 1, 0, 'X'},	     {"slow-update", 1, 0, 'U'},
-		{"out", 1, 0, 'o'},	     {"progress", 1, 0, 'P'},
-		{"compare", 1, 0, 'c'},	     {"tolerance", 1, 0, 't'},
-		{"quiet", 0, 0, 'q'},	     {"update-after-commit", 0, 0, 'u'},
-		{"help", 0, 0, 'h'},	     {0, 0, 0, 0},
+		{"samples", 1, 0, 'n'},
+		{"features", 1, 0, 'd'},
+		{"global-batch", 1, 0, 'b'},
+		{"max-micro", 1, 0, 'm'},
+		{"epochs", 1, 0, 'e'},
+		{"lr", 1, 0, 'l'},
+		{"seed", 1, 0, 's'},
+		{"step-sleep", 1, 0, 'z'},
+		{"sample-sleep", 1, 0, 'Z'},
+		{"kill", 1, 0, 'k'},
+		{"kill-delay", 1, 0, 'K'},
+		{"stop-after", 1, 0, 'S'},
+		{"hang", 1, 0, 'H'},
+		{"exit-at", 1, 0, 'X'},
+		{"slow-update", 1, 0, 'U'},
+		{"out", 1, 0, 'o'},
+		{"progress", 1, 0, 'P'},
+		{"compare", 1, 0, 'c'},
+		{"tolerance", 1, 0, 't'},
+		{"quiet", 0, 0, 'q'},
+		{"update-after-commit", 0, 0, 'u'},
+		{"help", 0, 0, 'h'},
+		{0, 0, 0, 0},
 	};
 	int c;
 	char *end;
@@ -244,6 +260,9 @@ static int _parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'z':
 			o->step_sleep_us = strtol(optarg, &end, 10);
+			break;
+		case 'Z':
+			o->sample_sleep_us = strtol(optarg, &end, 10);
 			break;
 		case 'K':
 			o->kill_delay_us = strtol(optarg, &end, 10);
@@ -326,7 +345,9 @@ static int _parse(int argc, char **argv, struct opts *o)
 	}
 	if (optind < argc || o->samples < 1 || o->features < 1 || o->features > MAX_D ||
 	    o->global < 1 || o->global > o->samples || o->max_micro < 1 ||
-	    o->epochs < 1 || !(o->lr > 0) || !(o->tolerance >= 0)) {
+	    o->epochs < 1 || !(o->lr > 0) || !(o->tolerance >= 0) ||
+	    o->step_sleep_us < 0 || o->sample_sleep_us < 0 ||
+	    o->step_sleep_us > 60000000 || o->sample_sleep_us > 1000000) {
 		fprintf(stderr, "elastic_train: options out of range (see --help)\n");
 		return -1;
 	}
@@ -515,8 +536,9 @@ int main(int argc, char **argv)
 					-(y ? log(p) : log(1 - p)) * (FIX_SCALE / 1024));
 				sums[o.features + 2]++;
 			}
-		if (o.step_sleep_us > 0)
-			usleep((useconds_t)o.step_sleep_us);
+		if (o.step_sleep_us > 0 || (o.sample_sleep_us > 0 && n > 0))
+			usleep((useconds_t)(o.step_sleep_us +
+					    o.sample_sleep_us * (long)n));
 
 		/* One allreduce for gradients, loss and count; one allgather of
 		 * the sample indices, to prove each sample is used once. */

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/controller/throughput.sh: PolicyMode=throughput with real training.
+# Two C trainers whose scaling differs by construction: "lin" spends 4 ms per
+# sample, split among its ranks (near-linear), "sat" 200 ms a step whatever
+# its size and 0.4 ms per sample (a second GPU adds 0.06 of one). On node1's
+# 4 GPUs (node2 blocked) both run at 2; node2's 4 GPUs come free, both are
+# tried at 4 (one doubling past what each was measured at), and once measured
+# there elasticd gives sat 1 GPU (its floor of half its fair share would gain
+# under ThroughputMinGain=30) and lin 7. elasticd's log explains the shrink
+# in efficiencies, its metrics show the rates measured per size and
+# elastic-ctl status the efficiency; a restarted elasticd reads the models
+# back and keeps the split. Each job finishes with its static run's model
+# and each sample once per epoch.
+. "${top_srcdir:-/src}/tests/lib.sh"
+. "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
+ctl_setup
+ctl_need_trainer
+t_ompi_env
+ctl_conf PolicyMode=throughput CoolDown=2 "MetricsAddress=127.0.0.1:0"
+ctl_block_nodes node3 node4
+ctl_block_gpus 4 node2
+blocker2=${CTL_BLOCKERS##* }
+
+targs="--samples 2048 --global-batch 64"
+for e in 6 16; do
+	timeout 120 mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 "$train" --quiet \
+		--epochs $e $targs --out "$T_DIR/ref-$e.model" >"$T_DIR/ref-$e.out" 2>&1 ||
+		{ tail "$T_DIR/ref-$e.out"; t_fail "the static reference run of $e epochs failed"; }
+	chmod 644 "$T_DIR/ref-$e.model"
+done
+ctl_start
+port=$(sed -n 's/.*serving OpenMetrics on .* (port \([0-9]*\)).*/\1/p' "$T_DIR/elasticd.log")
+[ -n "$port" ] || t_fail "elasticd does not say where it serves OpenMetrics"
+# The scrape's lines that start with PREFIX (fixed string); 1 if none.
+metric() { # prefix
+	python3 -c 'import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode())' \
+		"$port" | grep -F "$1" | grep -v '^#'
+}
+job() { # name user account epochs sleeps
+	ctl_train_job "$1" "$2" "$3" "--epochs $4 $targs $5 --compare $T_DIR/ref-$4.model" "" \
+		--elastic-gpus=1-8 --elastic-grace=30 -N1 -n1
+}
+lin=$(job lin alice acct_a 16 "--sample-sleep 4000")
+sat=$(job sat bob acct_b 6 "--step-sleep 200000 --sample-sleep 400")
+ctl_wait_split 60 "$lin=2" "$sat=2"
+t_log "node1's 4 GPUs: lin ($lin) 2, sat ($sat) 2"
+# both measured at 2 before node2's GPUs come free
+m=slurm_elastic_job_measured_samples_per_second
+end=$((SECONDS + 30))
+until metric "$m{jobid=\"$sat\",user=\"bob\",gpus=\"2\"}" >/dev/null &&
+	metric "$m{jobid=\"$lin\",user=\"alice\",gpus=\"2\"}" >/dev/null; do
+	[ $SECONDS -lt $end ] || t_fail "no rate measured at 2 GPUs in 30 s: $(metric "$m" | paste -sd';' -)"
+	sleep 0.5
+done
+scancel "$blocker2"
+t0=$SECONDS
+ctl_wait_split 90 "$lin=7" "$sat=1"
+t_log "node2 free: lin 7, sat 1 after $((SECONDS - t0)) s; measured (GPUs=samples/s): sat $(metric "$m{jobid=\"$sat\"" | sed 's/.*gpus="\([0-9]*\)"} \(.*\)/\1=\2/' | paste -sd' ' -), lin $(metric "$m{jobid=\"$lin\"" | sed 's/.*gpus="\([0-9]*\)"} \(.*\)/\1=\2/' | paste -sd' ' -)"
+why=$(grep -aEo "job $sat: shrink [0-9]+ -> 1 GPUs \(efficiency .*" "$T_DIR/elasticd.log" | tail -n 1)
+[ -n "$why" ] || t_fail "elasticd did not explain sat's shrink in efficiencies: $(grep -a "job $sat: shrink" "$T_DIR/elasticd.log" | tail -n 2)"
+eff=$(metric "slurm_elastic_job_efficiency{jobid=\"$lin\"") || t_fail "no efficiency metric for lin"
+t_log "$why; lin's efficiency at 7: ${eff##* }"
+e=$(ctl status -p -j "$lin" | cut -d'|' -f14)
+awk -v e="$e" 'BEGIN { exit !(e + 0 >= 0.5 && e + 0 <= 1.2) }' ||
+	t_fail "elastic-ctl status shows lin's efficiency as '$e'"
+# A restart keeps what was measured: no new trial at 4 each.
+kill -TERM "$CTL_PID"
+t_wait_gone "$CTL_PID" 20 || t_fail "elasticd did not stop on SIGTERM"
+[ -s "$T_DIR/elasticd.state.scaling" ] || t_fail "elasticd left no $T_DIR/elasticd.state.scaling"
+ctl_start
+ctl_wait_line 10 "$T_DIR/elasticd.log" "measured scaling of 2 jobs read back" "elasticd did not read the models back"
+sleep 4
+[ "$(ctl_gpus "$lin")/$(ctl_gpus "$sat")" = 7/1 ] ||
+	t_fail "after the restart the split moved to $(ctl_gpus "$lin")/$(ctl_gpus "$sat")"
+t_log "elastic-ctl status: lin's EFF $e; restarted elasticd read both models back and kept 7/1"
+t_wait_job "$sat" 200
+t_wait_job "$lin" 200
+ctl_train_done "$T_DIR/sat.out" 6
+ctl_train_done "$T_DIR/lin.out" 16
+t_log "PASS: throughput split lin 7 / sat 1 from their measured scaling; both models equal their static runs"
