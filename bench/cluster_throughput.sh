@@ -37,12 +37,7 @@ ctl_block_nodes node3 node4
 targs="--samples 2048 --global-batch 64"
 declare -A epochs=([mid]=16 [sat]=6) sleeps=([mid]="--step-sleep 60000 --sample-sleep 4000"
 	[sat]="--step-sleep 200000 --sample-sleep 400")
-for e in 6 16; do
-	timeout 120 mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 "$train" --quiet \
-		--epochs $e $targs --out "$T_DIR/ref-$e.model" >"$T_DIR/ref-$e.out" 2>&1 ||
-		t_fail "the static reference run of $e epochs failed"
-	chmod 644 "$T_DIR/ref-$e.model"
-done
+ctl_references "$targs" 6 16
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 # Slurm's time of a job's field (SubmitTime, StartTime, EndTime) in seconds.

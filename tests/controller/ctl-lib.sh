@@ -215,6 +215,18 @@ ctl_reference() { # epochs "train args"
 # line twice; a relaunch may lose the last step line of the ended launch on
 # its way through mpirun: the model and the usage check say none was
 # skipped).
+# Static references: trainings of E epochs (for each E) with "train args" at
+# 2 ranks, no resize, as $T_DIR/ref-E.model (elastic_train --compare's file).
+ctl_references() { # "train args" epochs...
+	local targs=$1 e
+	shift
+	for e in "$@"; do
+		timeout 120 mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 "$train" \
+			--quiet --epochs "$e" $targs --out "$T_DIR/ref-$e.model" >"$T_DIR/ref-$e.out" 2>&1 ||
+			{ tail "$T_DIR/ref-$e.out"; t_fail "the static reference run of $e epochs failed"; }
+		chmod 644 "$T_DIR/ref-$e.model"
+	done
+}
 ctl_train_done() { # out epochs
 	local dups
 	grep -aEq "^done: [0-9]+ steps, $2 epochs, .*usage: $2 epochs checked, 0 bad, 0 violations" "$1" ||

@@ -23,12 +23,7 @@ ctl_block_gpus 4 node2
 blocker2=${CTL_BLOCKERS##* }
 
 targs="--samples 2048 --global-batch 64"
-for e in 6 16; do
-	timeout 120 mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 "$train" --quiet \
-		--epochs $e $targs --out "$T_DIR/ref-$e.model" >"$T_DIR/ref-$e.out" 2>&1 ||
-		{ tail "$T_DIR/ref-$e.out"; t_fail "the static reference run of $e epochs failed"; }
-	chmod 644 "$T_DIR/ref-$e.model"
-done
+ctl_references "$targs" 6 16
 ctl_start
 port=$(sed -n 's/.*serving OpenMetrics on .* (port \([0-9]*\)).*/\1/p' "$T_DIR/elasticd.log")
 [ -n "$port" ] || t_fail "elasticd does not say where it serves OpenMetrics"

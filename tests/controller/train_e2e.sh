@@ -18,12 +18,7 @@ ctl_block_nodes node3 node4
 
 # Static references: the same trainings at 2 ranks, once each, no resize.
 targs="--samples 4096 --global-batch 128"
-for e in 20 26; do
-	timeout 120 mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 "$train" --quiet \
-		--epochs $e $targs --out "$T_DIR/ref-$e.model" >"$T_DIR/ref-$e.out" 2>&1 ||
-		{ tail "$T_DIR/ref-$e.out"; t_fail "the static reference run of $e epochs failed"; }
-	chmod 644 "$T_DIR/ref-$e.model"
-done
+ctl_references "$targs" 20 26
 ctl_start
 
 # One training job of USER, output in train-USER.out: prints its id.
