@@ -1251,7 +1251,8 @@ static void _scaling_families(const struct ed_ctl *c, FILE *f)
 		for (int k = 0; k < 2; k++) {
 			if (at[k] <= 0 || (k == 1 && at[1] == at[0]))
 				continue;
-			_job_labels(f, "slurm_elastic_job_predicted_samples_per_second", rt);
+			_job_labels(f, "slurm_elastic_job_predicted_samples_per_second",
+				    rt);
 			fprintf(f, ",gpus=\"%d\"} %.3f\n", at[k],
 				elastic_scaling_rate(&rt->scal, at[k]));
 		}
