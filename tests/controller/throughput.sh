@@ -7,7 +7,8 @@
 # 4 GPUs (node2 blocked) both run at 2; node2's 4 GPUs come free, both are
 # tried at 4 (one doubling past what each was measured at), and once measured
 # there elasticd gives sat 1 GPU (its floor of half its fair share would gain
-# under ThroughputMinGain=30) and lin 7. elasticd's log explains the shrink
+# under ThroughputMinGain=30) and lin 7 (5 or 6 when load slows it: still
+# more than fairshare's 4). elasticd's log explains the shrink
 # in efficiencies, its metrics show the rates measured per size and
 # elastic-ctl status the efficiency; a restarted elasticd reads the models
 # back and keeps the split. Each job finishes with its static run's model
@@ -51,12 +52,20 @@ until metric "$m{jobid=\"$sat\",user=\"bob\",gpus=\"2\"}" >/dev/null &&
 done
 scancel "$blocker2"
 t0=$SECONDS
-ctl_wait_split 90 "$lin=7" "$sat=1"
-t_log "node2 free: lin 7, sat 1 after $((SECONDS - t0)) s; measured (GPUs=samples/s): sat $(metric "$m{jobid=\"$sat\"" | sed 's/.*gpus="\([0-9]*\)"} \(.*\)/\1=\2/' | paste -sd' ' -), lin $(metric "$m{jobid=\"$lin\"" | sed 's/.*gpus="\([0-9]*\)"} \(.*\)/\1=\2/' | paste -sd' ' -)"
+# lin takes what sat does not use as far as each GPU adds 30 % of one: 7
+# alone, 6 or 5 when the other lanes' load slows its larger worlds (fairshare
+# would give 4 / 4)
+split() { echo "$(ctl_gpus "$lin")/$(ctl_gpus "$sat")"; }
+end=$((SECONDS + 90))
+until [[ "$(split)" =~ ^[567]/1$ ]]; do
+	[ $SECONDS -lt $end ] || { tail -n 30 "$T_DIR/elasticd.log" >&2; t_fail "no throughput split (lin 5-7, sat 1) in 90 s: lin/sat $(split)"; }
+	sleep 0.2
+done
+t_log "node2 free: lin/sat $(split) after $((SECONDS - t0)) s; measured (GPUs=samples/s): sat $(metric "$m{jobid=\"$sat\"" | sed 's/.*gpus="\([0-9]*\)"} \(.*\)/\1=\2/' | paste -sd' ' -), lin $(metric "$m{jobid=\"$lin\"" | sed 's/.*gpus="\([0-9]*\)"} \(.*\)/\1=\2/' | paste -sd' ' -)"
 why=$(grep -aEo "job $sat: shrink [0-9]+ -> 1 GPUs \(efficiency .*" "$T_DIR/elasticd.log" | tail -n 1)
 [ -n "$why" ] || t_fail "elasticd did not explain sat's shrink in efficiencies: $(grep -a "job $sat: shrink" "$T_DIR/elasticd.log" | tail -n 2)"
 eff=$(metric "slurm_elastic_job_efficiency{jobid=\"$lin\"") || t_fail "no efficiency metric for lin"
-t_log "$why; lin's efficiency at 7: ${eff##* }"
+t_log "$why; lin's efficiency at its GPUs: ${eff##* }"
 e=$(ctl status -p -j "$lin" | cut -d'|' -f14)
 awk -v e="$e" 'BEGIN { exit !(e + 0 >= 0.5 && e + 0 <= 1.2) }' ||
 	t_fail "elastic-ctl status shows lin's efficiency as '$e'"
@@ -67,11 +76,11 @@ t_wait_gone "$CTL_PID" 20 || t_fail "elasticd did not stop on SIGTERM"
 ctl_start
 ctl_wait_line 10 "$T_DIR/elasticd.log" "measured scaling of 2 jobs read back" "elasticd did not read the models back"
 sleep 4
-[ "$(ctl_gpus "$lin")/$(ctl_gpus "$sat")" = 7/1 ] ||
-	t_fail "after the restart the split moved to $(ctl_gpus "$lin")/$(ctl_gpus "$sat")"
-t_log "elastic-ctl status: lin's EFF $e; restarted elasticd read both models back and kept 7/1"
+# (without its models elasticd would try sat again: 2 GPUs, its floor)
+[[ "$(split)" =~ ^[567]/1$ ]] || t_fail "after the restart the split moved to lin/sat $(split)"
+t_log "elastic-ctl status: lin's EFF $e; restarted elasticd read both models back and kept lin/sat $(split)"
 t_wait_job "$sat" 200
 t_wait_job "$lin" 200
 ctl_train_done "$T_DIR/sat.out" 6
 ctl_train_done "$T_DIR/lin.out" 16
-t_log "PASS: throughput split lin 7 / sat 1 from their measured scaling; both models equal their static runs"
+t_log "PASS: throughput split lin/sat by their measured scaling; both models equal their static runs"
