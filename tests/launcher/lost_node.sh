@@ -39,6 +39,10 @@ if [ "$mode" = node ]; then
 	trap 'rc=$?; kill -CONT $stepd $slurmd 2>/dev/null; t_cleanup $rc' EXIT
 	kill -STOP $slurmd $stepd
 	t_log "node2 lost: SIGKILL to the $(echo $victims | wc -w) processes of grant $grant there; its slurmd and batch slurmstepd stopped for 3 s"
+	# all stopped first, then killed: a node dies at once, so no process
+	# of it may see another one end (a rank wrapper whose daemon died
+	# first ends its rank with SIGTERM and reports it: 1 run in 57)
+	kill -STOP $victims 2>/dev/null || true
 	kill -KILL $victims 2>/dev/null || true
 	sleep 3
 	kill -CONT $stepd $slurmd
