@@ -44,7 +44,8 @@ struct _jobrt {
 	double rate;
 	uint32_t ranks; /* GPUs in use (its ranks training), from HELLO/STATUS */
 	/* its measured scaling (the throughput policy): each STATUS rate taken
-	 * while the job is steady at the ranks of the STATUS before it */
+	 * while the job trains on all its GPUs at the ranks of the STATUS
+	 * before it (_observe_rate) */
 	struct elastic_scaling scal;
 	uint32_t obs_ranks;
 	struct elastic_recovery_counts rec; /* re-forms..., from STATUS (cumulative) */
