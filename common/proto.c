@@ -71,6 +71,7 @@ static const struct _key _keys[] = {
 	{"recovery_ms", ELASTIC_K_RECOVERY_MS, _U64, _OFF(rec.sum_ms)},
 	{"efficiency", ELASTIC_K_EFFICIENCY, _RATE, _OFF(efficiency)},
 	{"scaling", ELASTIC_K_SCALING, _U32, _OFF(scaling), 0, 1, 1},
+	{"model", ELASTIC_K_MODEL, _TEXT, _OFF(model), _SZ(model)},
 	{NULL},
 };
 
@@ -107,7 +108,7 @@ static const struct _rule _rules[ELASTIC_MSG_TYPE_MAX + 1] = {
 					 ELASTIC_K_RESIZED | ELASTIC_K_CONNECTED |
 					 ELASTIC_K_GRANTS,
 				 ELASTIC_K_NODES | ELASTIC_K_STEP | ELASTIC_K_RATE |
-					 ELASTIC_K_EFFICIENCY},
+					 ELASTIC_K_EFFICIENCY | ELASTIC_K_MODEL},
 	[ELASTIC_MSG_END] = {"end", ELASTIC_K_COUNT, ELASTIC_K_REASON},
 	[ELASTIC_MSG_ERROR] = {"error", ELASTIC_K_REASON, ELASTIC_K_JOB},
 	[ELASTIC_MSG_ADMIN] = {"admin", ELASTIC_K_ACTION, ELASTIC_K_NODE},

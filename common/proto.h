@@ -76,6 +76,7 @@
 #define ELASTIC_PROTO_NAME_MAX	  64   /* host/node/user names, with NUL */
 #define ELASTIC_PROTO_TEXT_MAX	  128  /* reason text, with NUL */
 #define ELASTIC_PROTO_NODES_MAX	  256  /* node list, with NUL */
+#define ELASTIC_PROTO_MODEL_MAX	  448  /* JOBINFO model, with NUL */
 
 enum elastic_msg_type {
 	ELASTIC_MSG_HELLO = 1, /* job -> ctl: register (job, host, gpus, step[, rate]) */
@@ -140,6 +141,7 @@ enum elastic_msg_key {
 	ELASTIC_K_RECOVERY_MS = 1u << 25,
 	ELASTIC_K_EFFICIENCY = 1u << 26,
 	ELASTIC_K_SCALING = 1u << 27, /* QUERY: scaling=1 asks for efficiencies */
+	ELASTIC_K_MODEL = 1u << 28,
 };
 
 /* Why elastic-run relaunched mpirun (a re-form). */
@@ -194,9 +196,15 @@ struct elastic_msg {
 	double efficiency; /* JOBINFO: speedup per GPU its measured scaling
 			      predicts at the GPUs it holds (>= 0); only to a
 			      QUERY with scaling=1 (older clients refuse the key) */
-	uint32_t scaling;  /* QUERY: 1 asks for the efficiency */
-	uint64_t order;	   /* id of a controller order, echoed by ACK */
-	uint32_t grant;	   /* grant job id */
+	uint32_t scaling;  /* QUERY: 1 asks for the efficiency and the model */
+	/* JOBINFO, only to a QUERY with scaling=1: the measured scaling at the
+	 * sizes it was measured at and at the GPUs held and targeted, as
+	 * "N:MEASURED:PREDICTED:EFFICIENCY" joined by ",", N ascending
+	 * (MEASURED empty where not measured; samples/s; efficiency is the
+	 * predicted speedup per GPU) */
+	char model[ELASTIC_PROTO_MODEL_MAX];
+	uint64_t order;			   /* id of a controller order, echoed by ACK */
+	uint32_t grant;			   /* grant job id */
 	char node[ELASTIC_PROTO_NAME_MAX]; /* GRANT: the node of the grant */
 	uint64_t deadline_ms;		   /* RELEASE: ms since the epoch */
 	uint32_t target;		   /* TARGET/JOBINFO: GPUs the policy wants */

@@ -151,6 +151,20 @@ static void roundtrip_every_type(void **state)
 	m.present |= ELASTIC_K_EFFICIENCY;
 	m.efficiency = 0.875;
 	_roundtrip(&m);
+	m.present |= ELASTIC_K_MODEL;
+	strcpy(m.model, "2:180.3:181.2:0.95:m,3::262:0.92:i,5:401.7:402:0.88:m");
+	_roundtrip(&m);
+	/* the longest of every key still fits one payload */
+	m.job = UINT32_MAX - 1;
+	m.min = m.max = m.target = m.gpus = m.grants = 999999;
+	m.resized = m.step = UINT64_MAX;
+	m.rate = m.efficiency = 999999999999.999;
+	memset(m.user, 'u', sizeof(m.user) - 1);
+	memset(m.nodes, 'n', sizeof(m.nodes) - 1);
+	memset(m.model, '9', sizeof(m.model) - 1);
+	m.user[sizeof(m.user) - 1] = m.nodes[sizeof(m.nodes) - 1] =
+		m.model[sizeof(m.model) - 1] = '\0';
+	_roundtrip(&m);
 
 	m = (struct elastic_msg){
 		.type = ELASTIC_MSG_END, .present = ELASTIC_K_COUNT, .count = 2};

@@ -280,7 +280,8 @@ static void _frame(ed_channel_t *ch, struct _conn *c,
 		for (int i = 0; i < n; i++) {
 			/* a client that did not ask may not know the key */
 			if (!(m.present & ELASTIC_K_SCALING) || !m.scaling)
-				info[i].present &= ~ELASTIC_K_EFFICIENCY;
+				info[i].present &=
+					~(ELASTIC_K_EFFICIENCY | ELASTIC_K_MODEL);
 			_queue(ch, c, &info[i]);
 		}
 		free(info);

@@ -1036,6 +1036,9 @@ static int _on_query(void *arg, uint32_t job, struct elastic_msg **out)
 			m->efficiency =
 				elastic_scaling_speedup(&rt->scal, rt->cur) / rt->cur;
 		}
+		if (elastic_scaling_table(&rt->scal, (const int[]){rt->cur, rt->target},
+					  2, m->model, sizeof(m->model)) > 0)
+			m->present |= ELASTIC_K_MODEL;
 		if (rt->nodes[0]) {
 			m->present |= ELASTIC_K_NODES;
 			snprintf(m->nodes, sizeof(m->nodes), "%s", rt->nodes);
@@ -1243,7 +1246,7 @@ static void _scaling_families(const struct ed_ctl *c, FILE *f)
 		}
 	}
 	_family(f, "slurm_elastic_job_predicted_samples_per_second", "gauge",
-		"An elastic job's training throughput its measured scaling predicts at the GPUs it holds and at its target");
+		"An elastic job's training throughput its measured scaling predicts at the GPUs it holds and at its target (confidence: measured there, interpolated between sizes measured, or extrapolated)");
 	for (int i = 0; i < c->njobs; i++) {
 		const struct _jobrt *rt = &c->jobs[i];
 		int at[2] = {rt->cur, rt->target};
@@ -1254,7 +1257,9 @@ static void _scaling_families(const struct ed_ctl *c, FILE *f)
 				continue;
 			_job_labels(f, "slurm_elastic_job_predicted_samples_per_second",
 				    rt);
-			fprintf(f, ",gpus=\"%d\"} %.3f\n", at[k],
+			fprintf(f, ",gpus=\"%d\",confidence=\"%s\"} %.3f\n", at[k],
+				elastic_scaling_confidence_name(
+					elastic_scaling_confidence(&rt->scal, at[k])),
 				elastic_scaling_rate(&rt->scal, at[k]));
 		}
 	}
@@ -1265,7 +1270,9 @@ static void _scaling_families(const struct ed_ctl *c, FILE *f)
 		if (!rt->scal.terms || rt->cur <= 0)
 			continue;
 		_job_labels(f, "slurm_elastic_job_efficiency", rt);
-		fprintf(f, "} %.3f\n",
+		fprintf(f, ",confidence=\"%s\"} %.3f\n",
+			elastic_scaling_confidence_name(
+				elastic_scaling_confidence(&rt->scal, rt->cur)),
 			elastic_scaling_speedup(&rt->scal, rt->cur) / rt->cur);
 	}
 }

@@ -28,6 +28,8 @@ static void _usage(FILE *f)
 		"       elastic-ctl -h|--help | -V|--version\n"
 		"commands:\n"
 		"  status [-j JOBID] [-p]     elastic jobs as elasticd sees them (-p: parsable)\n"
+		"  scaling [-j JOBID] [-p]    each job's measured samples/s per GPU count, its\n"
+		"                             model's prediction, efficiency and confidence\n"
 		"  proto-client -j JOBID [-H HOST] [-g GPUS] [-a SECONDS | -N | -R]\n"
 		"               [-s SECONDS] [-x SECONDS] [-r]\n"
 		"                             stand in for an elastic job on the channel:\n"
@@ -121,8 +123,58 @@ static void _print_job(const struct elastic_msg *m, int parsable)
 		       m->nodes[0] ? m->nodes : "-");
 }
 
+/* One JOBINFO as the rows of its measured scaling (scaling): one per size
+ * in its model, or one "unknown" row at the GPUs held when nothing was
+ * measured. */
+static void _print_model(const struct elastic_msg *m, int parsable)
+{
+	static const char *const conf[] = {"m", "measured",    "i", "interpolated",
+					   "e", "extrapolated"};
+	char row[ELASTIC_PROTO_MODEL_MAX], *save = NULL, *r;
+	int rows = 0;
+
+	snprintf(row, sizeof(row), "%s", m->present & ELASTIC_K_MODEL ? m->model : "");
+	for (r = strtok_r(row, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
+		char *f[5] = {r}, *at;
+		const char *c = "unknown";
+		int nf = 1;
+		for (char *p = r; *p && nf < 5; p++)
+			if (*p == ':') {
+				*p = '\0';
+				f[nf++] = p + 1;
+			}
+		if (nf < 5)
+			continue; /* not a row this elastic-ctl reads */
+		for (int k = 0; k < 6; k += 2)
+			if (!strcmp(f[4], conf[k]))
+				c = conf[k + 1];
+		int n = atoi(f[0]);
+		at = n == (int)m->gpus && n == (int)m->target ? "held,target"
+		     : n == (int)m->gpus		      ? "held"
+		     : n == (int)m->target		      ? "target"
+							      : "";
+		if (parsable)
+			printf("%u|%s|%d|%s|%s|%s|%s|%s\n", m->job, m->user, n,
+			       *f[1] ? f[1] : "-", f[2], f[3], c, *at ? at : "-");
+		else
+			printf("%-8u %-10s %5d %10s %10s %5s %-12s %s\n", m->job, m->user,
+			       n, *f[1] ? f[1] : "-", f[2], f[3], c, at);
+		rows++;
+	}
+	if (rows)
+		return;
+	if (parsable)
+		printf("%u|%s|%u|-|-|-|unknown|held\n", m->job, m->user, m->gpus);
+	else
+		printf("%-8u %-10s %5u %10s %10s %5s %-12s %s\n", m->job, m->user,
+		       m->gpus, "-", "-", "-", "unknown", "held");
+}
+
+/* status and scaling: one query, a row per job or per job and size. */
 static int _status(int argc, char **argv)
 {
+	const char *cmd = argv[0];
+	int scaling = strcmp(cmd, "scaling") == 0;
 	uint32_t job = 0;
 	int parsable = 0, opt, fd, rc, n = 0, header = 0;
 	elastic_error_t err;
@@ -135,9 +187,8 @@ static int _status(int argc, char **argv)
 			char *e;
 			unsigned long v = strtoul(optarg, &e, 10);
 			if (*e || v == 0 || v >= UINT32_MAX) {
-				fprintf(stderr,
-					"elastic-ctl status: -j %s: not a job id\n",
-					optarg);
+				fprintf(stderr, "elastic-ctl %s: -j %s: not a job id\n",
+					cmd, optarg);
 				return 2;
 			}
 			job = (uint32_t)v;
@@ -181,6 +232,12 @@ again:
 		}
 		if (m.type == ELASTIC_MSG_ERROR && (q.present & ELASTIC_K_SCALING) &&
 		    strstr(m.reason, "unknown key 'scaling'")) {
+			if (scaling) {
+				fprintf(stderr,
+					"elastic-ctl scaling: this elasticd keeps no measured scaling (it is older than elastic-ctl)\n");
+				rc = 1;
+				goto out;
+			}
 			close(fd);
 			q.present &= ~ELASTIC_K_SCALING;
 			goto again;
@@ -190,11 +247,17 @@ again:
 			rc = 1;
 			goto out;
 		}
-		if (!parsable && !header++)
-			printf("%-8s %-10s %4s %4s %6s %5s %-9s %6s %-7s %-19s %8s %9s %4s %s\n",
-			       "JOBID", "USER", "MIN", "MAX", "TARGET", "GPUS", "STATE",
-			       "GRANTS", "CHANNEL", "LAST_RESIZE", "STEP", "RATE", "EFF",
-			       "NODES");
+		if (!parsable && !header++) {
+			if (scaling)
+				printf("%-8s %-10s %5s %10s %10s %5s %-12s %s\n", "JOBID",
+				       "USER", "GPUS", "MEASURED", "PREDICTED", "EFF",
+				       "CONFIDENCE", "AT");
+			else
+				printf("%-8s %-10s %4s %4s %6s %5s %-9s %6s %-7s %-19s %8s %9s %4s %s\n",
+				       "JOBID", "USER", "MIN", "MAX", "TARGET", "GPUS",
+				       "STATE", "GRANTS", "CHANNEL", "LAST_RESIZE",
+				       "STEP", "RATE", "EFF", "NODES");
+		}
 		if (m.type == ELASTIC_MSG_END) {
 			if (!parsable && (m.present & ELASTIC_K_REASON))
 				printf("elastic activity: %s\n", m.reason);
@@ -202,7 +265,10 @@ again:
 		}
 		if (m.type != ELASTIC_MSG_JOBINFO)
 			continue;
-		_print_job(&m, parsable);
+		if (scaling)
+			_print_model(&m, parsable);
+		else
+			_print_job(&m, parsable);
 		n++;
 	}
 	if (job && n == 0) {
@@ -694,7 +760,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "pause") == 0 || strcmp(cmd, "drain") == 0 ||
 	    strcmp(cmd, "resume") == 0 || strcmp(cmd, "show") == 0)
 		return _admin(cmd, argc, argv);
-	if (strcmp(cmd, "status") == 0)
+	if (strcmp(cmd, "status") == 0 || strcmp(cmd, "scaling") == 0)
 		return _status(argc, argv);
 	if (strcmp(cmd, "proto-client") == 0)
 		return _proto_client(argc, argv);

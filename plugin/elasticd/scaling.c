@@ -225,6 +225,77 @@ const char *elastic_scaling_confidence_name(enum elastic_scaling_confidence c)
 	return NULL;
 }
 
+static int _row(const struct elastic_scaling *s, int n, char *buf, size_t len)
+{
+	char measured[24] = "";
+	double one = elastic_scaling_rate(s, 1);
+
+	for (int i = 0; i < s->nobs; i++)
+		if (s->obs[i].n == n)
+			snprintf(measured, sizeof(measured), "%.4g", s->obs[i].rate);
+	return snprintf(
+		buf, len, "%d:%s:%.4g:%.2f:%c", n, measured, elastic_scaling_rate(s, n),
+		one > 0 ? elastic_scaling_rate(s, n) / one / n : 0,
+		elastic_scaling_confidence_name(elastic_scaling_confidence(s, n))[0]);
+}
+
+static int _cmp_int(const void *a, const void *b)
+{
+	return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+int elastic_scaling_table(const struct elastic_scaling *s, const int *also, int nalso,
+			  char *buf, size_t len)
+{
+	int want[ELASTIC_SCALING_SIZES + 4], nw,
+		nfix = 0, keep[ELASTIC_SCALING_SIZES + 4], nk = 0,
+		ref = nalso > 0 && also[0] > 0 ? also[0] : 1;
+	size_t off = 0;
+	char row[96];
+
+	if (len)
+		buf[0] = '\0';
+	if (!s || !s->nobs || !len)
+		return 0;
+	/* candidates, most wanted first: also[], then the measured sizes
+	 * nearest to also[0] */
+	for (int i = 0; i < nalso && nfix < 4; i++)
+		if (also[i] > 0)
+			want[nfix++] = also[i];
+	nw = nfix;
+	for (int i = 0; i < s->nobs; i++) {
+		int j = nw++;
+		want[j] = s->obs[i].n;
+		for (; j > nfix && fabs(log2((double)want[j] / ref)) <
+					   fabs(log2((double)want[j - 1] / ref));
+		     j--) {
+			int x = want[j];
+			want[j] = want[j - 1];
+			want[j - 1] = x;
+		}
+	}
+	for (int i = 0; i < nw; i++) {
+		int dup = 0, w;
+		for (int k = 0; k < nk; k++)
+			dup |= keep[k] == want[i];
+		if (dup)
+			continue;
+		w = _row(s, want[i], row, sizeof(row));
+		if (w < 0 || off + (off ? 1 : 0) + (size_t)w >= len)
+			continue;
+		off += (off ? 1 : 0) + (size_t)w;
+		keep[nk++] = want[i];
+	}
+	qsort(keep, (size_t)nk, sizeof(*keep), _cmp_int);
+	off = 0;
+	for (int k = 0; k < nk; k++) {
+		if (k)
+			buf[off++] = ',';
+		off += (size_t)_row(s, keep[k], buf + off, len - off);
+	}
+	return (int)off;
+}
+
 int elastic_scaling_format(const struct elastic_scaling *s, char *buf, size_t len)
 {
 	size_t off = 0;

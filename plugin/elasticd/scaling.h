@@ -89,6 +89,17 @@ elastic_scaling_confidence(const struct elastic_scaling *s, int n);
 /* "unknown", "extrapolated", "interpolated", "measured"; NULL if bad. */
 const char *elastic_scaling_confidence_name(enum elastic_scaling_confidence c);
 
+/* The model as a table, for elastic-ctl: one row per size, every size
+ * measured and each n > 0 of also[] (the GPUs a job holds, its target), as
+ * "N:MEASURED:PREDICTED:EFFICIENCY:C" joined by ",", N ascending. MEASURED
+ * is empty where nothing was measured; rates in samples/s to 4 significant
+ * digits; EFFICIENCY is the predicted speedup per GPU; C is the confidence's
+ * first letter (m, i, e). Rows that do not fit in len are left out; the
+ * rows of also[] are kept first, then those of the measured sizes nearest to
+ * also[0]. Returns the length written (0 when nothing is measured). */
+int elastic_scaling_table(const struct elastic_scaling *s, const int *also, int nalso,
+			  char *buf, size_t len);
+
 /* The observations as one line, "n:rate:weight:when" joined by ",", for a
  * state file; parse reads it back (and refits). Format returns the snprintf
  * length; parse returns -1 (EINVAL) on a malformed line and leaves *s

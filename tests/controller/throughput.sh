@@ -69,6 +69,15 @@ t_log "$why; lin's efficiency at its GPUs: ${eff##* }"
 e=$(ctl status -p -j "$lin" | cut -d'|' -f14)
 awk -v e="$e" 'BEGIN { exit !(e + 0 >= 0.5 && e + 0 <= 1.2) }' ||
 	t_fail "elastic-ctl status shows lin's efficiency as '$e'"
+# elastic-ctl scaling: lin's rate measured at 2 GPUs and the GPUs it holds,
+# each with its model's prediction, efficiency and confidence
+rows=$(ctl scaling -p -j "$lin")
+g=$(ctl_gpus "$lin")
+awk -F'|' '$3 == 2 && $4 + 0 > 0 && $5 + 0 > 0 && $7 == "measured"' <<<"$rows" | grep -q . ||
+	t_fail "elastic-ctl scaling shows no rate of lin measured at 2 GPUs: $(paste -sd' ' - <<<"$rows")"
+awk -F'|' -v g="$g" '$3 == g && $5 + 0 > 0 && $6 + 0 > 0 && $7 ~ /^(measured|extrapolated)$/ && $8 ~ /held/' <<<"$rows" | grep -q . ||
+	t_fail "elastic-ctl scaling has no row at the $g GPUs lin holds: $(paste -sd' ' - <<<"$rows")"
+ctl scaling | sed 's/^/  /'
 # A restart keeps what was measured: no new trial at 4 each.
 kill -TERM "$CTL_PID"
 t_wait_gone "$CTL_PID" 20 || t_fail "elasticd did not stop on SIGTERM"

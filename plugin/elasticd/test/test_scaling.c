@@ -132,6 +132,34 @@ static void confidence_per_size(void **state)
 	assert_null(elastic_scaling_confidence_name((enum elastic_scaling_confidence)9));
 }
 
+/* elastic-ctl's table: each size measured or asked for, ascending, with
+ * its prediction, efficiency and confidence; what does not fit is left
+ * out, the sizes asked for last. */
+static void table_rows(void **state)
+{
+	static const int at[] = {2, 8}, also[] = {4, 16};
+	struct elastic_scaling s;
+	char buf[ELASTIC_SCALING_SIZES * 32];
+	int n;
+
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(elastic_scaling_table(&s, also, 2, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	shape(&s, 1, 0.1, 0, 0, at, 2);
+	n = elastic_scaling_table(&s, also, 2, buf, sizeof(buf));
+	assert_int_equal(n, (int)strlen(buf));
+	assert_string_equal(buf, "2:1.667:1.667:0.92:m,4::2.857:0.79:i,"
+				 "8:4.444:4.444:0.61:m,16::6.154:0.42:e");
+	/* the GPUs held count once; no size asked for: the measured ones */
+	n = elastic_scaling_table(&s, (const int[]){8, 8}, 2, buf, sizeof(buf));
+	assert_int_equal(n, (int)strlen(buf));
+	assert_string_equal(buf, "2:1.667:1.667:0.92:m,8:4.444:4.444:0.61:m");
+	elastic_scaling_table(&s, NULL, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "2:1.667:1.667:0.92:m,8:4.444:4.444:0.61:m");
+	elastic_scaling_table(&s, also, 2, buf, 40);
+	assert_string_equal(buf, "4::2.857:0.79:i,16::6.154:0.42:e");
+}
+
 /* The state line reads back to the same model; a damaged line is refused
  * and changes nothing. */
 static void state_line_round_trip(void **state)
@@ -175,6 +203,7 @@ int main(void)
 		cmocka_unit_test(decays_toward_recent),
 		cmocka_unit_test(confidence_per_size),
 		cmocka_unit_test(state_line_round_trip),
+		cmocka_unit_test(table_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
