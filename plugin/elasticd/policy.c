@@ -39,6 +39,7 @@ struct _job {
 	int next;	  /* throughput: its next step's size */
 	double gain;	  /* throughput: its next step's gain per GPU */
 	double s_tgt;	  /* throughput: speedup at target */
+	double s_next;	  /* throughput: speedup at next */
 	double tc[4];	  /* throughput: step-time coefficients over t(1); none: linear */
 	int linear;	  /* throughput: no model, speedup n */
 	double inv_share; /* throughput: 1 / fair share (0: none) */
@@ -678,8 +679,10 @@ static int _sticky(const struct _ws *ws, const struct _job *t)
 	return t->cur == next ? 2 : 1;
 }
 
-/* Weighted water-filling of K GPUs over the active jobs. */
-static void _split_weighted(struct _ws *ws, int K)
+/* Weighted water-filling of K GPUs over the active jobs: each job's share,
+ * and its target rounded (round: the GPUs left by rounding down handed out
+ * by largest remainder; 0: only the shares are wanted). */
+static void _split_weighted(struct _ws *ws, int K, int round)
 {
 	__int128 A = 0, B = 0;
 	int64_t sum_hi = 0;
@@ -756,7 +759,8 @@ static void _split_weighted(struct _ws *ws, int K)
 		t->sticky = _sticky(ws, t);
 		left -= t->target;
 	}
-	_round_up(ws, left);
+	if (round)
+		_round_up(ws, left);
 }
 
 /* ---- throughput ------------------------------------------------------- */
@@ -801,7 +805,8 @@ static int _next_gain(const struct _ws *ws, struct _job *t, int left)
 	if (next < 0 || next > t->cap || next - t->target > left)
 		return 0;
 	t->next = next;
-	t->gain = (_speedup(t, next) - t->s_tgt) / (next - t->target);
+	t->s_next = _speedup(t, next);
+	t->gain = (t->s_next - t->s_tgt) / (next - t->target);
 	if (!(t->gain >= ws->in->min_gain))
 		return 0;
 	/* 1 % buckets: gains that close count as equal, and fairness decides.
@@ -818,7 +823,7 @@ static int _next_gain(const struct _ws *ws, struct _job *t, int left)
 static void _take_step(struct _job *t)
 {
 	t->target = t->next;
-	t->s_tgt = _speedup(t, t->target);
+	t->s_tgt = t->s_next;
 }
 
 /* Marginal-gain order as two keys, larger first: the gain bucket, then how
@@ -873,7 +878,7 @@ static void _split_throughput(struct _ws *ws, int K)
 	struct _gkey *h = ws->gheap;
 	int n = 0, left = K;
 
-	_split_weighted(ws, K);
+	_split_weighted(ws, K, 0);
 	for (int a = 0; a < ws->nact; a++) {
 		struct _job *t = &ws->j[ws->act[a]];
 		const struct elastic_scaling *sc = t->in->scaling;
@@ -1017,7 +1022,7 @@ static int _split(struct _ws *ws)
 		else if (ws->in->mode == ELASTIC_POLICY_THROUGHPUT)
 			_split_throughput(ws, (int)K);
 		else
-			_split_weighted(ws, (int)K);
+			_split_weighted(ws, (int)K, 1);
 		if (++rounds >= _MAX_ROUNDS)
 			break;
 		for (int a = 0; a < ws->nact; a++)
