@@ -67,6 +67,16 @@ struct _release {
 	int sent, acked, seen;
 };
 
+/* A grant its job released, signalled to end as done (ed_slurm_end_grant):
+ * cancelled if it still runs at by_ms. */
+struct _ending {
+	uint32_t grant, job;
+	uint64_t by_ms;
+};
+
+/* How long a released grant may take to end on its signal. */
+#define ENDING_MS 5000
+
 struct ed_ctl {
 	struct ed_ctl_conf conf;
 	ed_channel_t *ch;
@@ -74,6 +84,8 @@ struct ed_ctl {
 	int njobs, capjobs;
 	struct _release *rels;
 	int nrels, caprels;
+	struct _ending *ending;
+	int nending, capending;
 	uint64_t next_order;
 	uint64_t last_tick_ms;
 	uint64_t full_for_unknown_ms; /* the last whole list read for an unknown job */
@@ -207,6 +219,7 @@ void ed_ctl_destroy(struct ed_ctl *c)
 	ed_ctl_scaling_save(c);
 	free(c->jobs);
 	free(c->rels);
+	free(c->ending);
 	free(c->node_names);
 	free(c);
 }
@@ -358,6 +371,65 @@ static void _cancel(struct ed_ctl *c, uint32_t grant, uint32_t job, const char *
 		ed_info("job %u: cancelled grant %u (%s)", job, grant, why);
 }
 
+/* A running grant whose work is done (its job released it, or ended) ends
+ * as done, COMPLETED in sacct: its script exits 0 on a signal. One that
+ * cannot be signalled is cancelled now, one that ignores the signal (an
+ * older elasticd's) at the first tick after ENDING_MS (_ending_settle). */
+static void _end_released(struct ed_ctl *c, uint32_t grant, uint32_t job, const char *why)
+{
+	elastic_error_t err;
+	struct _ending *e;
+
+	if (c->conf.dry_run) {
+		ed_info("dry run: would end grant %u of job %u (%s)", grant, job, why);
+		return;
+	}
+	if (c->nending == c->capending) {
+		int cap = c->capending ? 2 * c->capending : 8;
+		struct _ending *n = realloc(c->ending, (size_t)cap * sizeof(*n));
+		if (!n) {
+			_cancel(c, grant, job, why);
+			return;
+		}
+		c->ending = n;
+		c->capending = cap;
+	}
+	if (ed_slurm_end_grant(grant, &err) < 0) {
+		ed_debug("job %u: %s: cancelling it", job, err.text);
+		_cancel(c, grant, job, why);
+		return;
+	}
+	e = &c->ending[c->nending++];
+	*e = (struct _ending){grant, job, ed_now_ms() + ENDING_MS};
+	ed_info("job %u: ended grant %u (%s)", job, grant, why);
+}
+
+/* Grants signalled to end (_end_released) that still run are left out of
+ * the tick's snapshot, their GPUs counted busy on their node; one that runs
+ * past its time is cancelled. */
+static void _ending_settle(struct ed_ctl *c, struct ed_snapshot *s, uint64_t now_ms)
+{
+	int kept = 0;
+
+	for (int e = 0; e < c->nending; e++) {
+		struct _ending x = c->ending[e];
+		int g = 0;
+		while (g < s->ngrants && s->grants[g].id != x.grant)
+			g++;
+		if (g == s->ngrants)
+			continue; /* ended */
+		if (s->grants[g].node >= 0)
+			s->nodes[s->grants[g].node].busy += s->grants[g].gpus;
+		s->grants[g] = s->grants[--s->ngrants];
+		if (now_ms >= x.by_ms)
+			_cancel(c, x.grant, x.job,
+				"its work done, it did not end on its signal");
+		else
+			c->ending[kept++] = x;
+	}
+	c->nending = kept;
+}
+
 /* Submit a grant of a->gpus for job j on node (reconcile.c chose its size).
  * Returns 1 if it was submitted. */
 static int _grow(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_job *j,
@@ -446,7 +518,10 @@ static void _act(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_
 			c->last_action_ms = now_ms;
 		switch (a->kind) {
 		case ED_RC_CANCEL:
-			_cancel(c, a->grant, a->job, a->why);
+			if (a->done)
+				_end_released(c, a->grant, a->job, a->why);
+			else
+				_cancel(c, a->grant, a->job, a->why);
 			_forget(c, a->grant);
 			break;
 		case ED_RC_RESUME:
@@ -708,6 +783,7 @@ void ed_ctl_tick(struct ed_ctl *c)
 	c->tick_wanted = 0;
 	if (_observe(c, &s, now) < 0)
 		return;
+	_ending_settle(c, &s, now_ms);
 	grown = calloc((size_t)s.njobs + 1, sizeof(*grown));
 	if (!grown || _rc_input(c, &s, now_ms, &in) < 0)
 		goto out;
@@ -814,7 +890,7 @@ static void _on_ack(struct ed_ctl *c, struct _jobrt *rt, const struct elastic_ms
 		m->job, r->grant, ed_now_ms() - r->ordered_ms);
 	r->acked = 1;
 	c->last_action_ms = ed_now_ms();
-	_cancel(c, r->grant, r->job, "released by the job");
+	_end_released(c, r->grant, r->job, "released by the job");
 	rt->last_resize = (time_t)(ed_now_ms() / 1000);
 	_rel_remove(c, r);
 }
@@ -958,6 +1034,9 @@ uint64_t ed_ctl_next_deadline(const struct ed_ctl *c)
 	for (int i = 0; i < c->nrels; i++)
 		if (!first || c->rels[i].deadline_ms < first)
 			first = c->rels[i].deadline_ms;
+	for (int i = 0; i < c->nending; i++)
+		if (!first || c->ending[i].by_ms < first)
+			first = c->ending[i].by_ms;
 	return first;
 }
 

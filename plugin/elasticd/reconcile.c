@@ -32,12 +32,17 @@ static struct ed_rc_action *_act(struct ed_rc *rc, enum ed_rc_kind kind, int ji,
 	return a;
 }
 
+static const char _released[] = "released by the job",
+		  _job_ended[] = "its elastic job ended";
+
 static int _cancel(struct ed_rc *rc, int g, const struct ed_grant *gr, const char *why)
 {
 	struct ed_rc_action *a = _act(rc, ED_RC_CANCEL, -1, gr->job, gr->id);
 	if (!a)
 		return -1;
 	a->why = why;
+	a->done =
+		gr->state == ED_GRANT_RUNNING && (why == _released || why == _job_ended);
 	rc->gclass[g] = ED_RC_DROPPED;
 	return 0;
 }
@@ -83,7 +88,7 @@ static int _releasing(const struct ed_rc_in *in, struct ed_rc *rc, int g,
 		return _cancel(rc, g, gr,
 			       gr->state == ED_GRANT_PENDING
 				       ? "release of a grant not started"
-			       : r && r->acked ? "released by the job"
+			       : r && r->acked ? _released
 					       : "grace deadline passed: forced");
 	}
 	rc->gclass[g] = ED_RC_RELEASING;
@@ -104,7 +109,7 @@ static int _classify(const struct ed_rc_in *in, struct ed_rc *rc, time_t *resize
 		int rc_ = 0;
 		if (!j || !j->running || gr->uid != j->uid)
 			rc_ = _cancel(rc, g, gr,
-				      !j ? "its elastic job ended"
+				      !j ? _job_ended
 				      : !j->running
 					      ? "its elastic job is not running"
 					      : "owner differs from the elastic job's");

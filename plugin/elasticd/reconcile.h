@@ -69,6 +69,8 @@ struct ed_rc_action {
 	int from, to;	      /* release, grow: the job's size (for logs) */
 	uint64_t deadline_ms; /* resume, release */
 	const char *why;      /* cancel, explain: static or the plan's text */
+	int done; /* cancel: a running grant whose work is done (its job released
+		     it, or ended): it may end as done, not cancelled */
 };
 
 /* What a job holds and runs after ed_rc_grants, and its state after

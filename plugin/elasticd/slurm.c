@@ -53,16 +53,16 @@ static uint32_t _submitted_job(const submit_response_msg_t *r)
 #endif
 }
 
-static int _kill_job(uint32_t id, uint16_t sig)
+static int _kill_job(uint32_t id, uint16_t sig, uint16_t flags)
 {
 #ifdef HAVE_SLURM_KILL_JOB_STEP_ID
 	slurm_step_id_t s = {0};
 	s.job_id = id;
 	s.step_het_comp = NO_VAL;
 	s.step_id = NO_VAL;
-	return slurm_kill_job(s, sig, 0);
+	return slurm_kill_job(s, sig, flags);
 #else
-	return slurm_kill_job(id, sig, 0);
+	return slurm_kill_job(id, sig, flags);
 #endif
 }
 
@@ -991,12 +991,20 @@ int ed_slurm_grant_info(uint32_t id, const char *grant_prefix, uint32_t *job, ui
 
 int ed_slurm_cancel(uint32_t id, elastic_error_t *err)
 {
-	if (_kill_job(id, SIGKILL) != SLURM_SUCCESS) {
+	if (_kill_job(id, SIGKILL, 0) != SLURM_SUCCESS) {
 		int e = errno;
 		if (e == ESLURM_ALREADY_DONE || e == ESLURM_INVALID_JOB_ID)
 			return 0;
 		return elastic__errorf(err, "cancel of job %u: %s", id,
 				       slurm_strerror(e));
 	}
+	return 0;
+}
+
+int ed_slurm_end_grant(uint32_t id, elastic_error_t *err)
+{
+	if (_kill_job(id, SIGURG, KILL_JOB_BATCH) != SLURM_SUCCESS)
+		return elastic__errorf(err, "signal to the batch script of grant %u: %s",
+				       id, slurm_strerror(errno));
 	return 0;
 }

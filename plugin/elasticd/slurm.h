@@ -41,6 +41,11 @@ int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
 int ed_slurm_mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
 			  elastic_error_t *err);
 int ed_slurm_cancel(uint32_t id, elastic_error_t *err);
+/* End a running grant as done: its batch script exits 0 on SIGURG
+ * (elastic__grant_script), so Slurm records it COMPLETED, not CANCELLED.
+ * A grant not running, or whose script ignores the signal (submitted by an
+ * older elasticd), is left running: cancel it then. 0, or -1 with err. */
+int ed_slurm_end_grant(uint32_t id, elastic_error_t *err);
 /* Is id, by Slurm's record, a grant not ended yet (pending, running or
  * suspended)? 1 with the job it serves and its user, 0 if not, -1 (err)
  * when slurmctld cannot say. */

@@ -5,7 +5,9 @@
 # resumes the release from what slurmctld holds and reaches the right split
 # with no orphan grant; a job that ends while elasticd is down loses its
 # grants as soon as elasticd is back; killed right after submitting grants,
-# it submits no duplicates when it is back.
+# it submits no duplicates when it is back. After an upgrade, a grant of the
+# older elasticd that ignores the signal to end is cancelled 5 s after its
+# release.
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
@@ -87,5 +89,53 @@ ctl_wait_split 5 "$j3=8"
 [ "$(ctl_grants "$j3" | grep -vc RUNNING)" = 0 ] || t_fail "grants of job $j3 left pending: $(ctl_grants "$j3")"
 no_orphans "$j3"
 t_log "after the restart job $j3 holds 8 GPUs with $(ctl_grants "$j3" | wc -l) grants, none pending, none duplicated"
+# An upgrade: a grant submitted by an older elasticd has a script that
+# ignores the signal a released grant now ends on. Once its job released
+# it, it is cancelled ENDING_MS (5 s) later; the new grants released with
+# it end COMPLETED.
+ctl_kill9
+scancel -n "elastic:$j3"
+end=$((SECONDS + 20))
+while [ -n "$(ctl_grants "$j3")" ]; do
+	[ $SECONDS -lt $end ] || t_fail "grants of job $j3 did not end: $(ctl_grants "$j3")"
+	sleep 0.2
+done
+t_upgrade=$(date +%Y-%m-%dT%H:%M:%S)
+# (a user may not name a job elastic:..., root may rename it)
+old=$(t_sbatch alice -A acct_a -J old-grant -w node2 --gres=gpu:1 -N1 -n1 -o /dev/null \
+	--wrap 'while sleep 10; do :; done')
+end=$((SECONDS + 30))
+until [ "$(t_job_state "$old")" = RUNNING ]; do
+	[ $SECONDS -lt $end ] || t_fail "the old-style grant $old did not start"
+	sleep 0.2
+done
+scontrol update JobId="$old" Name="elastic:$j3" AdminComment="elastic-grant:job=$j3" ||
+	t_fail "cannot make job $old a grant of job $j3"
+ctl_start
+ctl_wait_split 30 "$j3=8"
+ctl drain node2 >/dev/null || t_fail "elastic-ctl drain node2 failed"
+ctl_wait_line 40 "$T_DIR/elasticd.log" "job $j3: cancelled grant $old \(its work done, it did not end on its signal\)" \
+	"the old-style grant $old was not cancelled after its release"
+ctl resume node2 >/dev/null || t_fail "elastic-ctl resume node2 failed"
+acked=$(grep -aEo "acknowledged the release of grant $old after [0-9]+ ms" "$T_DIR/elasticd.log" | tail -n1)
+[ -n "$acked" ] || t_fail "job $j3 did not acknowledge the release of grant $old"
+# The log's times: from the acknowledgement to the cancel
+gap=$(awk -v g="$old" '
+	function ms(l) { match(l, /[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+/); split(substr(l, RSTART, RLENGTH), t, ":"); return (t[1] * 3600 + t[2] * 60 + t[3]) * 1000 }
+	$0 ~ "acknowledged the release of grant " g " " { a = ms($0) }
+	$0 ~ "cancelled grant " g " " { c = ms($0) }
+	END { printf "%d", c - a }' "$T_DIR/elasticd.log")
+[ "$gap" -ge 4500 ] && [ "$gap" -le 15000 ] ||
+	t_fail "grant $old was cancelled $gap ms after its release was acknowledged, not 5-15 s"
+end=$((SECONDS + 30))
+acct() { sacct -X -n -P -S "$t_upgrade" --name="elastic:$j3" -o JobID,NodeList,State | grep '|node2|'; }
+until [ -n "$(acct)" ] && ! acct | grep -qE '\|(RUNNING|PENDING|COMPLETING)$'; do
+	[ $SECONDS -lt $end ] || t_fail "sacct does not show node2's grants ended: $(acct | paste -sd' ' -)"
+	sleep 1
+done
+acct | grep -q "^$old|node2|CANCELLED" || t_fail "the old-style grant's record: $(acct | grep "^$old|")"
+[ -z "$(acct | grep -v "^$old|" | grep -v '|COMPLETED$')" ] ||
+	t_fail "new grants released with it did not end COMPLETED: $(acct | paste -sd' ' -)"
+t_log "upgrade: the old-style grant $old was cancelled $gap ms after its job released it; on node2 in sacct: $(acct | paste -sd' ' -)"
 ctl_alive || t_fail "elasticd died"
 t_log "PASS"

@@ -41,6 +41,7 @@ wait_size() { # user size timeout
 	done
 }
 
+t_start=$(date +%Y-%m-%dT%H:%M:%S)
 j1=$(train_job alice acct_a 20 5000)
 ctl_wait_split 30 "$j1=8"
 wait_size alice 8 60
@@ -107,5 +108,22 @@ for u in alice bob; do
 		t_log "alice: $n planned shrinks in place, no relaunch; pauses: $(grep -aEo 'size [0-9]+ -> [0-9]+ in [0-9.]+ ms' "$f" | sort -u | paste -sd';' -)"
 	fi
 done
+# Every grant that ran ends COMPLETED 0:0 in accounting, released by its
+# job or ended with it, not CANCELLED (a grant cancelled while it was still
+# pending never ran: NodeList "None assigned").
+# (The accounting database outlives the cluster: jobs of earlier runs
+# with the same ids are left out by their time.)
+grants() { sacct -X -n -P -S "$t_start" --name="elastic:$j1,elastic:$j2" -o JobID,JobName,NodeList,AllocTRES,State,ExitCode; }
+end=$((SECONDS + 30))
+until [ -n "$(grants)" ] && ! grants | grep -qE '\|(RUNNING|PENDING|COMPLETING)\|'; do
+	[ $SECONDS -lt $end ] || t_fail "sacct does not show the grants ended after 30 s: $(grants | paste -sd' ' -)"
+	sleep 1
+done
+grants | sed 's/^/  /'
+bad=$(grants | awk -F'|' '$3 != "None assigned" && ($5 != "COMPLETED" || $6 != "0:0")')
+[ -z "$bad" ] || t_fail "grants that ran did not end COMPLETED 0:0: $(paste -sd' ' - <<<"$bad")"
+n=$(grants | awk -F'|' '$3 != "None assigned"' | wc -l)
+[ "$n" -ge 3 ] || t_fail "only $n grants ran"
+t_log "sacct: the $n grants that ran ended COMPLETED 0:0"
 ctl_alive || t_fail "elasticd died"
 t_log "PASS"

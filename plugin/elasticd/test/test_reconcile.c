@@ -35,7 +35,7 @@ struct tgrant {
 struct trel {
 	uint32_t grant, job;
 	int64_t deadline; /* ms from now */
-	int sent;
+	int sent, acked;
 };
 struct ttarget {
 	int place[2]; /* GPUs per node */
@@ -93,6 +93,13 @@ static const struct tcase cases[] = {
 	 .targets = {{{2, 0}}},
 	 .want = "cancel g101 (grace deadline passed: forced)",
 	 .holds = "1:2/2 r0 p0"},
+	{.name = "a release the job acknowledged: the running grant ends as done, a pending one is cancelled",
+	 .jobs = {{1, 1, 0, 2, 10, 1, 2, 2, 101}},
+	 .grants = {{101, 1, 1, 1, 1}, {102, 1, 1, 1, 0}},
+	 .rels = {{101, 1, 5000, 1, 1}, {102, 1, 5000, 1, 1}},
+	 .targets = {{{2, 0}}},
+	 .want = "end g101 (released by the job); cancel g102 (release of a grant not started)",
+	 .holds = "1:2/2 r0 p0"},
 	{.name = "a release the job was not told of (it reconnected): tell it",
 	 .jobs = {{1, 1, 0, 2, 10, 1, 2, 2, 101}},
 	 .grants = {{101, 1, 0, 2, 1}},
@@ -111,7 +118,7 @@ static const struct tcase cases[] = {
 	 .grants = {{103, 1, -1, 2, 1}, {104, 9, 1, 2, 1}, {105, 1, 1, 1, 1, 0, 4242}},
 	 .rels = {{102, 1, 5000, 1}},
 	 .targets = {{{2, 0}}},
-	 .want = "cancel g103 (its node is unknown); cancel g104 (its elastic job ended); cancel g105 (owner differs from the elastic job's); forget g102",
+	 .want = "cancel g103 (its node is unknown); end g104 (its elastic job ended); cancel g105 (owner differs from the elastic job's); forget g102",
 	 .holds = "1:2/2 r0 p0"},
 	{.name = "a new job: pending, then running with a grant it was not told of",
 	 .jobs = {{2, 0, 0, 0, 10, 0, 0, 0}, {3, 1, 1, 1, 10, 1, 0, 0}},
@@ -182,8 +189,9 @@ static void _fmt(char *out, size_t size, const struct ed_rc_action *a)
 {
 	long long dl = (long long)a->deadline_ms - (long long)NOW_MS;
 	switch (a->kind) {
-	case ED_RC_CANCEL:
-		snprintf(out, size, "cancel g%u (%s)", a->grant, a->why);
+	case ED_RC_CANCEL: /* done: it may end as done (sacct: COMPLETED) */
+		snprintf(out, size, "%s g%u (%s)", a->done ? "end" : "cancel", a->grant,
+			 a->why);
 		break;
 	case ED_RC_RESUME:
 		snprintf(out, size, "resume g%u dl%+lld", a->grant, dl);
@@ -289,8 +297,9 @@ static void _build(const struct tcase *c, struct world *w)
 	}
 	for (int r = 0; r < 2 && c->rels[r].grant; r++) {
 		const struct trel *t = &c->rels[r];
-		w->rels[r] = (struct ed_rc_release){
-			t->grant, t->job, NOW_MS + (uint64_t)t->deadline, t->sent};
+		w->rels[r] = (struct ed_rc_release){t->grant, t->job,
+						    NOW_MS + (uint64_t)t->deadline,
+						    t->sent, t->acked};
 		w->in.nrels++;
 	}
 	w->plan.targets = w->targets;
