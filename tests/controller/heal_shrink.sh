@@ -135,6 +135,11 @@ t_log "case 2: $gnode's ranks lost and healed at 2, then its grants released: ${
 t_wait_job "$j" 600
 ctl_train_done "$out" "$epochs"
 launches=$(grep -ao "job [0-9]*: finished ([0-9]* launch" "$out" | awk '{print $4}' | tr -d '(')
-[ "$launches" = 2 ] || t_fail "$launches launches: 2 expected (the start and the grow back to 4)"
+# A launch in which the runtime started no rank (PRRTE's daemon on the
+# grant's node exited at once, tests/launcher/daemon_start.sh) is made
+# again on the same GPUs: the runtime's, not a re-form of the job.
+again=$(grep -ac "(again: the launch before started no rank)" "$out" || true)
+[ "$again" = 0 ] || t_log "$again launch(es) made again after the runtime started no rank: $(grep -a -m1 'srun into job .*Exited with exit code' "$out" | cut -d' ' -f3-)"
+[ "$((launches - again))" = 2 ] || t_fail "$launches launches ($again of them again after no rank started): 2 expected (the start and the grow back to 4)"
 ctl_alive || t_fail "elasticd died"
 t_log "PASS: 2 launches (start, grow); both shrinks after a heal in place, model equal to the static run's"

@@ -113,10 +113,10 @@ scontrol update JobId="$old" Name="elastic:$j3" AdminComment="elastic-grant:job=
 	t_fail "cannot make job $old a grant of job $j3"
 ctl_start
 ctl_wait_split 30 "$j3=8"
+on2=$(ctl_grants "$j3" | awk '$3 == "node2" {print $1}' | paste -sd, -)
 ctl drain node2 >/dev/null || t_fail "elastic-ctl drain node2 failed"
 ctl_wait_line 40 "$T_DIR/elasticd.log" "job $j3: cancelled grant $old \(its work done, it did not end on its signal\)" \
 	"the old-style grant $old was not cancelled after its release"
-ctl resume node2 >/dev/null || t_fail "elastic-ctl resume node2 failed"
 acked=$(grep -aEo "acknowledged the release of grant $old after [0-9]+ ms" "$T_DIR/elasticd.log" | tail -n1)
 [ -n "$acked" ] || t_fail "job $j3 did not acknowledge the release of grant $old"
 # The log's times: from the acknowledgement to the cancel
@@ -128,11 +128,13 @@ gap=$(awk -v g="$old" '
 [ "$gap" -ge 4500 ] && [ "$gap" -le 15000 ] ||
 	t_fail "grant $old was cancelled $gap ms after its release was acknowledged, not 5-15 s"
 end=$((SECONDS + 30))
-acct() { sacct -X -n -P -S "$t_upgrade" --name="elastic:$j3" -o JobID,NodeList,State | grep '|node2|'; }
+# (the grants node2 held when it was drained)
+acct() { sacct -X -n -P -S "$t_upgrade" -j "$on2" -o JobID,NodeList,State; }
 until [ -n "$(acct)" ] && ! acct | grep -qE '\|(RUNNING|PENDING|COMPLETING)$'; do
 	[ $SECONDS -lt $end ] || t_fail "sacct does not show node2's grants ended: $(acct | paste -sd' ' -)"
 	sleep 1
 done
+ctl resume node2 >/dev/null || t_fail "elastic-ctl resume node2 failed"
 acct | grep -q "^$old|node2|CANCELLED" || t_fail "the old-style grant's record: $(acct | grep "^$old|")"
 [ -z "$(acct | grep -v "^$old|" | grep -v '|COMPLETED$')" ] ||
 	t_fail "new grants released with it did not end COMPLETED: $(acct | paste -sd' ' -)"
