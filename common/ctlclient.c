@@ -68,6 +68,9 @@ void elastic__ctl_init_at(struct elastic_ctlclient *c, const char *host, int por
 	c->fd = -1;
 	snprintf(c->host, sizeof(c->host), "%s", host);
 	c->port = port;
+	snprintf(c->addr[0].host, sizeof(c->addr[0].host), "%s", host);
+	c->addr[0].port = port;
+	c->naddr = 1;
 	c->job = job;
 	gethostname(c->node, sizeof(c->node) - 1);
 	c->connect_ms = 2000;
@@ -77,25 +80,68 @@ void elastic__ctl_init_at(struct elastic_ctlclient *c, const char *host, int por
 	c->slurm_user = _slurm_user();
 }
 
+/* One "host:port" of ELASTIC_CONTROLLER (len bytes of spec). */
+static int _addr(const char *spec, size_t len, char *host, size_t hlen, int *port,
+		 elastic_error_t *err)
+{
+	const char *colon = memrchr(spec, ':', len);
+	char num[8];
+	char *end;
+	long p;
+
+	if (!colon || colon == spec || (size_t)(colon - spec) >= hlen)
+		return elastic__fail(err, EINVAL,
+				     "ELASTIC_CONTROLLER: '%.*s' is not host:port",
+				     (int)len, spec);
+	if ((size_t)(spec + len - colon - 1) >= sizeof(num))
+		return elastic__fail(
+			err, EINVAL,
+			"ELASTIC_CONTROLLER: '%.*s': port is not in [1, 65535]", (int)len,
+			spec);
+	memcpy(num, colon + 1, (size_t)(spec + len - colon - 1));
+	num[spec + len - colon - 1] = '\0';
+	p = strtol(num, &end, 10);
+	if (*end || end == num || p < 1 || p > 65535)
+		return elastic__fail(
+			err, EINVAL,
+			"ELASTIC_CONTROLLER: '%.*s': port is not in [1, 65535]", (int)len,
+			spec);
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	*port = (int)p;
+	return 0;
+}
+
 int elastic__ctl_init(struct elastic_ctlclient *c, const char *spec, uint32_t job,
 		      elastic_error_t *err)
 {
-	const char *colon = spec ? strrchr(spec, ':') : NULL;
-	char *end, host[sizeof(c->host)];
-	long port;
+	char host[ELASTIC_CTL_ADDRS][sizeof(c->host)];
+	int port[ELASTIC_CTL_ADDRS], n = 0;
+	const char *p = spec;
 
-	if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(host))
-		return elastic__fail(err, EINVAL,
-				     "ELASTIC_CONTROLLER=%s is not host:port",
-				     spec ? spec : "");
-	port = strtol(colon + 1, &end, 10);
-	if (*end || end == colon + 1 || port < 1 || port > 65535)
-		return elastic__fail(err, EINVAL,
-				     "ELASTIC_CONTROLLER=%s: port is not in [1, 65535]",
-				     spec);
-	memcpy(host, spec, colon - spec);
-	host[colon - spec] = '\0';
-	elastic__ctl_init_at(c, host, (int)port, job);
+	if (!spec || !*spec)
+		return elastic__fail(err, EINVAL, "ELASTIC_CONTROLLER is empty");
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		if (n == ELASTIC_CTL_ADDRS)
+			return elastic__fail(
+				err, EINVAL,
+				"ELASTIC_CONTROLLER=%s: more than %d addresses", spec,
+				ELASTIC_CTL_ADDRS);
+		if (_addr(p, len, host[n], sizeof(host[n]), &port[n], err) < 0)
+			return -1;
+		n++;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	elastic__ctl_init_at(c, host[0], port[0], job);
+	for (int i = 1; i < n; i++) {
+		snprintf(c->addr[i].host, sizeof(c->addr[i].host), "%s", host[i]);
+		c->addr[i].port = port[i];
+	}
+	c->naddr = n;
 	return 0;
 }
 
@@ -108,13 +154,24 @@ void elastic__ctl_fini(struct elastic_ctlclient *c)
 	c->auth = NULL;
 }
 
-/* Close and plan the next attempt: backoff_min, doubling up to backoff_max. */
+/* Close and plan the next attempt: the next address at once; once every
+ * address was tried, after backoff_min, doubling up to backoff_max. */
 static void _drop(struct elastic_ctlclient *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
+	c->stashed = 0;
 	c->failures++;
+	if (c->naddr > 1) {
+		c->cur = (c->cur + 1) % c->naddr;
+		memcpy(c->host, c->addr[c->cur].host, sizeof(c->host));
+		c->port = c->addr[c->cur].port;
+		if (c->cur != 0) {
+			c->next_try = _mono();
+			return;
+		}
+	}
 	c->next_try = _mono() + c->backoff;
 	if (c->backoff < c->backoff_max)
 		c->backoff *= 2;
@@ -127,6 +184,7 @@ _down(struct elastic_ctlclient *c, struct elastic_ctl_ev *ev, enum elastic_ctl_d
 {
 	ev->type = ELASTIC_CTL_EV_DOWN;
 	ev->down = why;
+	snprintf(ev->where, sizeof(ev->where), "%s:%d", c->host, c->port);
 	if (why == ELASTIC_CTL_DOWN_AUTH)
 		c->next_try = _mono() + c->auth_retry;
 	else
@@ -150,6 +208,16 @@ static int _send(struct elastic_ctlclient *c, const struct elastic_msg *m,
 	return 0;
 }
 
+/* How long a new connection waits for a standby's refusal of its hello. */
+#define HELLO_ANSWER_MS 100
+
+static int _standby(const struct elastic_msg *m)
+{
+	return m->type == ELASTIC_MSG_ERROR &&
+	       strncmp(m->reason, ELASTIC_STANDBY_PREFIX,
+		       strlen(ELASTIC_STANDBY_PREFIX)) == 0;
+}
+
 /* Connect and say hello: EV_HELLO or EV_DOWN. */
 static enum elastic_ctl_ev_type _connect(struct elastic_ctlclient *c,
 					 struct elastic_ctl_ev *ev)
@@ -168,6 +236,20 @@ static enum elastic_ctl_ev_type _connect(struct elastic_ctlclient *c,
 	snprintf(h.host, sizeof(h.host), "%s", c->node);
 	if (elastic_proto_send(c->fd, c->auth, &h, &ev->err) < 0)
 		return _down(c, ev, ELASTIC_CTL_DOWN_HELLO);
+	/* A standby elasticd refuses the hello at once: wait that long for
+	 * its answer, so that a standby never counts as a registration (an
+	 * active elasticd sends nothing in return; what it does send is kept
+	 * for the next call). */
+	gid_t gid;
+	int rc = elastic_proto_recv(c->fd, c->auth, &c->stash, &c->stash_uid, &gid,
+				    HELLO_ANSWER_MS, &ev->err);
+	if (rc < 0)
+		return _down(c, ev, ELASTIC_CTL_DOWN_LOST);
+	if (rc > 0 && _standby(&c->stash)) {
+		elastic__fail(&ev->err, EAGAIN, "%s", c->stash.reason);
+		return _down(c, ev, ELASTIC_CTL_DOWN_STANDBY);
+	}
+	c->stashed = rc > 0;
 	c->backoff = c->backoff_min;
 	c->failures = 0;
 	return ev->type = ELASTIC_CTL_EV_HELLO;
@@ -191,16 +273,28 @@ enum elastic_ctl_ev_type elastic__ctl_next(struct elastic_ctlclient *c, int time
 			usleep((useconds_t)(wait * 1e6));
 		return _connect(c, ev);
 	}
-	rc = elastic_proto_recv(c->fd, c->auth, &ev->msg, &ev->uid, &gid, timeout_ms,
-				&ev->err);
-	if (rc == 0)
-		return ev->type = ELASTIC_CTL_EV_NONE;
-	if (rc < 0)
-		return _down(c, ev, ELASTIC_CTL_DOWN_LOST);
+	if (c->stashed) {
+		ev->msg = c->stash;
+		ev->uid = c->stash_uid;
+		c->stashed = 0;
+	} else {
+		rc = elastic_proto_recv(c->fd, c->auth, &ev->msg, &ev->uid, &gid,
+					timeout_ms, &ev->err);
+		if (rc == 0)
+			return ev->type = ELASTIC_CTL_EV_NONE;
+		if (rc < 0)
+			return _down(c, ev, ELASTIC_CTL_DOWN_LOST);
+	}
 	/* Orders come only from the controller: root or SlurmUser (or this
 	 * job's own user, as elastic-ctl's stand-in job tests it). */
 	if (ev->uid != 0 && ev->uid != c->slurm_user && ev->uid != geteuid())
 		return ev->type = ELASTIC_CTL_EV_IGNORED;
+	/* A standby elasticd (elasticd(8), BackupControllerHost) refuses the
+	 * job and names the active one: try the next address. */
+	if (_standby(&ev->msg)) {
+		elastic__fail(&ev->err, EAGAIN, "%s", ev->msg.reason);
+		return _down(c, ev, ELASTIC_CTL_DOWN_STANDBY);
+	}
 	if (elastic__ctl_refuses_rec(&ev->msg))
 		c->rec_refused = 1;
 	return ev->type = ELASTIC_CTL_EV_MSG;

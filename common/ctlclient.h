@@ -12,9 +12,19 @@
 
 #include "proto.h"
 
+#define ELASTIC_CTL_ADDRS 4
+
 struct elastic_ctlclient {
-	char host[256];
+	char host[256]; /* the controller now tried or connected to */
 	int port;
+	/* Every controller address (a primary and its backups), tried in turn:
+	 * the next after a failed connection, a lost one, or a standby's
+	 * refusal. */
+	struct {
+		char host[256];
+		int port;
+	} addr[ELASTIC_CTL_ADDRS];
+	int naddr, cur;
 	uint32_t job;
 	/* Settings: elastic__ctl_init sets them, the caller may change them
 	 * before the first elastic__ctl_next. */
@@ -35,6 +45,10 @@ struct elastic_ctlclient {
 	double backoff;
 	int failures;	 /* connections dropped or failed since the last hello */
 	int rec_refused; /* the controller refused rec's keys (older than them) */
+	/* a message that came with the answer to the hello, handed out next */
+	int stashed;
+	struct elastic_msg stash;
+	uid_t stash_uid;
 };
 
 enum elastic_ctl_ev_type {
@@ -50,20 +64,23 @@ enum elastic_ctl_down {
 	ELASTIC_CTL_DOWN_CONNECT, /* connection attempt failed */
 	ELASTIC_CTL_DOWN_HELLO,	  /* connected, but the hello could not be sent */
 	ELASTIC_CTL_DOWN_LOST,	  /* the connection broke or the controller closed it */
+	ELASTIC_CTL_DOWN_STANDBY, /* that elasticd stands by: the next address is tried */
 };
 
 struct elastic_ctl_ev {
 	enum elastic_ctl_ev_type type;
 	enum elastic_ctl_down down; /* DOWN: where */
 	int failures;		    /* DOWN: c->failures (1: the first since a hello) */
+	char where[280];	    /* DOWN: "host:port" of the attempt that failed */
 	elastic_error_t err;	    /* DOWN: why */
 	uid_t uid;		    /* MSG, IGNORED: the sender */
 	struct elastic_msg msg;	    /* MSG, IGNORED */
 };
 
-/* Parse "host:port" (ELASTIC_CONTROLLER) into c with the default settings;
- * nothing is connected yet (elastic__ctl_next does, and retries). 0, or -1
- * with err naming the bad value. */
+/* Parse "host:port" (ELASTIC_CONTROLLER), or a list "host:port,host:port"
+ * (a primary, then its backups), into c with the default settings; nothing
+ * is connected yet (elastic__ctl_next does, and retries). 0, or -1 with err
+ * naming the bad value. */
 int elastic__ctl_init(struct elastic_ctlclient *c, const char *spec, uint32_t job,
 		      elastic_error_t *err);
 /* The same from a host and a port already known. */

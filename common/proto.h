@@ -76,7 +76,10 @@
 #define ELASTIC_PROTO_NAME_MAX	  64   /* host/node/user names, with NUL */
 #define ELASTIC_PROTO_TEXT_MAX	  128  /* reason text, with NUL */
 #define ELASTIC_PROTO_NODES_MAX	  256  /* node list, with NUL */
-#define ELASTIC_PROTO_MODEL_MAX	  448  /* JOBINFO model, with NUL */
+/* How a standby elasticd's ERROR reason begins: the peer tries the next
+ * controller address. */
+#define ELASTIC_STANDBY_PREFIX	"standby:"
+#define ELASTIC_PROTO_MODEL_MAX 448 /* JOBINFO model, with NUL */
 
 enum elastic_msg_type {
 	ELASTIC_MSG_HELLO = 1, /* job -> ctl: register (job, host, gpus, step[, rate]) */

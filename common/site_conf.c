@@ -18,6 +18,8 @@
 const struct elastic_conf_key elastic_site_conf_keys[] = {
 	{"ControllerHost", ELASTIC_CONF_STRING, OFF(controller_host), "localhost"},
 	{"ControllerPort", ELASTIC_CONF_INT, OFF(controller_port), "6820", 1, 65535},
+	{"BackupControllerHost", ELASTIC_CONF_STRING, OFF(backup_controller_host), ""},
+	{"TakeoverTimeout", ELASTIC_CONF_INT, OFF(takeover_timeout), "10", 3, 600},
 	{"MaxGpusPerJob", ELASTIC_CONF_INT, OFF(max_gpus_per_job), "64", 1,
 	 ELASTIC_GPUS_LIMIT},
 	{"AllowedPartitions", ELASTIC_CONF_STRING, OFF(allowed_partitions), ""},
@@ -100,6 +102,18 @@ int elastic_site_conf_check(const struct elastic_site_conf *c, const char *origi
 			err, EINVAL,
 			"%s: ControllerHost=%s is not a host name (no port, no list)",
 			origin, c->controller_host);
+	if (c->backup_controller_host && strpbrk(c->backup_controller_host, " \t,:"))
+		return _fail(
+			err, EINVAL,
+			"%s: BackupControllerHost=%s is not a host name (no port, no list)",
+			origin, c->backup_controller_host);
+	if (c->backup_controller_host &&
+	    strcmp(c->backup_controller_host, c->controller_host) == 0)
+		return _fail(
+			err, EINVAL,
+			"%s: BackupControllerHost=%s is ControllerHost: name another "
+			"host, or leave it empty",
+			origin, c->backup_controller_host);
 	return 0;
 }
 

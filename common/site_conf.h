@@ -34,22 +34,27 @@ enum elastic_policy_mode {
 struct elastic_site_conf {
 	char *controller_host; /* ControllerHost: where elasticd listens/tasks connect */
 	long controller_port;  /* ControllerPort (6820) */
-	long max_gpus_per_job; /* MaxGpusPerJob (64): largest MAX of one job */
-	char *allowed_partitions; /* AllowedPartitions ("": every partition) */
-	char *allowed_accounts;	  /* AllowedAccounts ("": every account) */
-	char *allowed_users;	  /* AllowedUsers ("": every user) */
-	long default_grace;	  /* DefaultGrace (30 s) */
-	long max_grace;		  /* MaxGrace (600 s) */
-	int policy_mode;	  /* PolicyMode: enum elastic_policy_mode */
-	long throughput_min_gain; /* ThroughputMinGain (30 %): smallest gain of a
+	char *backup_controller_host; /* BackupControllerHost ("": none): where a
+					 standby elasticd listens, taking over
+					 when the active one stops */
+	long takeover_timeout;	      /* TakeoverTimeout (10 s): a lease not
+					 renewed for this long is taken over */
+	long max_gpus_per_job;	      /* MaxGpusPerJob (64): largest MAX of one job */
+	char *allowed_partitions;     /* AllowedPartitions ("": every partition) */
+	char *allowed_accounts;	      /* AllowedAccounts ("": every account) */
+	char *allowed_users;	      /* AllowedUsers ("": every user) */
+	long default_grace;	      /* DefaultGrace (30 s) */
+	long max_grace;		      /* MaxGrace (600 s) */
+	int policy_mode;	      /* PolicyMode: enum elastic_policy_mode */
+	long throughput_min_gain;     /* ThroughputMinGain (30 %): smallest gain of a
 				     GPU, in % of one GPU's rate */
-	long fair_share_floor;	  /* FairShareFloor (50 %): share of its fair
+	long fair_share_floor;	      /* FairShareFloor (50 %): share of its fair
 				     share a job keeps (throughput) */
-	long tick_seconds;	  /* TickSeconds (2) */
-	char *grant_qos;	  /* GrantQos ("elastic") */
-	char *grant_name_prefix;  /* GrantNamePrefix ("elastic:") */
-	long hysteresis;	  /* Hysteresis (1 GPU): smallest change worth a resize */
-	long cool_down;		  /* CoolDown (10 s) between resizes of one job */
+	long tick_seconds;	      /* TickSeconds (2) */
+	char *grant_qos;	      /* GrantQos ("elastic") */
+	char *grant_name_prefix;      /* GrantNamePrefix ("elastic:") */
+	long hysteresis; /* Hysteresis (1 GPU): smallest change worth a resize */
+	long cool_down;	 /* CoolDown (10 s) between resizes of one job */
 	long channel_idle_timeout; /* ChannelIdleTimeout (10 s): a channel
 				      connection bound to no job may be quiet */
 	char *munge_socket;	   /* MungeSocket ("": libmunge's default) */

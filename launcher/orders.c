@@ -257,11 +257,13 @@ static int _event(const struct elastic_ctlclient *c, const struct elastic_ctl_ev
 		else if (ev->down == ELASTIC_CTL_DOWN_HELLO)
 			_send_failed(c, &ev->err, say);
 		else if (ev->down == ELASTIC_CTL_DOWN_LOST)
-			say("controller %s:%d: %s (reconnecting)", c->host, c->port,
-			    ev->err.text);
-		else if (ev->failures == 1)
-			say("controller %s:%d: %s (retrying)", c->host, c->port,
-			    ev->err.text);
+			say("controller %s: %s (reconnecting)", ev->where, ev->err.text);
+		else if (ev->down == ELASTIC_CTL_DOWN_STANDBY) {
+			if (ev->failures <= c->naddr)
+				say("controller %s: %s (trying %s:%d)", ev->where,
+				    ev->err.text, c->host, c->port);
+		} else if (ev->failures == 1)
+			say("controller %s: %s (retrying)", ev->where, ev->err.text);
 		return 1;
 	default:
 		return ev->type == ELASTIC_CTL_EV_NONE;

@@ -119,15 +119,26 @@ static int _env_job(getenv_fn_t get, struct elastic_env *e, elastic_error_t *err
 	    *start && strlen(start) < sizeof(e->job_stamp) &&
 	    strspn(start, "0123456789") == strlen(start))
 		memcpy(e->job_stamp, start, strlen(start) + 1);
+	/* HOST:PORT, or a list of them (a primary, then its backups): the
+	 * first is the primary's */
 	if ((v = get(ELASTIC_ENV_CONTROLLER)) && *v) {
-		const char *colon = strrchr(v, ':');
-		size_t hl = colon ? (size_t)(colon - v) : 0;
+		char first[sizeof(e->controller_host) + 8];
+		size_t fl = strcspn(v, ",");
+		const char *colon;
+		size_t hl;
+		if (fl >= sizeof(first))
+			return _fail(err, EINVAL, "%s='%s': expected HOST:PORT",
+				     ELASTIC_ENV_CONTROLLER, v);
+		memcpy(first, v, fl);
+		first[fl] = '\0';
+		colon = strrchr(first, ':');
+		hl = colon ? (size_t)(colon - first) : 0;
 		if (!colon || hl == 0 || hl >= sizeof(e->controller_host))
 			return _fail(err, EINVAL, "%s='%s': expected HOST:PORT",
 				     ELASTIC_ENV_CONTROLLER, v);
 		if (_env_long("ELASTIC_CONTROLLER port", colon + 1, 1, 65535, &x, err))
 			return -1;
-		memcpy(e->controller_host, v, hl);
+		memcpy(e->controller_host, first, hl);
 		e->controller_host[hl] = '\0';
 		e->controller_port = (int)x;
 	}

@@ -29,12 +29,23 @@ static void spec(void **state)
 	assert_false(elastic__ctl_connected(&c));
 	assert_int_equal(elastic__ctl_init(&c, "[::1]:1", 7, &err), 0); /* last colon */
 	assert_string_equal(c.host, "[::1]");
-	const char *bad[] = {"nocolon", ":6820", "h:", "h:0", "h:65536", "h:12x", NULL};
+	/* a primary and its backup, tried in that order */
+	assert_int_equal(elastic__ctl_init(&c, "ctl1:6820,ctl2:6821", 7, &err), 0);
+	assert_int_equal(c.naddr, 2);
+	assert_string_equal(c.host, "ctl1");
+	assert_string_equal(c.addr[1].host, "ctl2");
+	assert_int_equal(c.addr[1].port, 6821);
+	const char *bad[] = {
+		"nocolon", ":6820", "h:",	   "h:0",	   "h:65536",
+		"h:12x",   "h:1,",  "h:1,nocolon", "h:1,h2:99999", "a:1,b:1,c:1,d:1,e:1",
+		NULL};
 	for (int i = 0; bad[i]; i++) {
 		errno = 0;
 		assert_int_equal(elastic__ctl_init(&c, bad[i], 7, &err), -1);
 		assert_int_equal(errno, EINVAL);
-		assert_non_null(strstr(err.text, bad[i]));
+		assert_non_null(strstr(err.text, strrchr(bad[i], ',')
+							 ? strrchr(bad[i], ',') + 1
+							 : bad[i]));
 	}
 }
 
@@ -94,6 +105,31 @@ static void refused(void **state)
 	elastic__ctl_fini(&c);
 }
 
+/* Two addresses: a failed one is followed at once by the next; once both
+ * failed, the backoff applies. */
+static void next_address(void **state)
+{
+	struct elastic_ctlclient c;
+	struct elastic_ctl_ev ev;
+	elastic_error_t err;
+	char spec[64];
+	int fd1, fd2, p1 = _port(&fd1, 0), p2 = _port(&fd2, 0);
+
+	snprintf(spec, sizeof(spec), "127.0.0.1:%d,127.0.0.1:%d", p1, p2);
+	assert_int_equal(elastic__ctl_init(&c, spec, 7, &err), 0);
+	c.backoff_min = c.backoff = 5;
+	assert_int_equal(elastic__ctl_next(&c, 0, &ev), ELASTIC_CTL_EV_DOWN);
+	snprintf(spec, sizeof(spec), "127.0.0.1:%d", p1);
+	assert_string_equal(ev.where, spec);
+	assert_int_equal(c.port, p2); /* the next, due now */
+	assert_int_equal(elastic__ctl_next(&c, 0, &ev), ELASTIC_CTL_EV_DOWN);
+	snprintf(spec, sizeof(spec), "127.0.0.1:%d", p2);
+	assert_string_equal(ev.where, spec);
+	assert_int_equal(c.port, p1); /* back to the first, after the backoff */
+	assert_int_equal(elastic__ctl_next(&c, 0, &ev), ELASTIC_CTL_EV_NONE);
+	elastic__ctl_fini(&c);
+}
+
 /* Connected, but the hello cannot be sealed (no munged there): DOWN
  * (HELLO), the connection closed again. */
 static void hello_unsealed(void **state)
@@ -139,6 +175,7 @@ int main(void)
 		cmocka_unit_test(spec),
 		cmocka_unit_test(not_connected),
 		cmocka_unit_test(refused),
+		cmocka_unit_test(next_address),
 		cmocka_unit_test(hello_unsealed),
 		cmocka_unit_test(old_controller_refuses_counts),
 	};

@@ -80,6 +80,12 @@ static void full_environment(void **state)
 	assert_int_equal(e.sizes[2], 8);
 	assert_string_equal(e.controller_host, "elastic-ctl");
 	assert_int_equal(e.controller_port, 6820);
+	/* a primary and its backup: the primary's */
+	const char *both[] = {"ELASTIC_CONTROLLER=ctl1:6820,ctl2:6820", NULL};
+	struct elastic_env e2;
+	assert_int_equal(parse(&e2, &err, both), 0);
+	assert_string_equal(e2.controller_host, "ctl1");
+	assert_int_equal(e2.controller_port, 6820);
 	assert_int_equal(e.debug, ELASTIC_LOG_DEBUG);
 	assert_true(e.watchdog_s == 2.5);
 	assert_string_equal(e.shm_dir, "/tmp/x");
@@ -136,6 +142,7 @@ static void bad_values_are_refused(void **state)
 		{"ELASTIC_SIZES=2,4,", "ELASTIC_SIZES"},
 		{"ELASTIC_SIZES=0", "ELASTIC_SIZES"},
 		{"ELASTIC_CONTROLLER=host", "HOST:PORT"},
+		{"ELASTIC_CONTROLLER=host,b:1", "HOST:PORT"},
 		{"ELASTIC_CONTROLLER=host:0", "port"},
 		{"ELASTIC_CONTROLLER=:80", "HOST:PORT"},
 		{"ELASTIC_DEBUG=7", "ELASTIC_DEBUG"},

@@ -56,7 +56,8 @@ struct ed_channel {
 	int nconns;
 	struct ed_channel_handlers h; /* registered by elasticd.c; none: refused */
 	void *harg;
-	struct ed_poll_extra extra; /* other sockets in the same poll */
+	struct ed_poll_extra extra;	      /* other sockets in the same poll */
+	char standby[ELASTIC_PROTO_TEXT_MAX]; /* "": acting; else the refusal */
 };
 
 #define EXTRA_FDS 32
@@ -271,6 +272,17 @@ static void _frame(ed_channel_t *ch, struct _conn *c,
 	}
 	if (!c->uid_known && _uid_cap(ch, c, uid) < 0)
 		return;
+	if (ch->standby[0]) {
+		struct elastic_msg e = {.type = ELASTIC_MSG_ERROR,
+					.present = ELASTIC_K_REASON};
+		ed_debug("%s from %s (uid %u): %s", elastic_msg_type_name(m.type),
+			 c->peer, (unsigned)uid, ch->standby);
+		snprintf(e.reason, sizeof(e.reason), "%s", ch->standby);
+		_queue(ch, c, &e);
+		c->closing = 1;
+		c->inlen = 0;
+		return;
+	}
 	if (m.type == ELASTIC_MSG_QUERY) {
 		struct elastic_msg *info = NULL;
 		int n = ch->h.query ? ch->h.query(ch->harg,
@@ -552,6 +564,21 @@ int ed_channel_job_connected(const ed_channel_t *ch, uint32_t job)
 			return 1;
 	}
 	return 0;
+}
+
+void ed_channel_set_standby(ed_channel_t *ch, const char *why)
+{
+	if (!why) {
+		ch->standby[0] = '\0';
+		return;
+	}
+	snprintf(ch->standby, sizeof(ch->standby), "%s", why);
+	for (char *p = ch->standby; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+	for (int i = 0; i < ch->nconns; i++)
+		if (!ch->conns[i].dead)
+			_close(&ch->conns[i]);
 }
 
 void ed_channel_drop_job(ed_channel_t *ch, uint32_t job)

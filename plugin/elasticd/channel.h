@@ -51,6 +51,11 @@ int ed_channel_send_job(ed_channel_t *ch, uint32_t job, const struct elastic_msg
 int ed_channel_job_connected(const ed_channel_t *ch, uint32_t job);
 /* Close a job's connection (its job ended). */
 void ed_channel_drop_job(ed_channel_t *ch, uint32_t job);
+/* Standing by (another elasticd acts): every message is answered with an
+ * ERROR whose reason is why (it starts with ELASTIC_STANDBY_PREFIX, so that
+ * jobs and elastic-ctl try the next address), and the connections open now
+ * are closed. why NULL: acting again, messages go to the handlers. */
+void ed_channel_set_standby(ed_channel_t *ch, const char *why);
 
 /* Other sockets the channel's poll watches (the metrics endpoint): fill adds
  * up to max pollfds and returns how many; ready gets them back after the

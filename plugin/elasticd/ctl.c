@@ -105,6 +105,8 @@ struct ed_ctl {
 	/* of the last snapshot, for the metrics */
 	int gpus_total, gpus_free, grants_pending, grants_running;
 	int snapshot_ok;
+	int active;   /* holds the controller role (ed_ctl_set_active) */
+	int stood_by; /* stood by since its start: state to read again */
 };
 
 /* A change whose next step has not come for this long is not waited for
@@ -178,6 +180,23 @@ void ed_ctl_scaling_save(struct ed_ctl *c)
 	c->scaling_saved_ms = ed_now_ms();
 	free(m);
 	free(ids);
+}
+
+void ed_ctl_set_active(struct ed_ctl *c, int active)
+{
+	/* Order ids above any the elasticd before this one gave: jobs drop an
+	 * order whose id is not above the last they saw. */
+	if (active && !c->active && c->next_order < ed_now_ms() * 1000)
+		c->next_order = ed_now_ms() * 1000;
+	if (!active)
+		c->stood_by = 1;
+	else if (!c->active && c->stood_by) {
+		char path[sizeof(c->admin_path)];
+		snprintf(path, sizeof(path), "%s", c->admin_path);
+		ed_ctl_admin_restore(c, path[0] ? path : NULL);
+		c->tick_wanted = 1;
+	}
+	c->active = active;
 }
 
 void ed_ctl_admin_restore(struct ed_ctl *c, const char *path)
@@ -1408,5 +1427,8 @@ void ed_ctl_metrics(void *arg, FILE *f)
 	_family(f, "slurm_elastic_slurmctld_up", "gauge",
 		"1 when the last tick read slurmctld's state");
 	fprintf(f, "slurm_elastic_slurmctld_up %d\n", c->snapshot_ok);
+	_family(f, "slurm_elastic_controller_active", "gauge",
+		"1 when this elasticd holds the controller role, 0 while it stands by");
+	fprintf(f, "slurm_elastic_controller_active %d\n", c->active);
 	fputs("# EOF\n", f);
 }

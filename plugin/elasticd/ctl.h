@@ -44,6 +44,11 @@ void ed_ctl_metrics(void *ctl, FILE *f);
  * file that cannot be read or is not elasticd's pauses the whole cluster,
  * said in the log: nothing moves until an administrator looks. */
 void ed_ctl_admin_restore(struct ed_ctl *ctl, const char *path);
+/* The controller role (lease.h): 1 acting, 0 standing by (the metrics
+ * say which). Becoming active after standing by, it reads again what
+ * administrators paused or drained and the jobs' measured scaling (the
+ * active elasticd before it wrote them) and asks for a tick. */
+void ed_ctl_set_active(struct ed_ctl *ctl, int active);
 /* Write the jobs' measured scaling beside the state file if it changed
  * (the tick does it at most once a minute; the end of elasticd too). */
 void ed_ctl_scaling_save(struct ed_ctl *ctl);

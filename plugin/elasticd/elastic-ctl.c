@@ -48,28 +48,46 @@ static void _usage(FILE *f)
 		"of elastic.conf. See elastic-ctl(1).\n");
 }
 
-/* The controller's address: -c, else $ELASTIC_CONTROLLER, else elastic.conf
- * (which may also name the munge socket). 0, or -1 with err. */
-static int _controller(char *host, size_t hlen, int *port, elastic_error_t *err)
+/* The controllers, in the order they are tried: -c, else
+ * $ELASTIC_CONTROLLER (HOST:PORT, or a list of them), else ControllerHost
+ * and BackupControllerHost on ControllerPort of elastic.conf (which may
+ * also name the munge socket). A standby answers that it stands by: the
+ * next is tried (_next_controller). */
+static struct {
+	char host[256];
+	int port;
+} _ctls[ELASTIC_CTL_ADDRS];
+static int _nctls, _cur;
+
+static int _controllers(elastic_error_t *err)
 {
 	const char *addr = _ctl_addr ? _ctl_addr : getenv(ELASTIC_ENV_CONTROLLER);
+
+	if (_nctls)
+		return 0;
 	if (addr && *addr) {
-		const char *colon = strrchr(addr, ':');
-		char *e;
-		if (!colon || colon == addr || (size_t)(colon - addr) >= hlen)
-			return elastic__errorf(err, "controller '%s' is not HOST:PORT",
-					       addr);
-		*port = (int)strtol(colon + 1, &e, 10);
-		if (*e || *port <= 0 || *port > 65535)
-			return elastic__errorf(err, "controller '%s': bad port", addr);
-		memcpy(host, addr, (size_t)(colon - addr));
-		host[colon - addr] = '\0';
+		struct elastic_ctlclient c;
+		if (elastic__ctl_init(&c, addr, 0, err) < 0)
+			return -1;
+		for (int i = 0; i < c.naddr; i++) {
+			snprintf(_ctls[i].host, sizeof(_ctls[i].host), "%s",
+				 c.addr[i].host);
+			_ctls[i].port = c.addr[i].port;
+		}
+		_nctls = c.naddr;
 	} else {
 		struct elastic_site_conf c;
 		if (elastic_site_conf_load(&c, _conf_path, 1, err) < 0)
 			return -1;
-		snprintf(host, hlen, "%s", c.controller_host);
-		*port = (int)c.controller_port;
+		snprintf(_ctls[0].host, sizeof(_ctls[0].host), "%s", c.controller_host);
+		_ctls[0].port = (int)c.controller_port;
+		_nctls = 1;
+		if (c.backup_controller_host && *c.backup_controller_host) {
+			snprintf(_ctls[1].host, sizeof(_ctls[1].host), "%s",
+				 c.backup_controller_host);
+			_ctls[1].port = (int)c.controller_port;
+			_nctls = 2;
+		}
 		if (!_munge_socket && c.munge_socket && *c.munge_socket)
 			_munge_socket = strdup(c.munge_socket);
 		elastic_site_conf_free(&c);
@@ -77,13 +95,33 @@ static int _controller(char *host, size_t hlen, int *port, elastic_error_t *err)
 	return 0;
 }
 
+/* The next controller to try; 0 when every one was tried. */
+static int _next_controller(void)
+{
+	if (_cur + 1 >= _nctls)
+		return 0;
+	_cur++;
+	return 1;
+}
+
+static int _is_standby(const struct elastic_msg *m)
+{
+	return m->type == ELASTIC_MSG_ERROR &&
+	       strncmp(m->reason, ELASTIC_STANDBY_PREFIX,
+		       strlen(ELASTIC_STANDBY_PREFIX)) == 0;
+}
+
 static int _connect(elastic_error_t *err)
 {
-	char host[256];
-	int port = 0;
-	if (_controller(host, sizeof(host), &port, err) < 0)
+	int fd;
+	if (_controllers(err) < 0)
 		return -1;
-	return elastic_proto_connect(host, port, 5000, err);
+	/* one that does not answer: the next */
+	while ((fd = elastic_proto_connect(_ctls[_cur].host, _ctls[_cur].port, 5000,
+					   err)) < 0 &&
+	       _next_controller())
+		;
+	return fd;
 }
 
 static void _fmt_time(uint64_t t, char *buf, size_t size)
@@ -242,6 +280,10 @@ again:
 			q.present &= ~ELASTIC_K_SCALING;
 			goto again;
 		}
+		if (_is_standby(&m) && _next_controller()) {
+			close(fd);
+			goto again;
+		}
 		if (m.type == ELASTIC_MSG_ERROR) {
 			fprintf(stderr, "elastic-ctl: elasticd refused: %s\n", m.reason);
 			rc = 1;
@@ -305,13 +347,19 @@ static int _admin(const char *action, int argc, char **argv)
 		q.present |= ELASTIC_K_NODE;
 		snprintf(q.node, sizeof(q.node), "%s", argv[1]);
 	}
+	int r;
+again:
 	if ((fd = _connect(&err)) < 0 ||
-	    !(a = elastic_auth_create(_munge_socket, &err)) ||
+	    (!a && !(a = elastic_auth_create(_munge_socket, &err))) ||
 	    elastic_proto_send(fd, a, &q, &err) < 0) {
 		fprintf(stderr, "elastic-ctl: %s\n", err.text);
 		goto out;
 	}
-	int r = elastic_proto_recv(fd, a, &m, NULL, NULL, 10000, &err);
+	r = elastic_proto_recv(fd, a, &m, NULL, NULL, 10000, &err);
+	if (r > 0 && _is_standby(&m) && _next_controller()) {
+		close(fd);
+		goto again;
+	}
 	if (r <= 0)
 		fprintf(stderr, "elastic-ctl: %s\n",
 			r == 0 ? "no answer from elasticd in 10 s" : err.text);
@@ -532,8 +580,9 @@ static int _standin_event(struct _standin *s, const struct elastic_ctl_ev *ev)
 	case ELASTIC_CTL_EV_MSG:
 		return _standin_msg(s, &ev->msg);
 	case ELASTIC_CTL_EV_DOWN:
-		if (ev->down == ELASTIC_CTL_DOWN_LOST) {
-			_event("closed %s", ev->err.text);
+		if (ev->down == ELASTIC_CTL_DOWN_LOST ||
+		    ev->down == ELASTIC_CTL_DOWN_STANDBY) {
+			_event("closed %s %s", ev->where, ev->err.text);
 			return s->reconnect ? -1 : 4;
 		}
 		_event("%s %s",
@@ -567,9 +616,9 @@ static int _standin_turn(struct _standin *s, double now)
 static int _proto_client(int argc, char **argv)
 {
 	static struct _standin s = {.base = 1};
-	char host[ELASTIC_PROTO_NAME_MAX] = "", chost[256];
+	char host[ELASTIC_PROTO_NAME_MAX] = "";
 	uint32_t job = 0;
-	int cport, rc;
+	int rc;
 	elastic_error_t err;
 
 	if ((rc = _standin_args(&s, argc, argv, &job, host, sizeof(host))) >= 0)
@@ -583,11 +632,16 @@ static int _proto_client(int argc, char **argv)
 			"elastic-ctl proto-client: no job id (-j or $SLURM_JOB_ID)\n");
 		return 2;
 	}
-	if (_controller(chost, sizeof(chost), &cport, &err) < 0) {
+	if (_controllers(&err) < 0) {
 		_event("connect-failed %s", err.text);
 		return 1;
 	}
-	elastic__ctl_init_at(&s.c, chost, cport, job);
+	elastic__ctl_init_at(&s.c, _ctls[0].host, _ctls[0].port, job);
+	for (int i = 1; i < _nctls; i++) {
+		snprintf(s.c.addr[i].host, sizeof(s.c.addr[i].host), "%s", _ctls[i].host);
+		s.c.addr[i].port = _ctls[i].port;
+	}
+	s.c.naddr = _nctls;
 	if (host[0])
 		snprintf(s.c.node, sizeof(s.c.node), "%s", host);
 	s.c.munge_socket = _munge_socket;

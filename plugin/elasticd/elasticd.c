@@ -19,6 +19,7 @@
 #include "channel.h"
 #include "ctl.h"
 #include "hint.h"
+#include "lease.h"
 #include "log.h"
 #include "metrics.h"
 #include "options.h"
@@ -38,6 +39,11 @@ static volatile sig_atomic_t _stop, _hup;
  * ticks without a hint put the polling back. */
 #define HINT_MIN_MS	 100
 #define HINT_ALIVE_TICKS 3
+/* The controller role's lease (lease.h): read, and renewed by the active
+ * elasticd, every LEASE_PERIOD_MS; a claim is read back LEASE_SETTLE_MS
+ * after it was written. */
+#define LEASE_PERIOD_MS 1000
+#define LEASE_SETTLE_MS 500
 
 static void _on_signal(int sig)
 {
@@ -63,6 +69,12 @@ struct ed_daemon {
 	ed_metrics_t *metrics; /* NULL: MetricsAddress not set */
 	ed_hint_t *hint;       /* NULL: no UDP socket (the elastic jobs are polled) */
 	int hints_alive;       /* hints arrived lately: elastic jobs not polled */
+	char self[ED_LEASE_ADDR_MAX]; /* HOST:PORT the channel listens on */
+	char lease_path[4200];	      /* "": no lease, this elasticd acts alone */
+	struct ed_lease lease;
+	uint64_t next_lease;	   /* when the lease is read next */
+	uint64_t lease_err_logged; /* last time its file failed, logged */
+	int lease_logged;	   /* the standby said whom it waits on */
 	/* ELASTICD_TIMING=slow (elasticd(8), for benches): events every
 	 * EVENT_POLL_MS whatever is under way, and a job just started held by
 	 * the cool-down before it grows. */
@@ -126,6 +138,9 @@ static void _reload(struct ed_daemon *d)
 	}
 	_keep_string(&fresh.controller_host, d->conf.controller_host, "ControllerHost");
 	_keep_long(&fresh.controller_port, d->conf.controller_port, "ControllerPort");
+	_keep_string(&fresh.backup_controller_host, d->conf.backup_controller_host,
+		     "BackupControllerHost");
+	_keep_long(&fresh.takeover_timeout, d->conf.takeover_timeout, "TakeoverTimeout");
 	_keep_long(&fresh.channel_idle_timeout, d->conf.channel_idle_timeout,
 		   "ChannelIdleTimeout");
 	_keep_string(&fresh.munge_socket, d->conf.munge_socket, "MungeSocket");
@@ -173,6 +188,70 @@ static void _hints_follow(struct ed_daemon *d, uint64_t now, uint64_t tick_ms)
 			HINT_ALIVE_TICKS);
 }
 
+/* One period of the lease: read it, decide, write what the decision asks,
+ * and follow a change of role. */
+static void _lease_period(struct ed_daemon *d, uint64_t now)
+{
+	struct ed_lease_view v;
+	struct ed_lease_step st;
+	elastic_error_t err = {""};
+	enum ed_lease_role was = d->lease.role;
+	uint64_t mono = ed_mono_ms();
+	char why[ELASTIC_PROTO_TEXT_MAX];
+
+	d->next_lease = now + LEASE_PERIOD_MS;
+	if (ed_lease_read(d->lease_path, &v, &err) < 0) {
+		/* no decision on a lease that cannot be read: a role is kept,
+		 * and another elasticd takes over an active one that stays cut
+		 * off for TakeoverTimeout */
+		if (now - d->lease_err_logged >= 60000) {
+			ed_error("%s (the controller role stays %s)", err.text,
+				 ed_lease_role_name(d->lease.role));
+			d->lease_err_logged = now;
+		}
+		return;
+	}
+	st = ed_lease_decide(&d->lease, &v, mono);
+	if (st.write && ed_lease_write(d->lease_path, d->self, d->lease.seq, &err) < 0 &&
+	    now - d->lease_err_logged >= 60000) {
+		ed_error("%s", err.text);
+		d->lease_err_logged = now;
+	}
+	if (d->lease.role == ED_LEASE_CLAIMING)
+		d->next_lease = now + LEASE_SETTLE_MS;
+	if (st.claimed)
+		ed_info("claiming the controller role: %s",
+			!v.present ? "no lease yet"
+			: strcmp(v.holder, d->self) == 0
+				? "the lease is this elasticd's own, from before its start"
+				: "the lease was not renewed for TakeoverTimeout");
+	if (st.became_active) {
+		ed_notice(
+			"active: this elasticd (%s) holds the controller role and acts on the elastic jobs",
+			d->self);
+		ed_channel_set_standby(d->ch, NULL);
+		ed_ctl_set_active(d->ctl, 1);
+	}
+	if (d->lease.role == ED_LEASE_STANDBY &&
+	    (was != ED_LEASE_STANDBY || st.lost || !d->lease_logged)) {
+		snprintf(why, sizeof(why),
+			 ELASTIC_STANDBY_PREFIX " the active elasticd is %.90s",
+			 v.present ? v.holder : "unknown");
+		if (st.lost)
+			ed_error(
+				"another elasticd (%s) took the controller role: standing by",
+				v.holder);
+		else
+			ed_notice(
+				"standing by: the active elasticd is %s (taken over when its lease is not renewed for %ld s)",
+				v.present ? v.holder : "unknown",
+				d->conf.takeover_timeout);
+		ed_channel_set_standby(d->ch, why);
+		ed_ctl_set_active(d->ctl, 0);
+		d->lease_logged = 1;
+	}
+}
+
 /* The event loop, until SIGTERM or SIGINT. */
 static void _run(struct ed_daemon *d)
 {
@@ -190,6 +269,18 @@ static void _run(struct ed_daemon *d)
 			if (next > now + tick_ms)
 				next = now + tick_ms;
 			continue;
+		}
+		/* The controller role: a standby only answers that it stands
+		 * by (the channel does) and serves its metrics. */
+		if (d->lease_path[0]) {
+			if (now >= d->next_lease)
+				_lease_period(d, now);
+			if (d->lease.role != ED_LEASE_ACTIVE) {
+				ed_channel_poll(d->ch, (int)(d->next_lease > now
+								     ? d->next_lease - now
+								     : 0));
+				continue;
+			}
 		}
 		/* A deadline that a tick could not settle (slurmctld down) is
 		 * retried at most every 200 ms, not in a busy loop. */
@@ -236,6 +327,10 @@ static void _run(struct ed_daemon *d)
 		ed_channel_poll(d->ch, (int)(wake > now ? wake - now : 0));
 	}
 	ed_info("stopping on signal %d", (int)_stop);
+	if (d->lease_path[0] && d->lease.role == ED_LEASE_ACTIVE &&
+	    ed_lease_release(d->lease_path, d->self))
+		ed_info("gave up the controller role (%s removed): a standby takes it at once",
+			d->lease_path);
 }
 
 /* The channel's poll also watches the hint socket (first) and the
@@ -384,14 +479,29 @@ static int _channel_init(struct ed_daemon *d)
 {
 	elastic_error_t err = {""};
 
-	d->ch = ed_channel_create(d->conf.controller_host,
-				  d->opt.port >= 0 ? d->opt.port
-						   : (int)d->conf.controller_port,
-				  (int)d->conf.channel_idle_timeout, d->auth, &err);
+	int port = d->opt.port >= 0 ? d->opt.port : (int)d->conf.controller_port;
+	const char *host = d->conf.controller_host,
+		   *backup = d->conf.backup_controller_host;
+
+	d->ch = ed_channel_create(host, port, (int)d->conf.channel_idle_timeout, d->auth,
+				  &err);
+	/* Not this host's address (the backup controller host), or taken by
+	 * the elasticd on this host: the backup's address. */
+	if (!d->ch && backup && *backup) {
+		elastic_error_t e2 = {""};
+		ed_info("%s: listening on BackupControllerHost=%s", err.text, backup);
+		host = backup;
+		d->ch = ed_channel_create(host, port, (int)d->conf.channel_idle_timeout,
+					  d->auth, &e2);
+		if (!d->ch)
+			snprintf(err.text, sizeof(err.text), "%s", e2.text);
+	}
 	if (!d->ch) {
 		ed_error("%s", err.text);
 		return -1;
 	}
+	snprintf(d->self, sizeof(d->self), "%s:%d", host && *host ? host : "*",
+		 ed_channel_port(d->ch));
 	return 0;
 }
 
@@ -529,6 +639,41 @@ static int _admin_init(struct ed_daemon *d)
 	return 0;
 }
 
+/* The controller role: a lease beside StateFile (PATH.lease), else in
+ * slurmctld's StateSaveLocation, which every controller host sees. Without
+ * either, this elasticd acts alone (refused when a backup is configured:
+ * two would act). */
+static int _lease_init(struct ed_daemon *d)
+{
+	const char *f = d->conf.state_file ? d->conf.state_file : "";
+	const char *dir = ed_slurm_state_dir();
+	int backup = d->conf.backup_controller_host && *d->conf.backup_controller_host;
+
+	if (*f && strcmp(f, "none") != 0)
+		snprintf(d->lease_path, sizeof(d->lease_path), "%s.lease", f);
+	else if (dir && *dir)
+		snprintf(d->lease_path, sizeof(d->lease_path), "%s/elasticd.lease", dir);
+	if (!d->lease_path[0]) {
+		if (backup) {
+			ed_error(
+				"BackupControllerHost=%s needs a lease both hosts see: "
+				"slurmctld has no StateSaveLocation and elastic.conf no StateFile",
+				d->conf.backup_controller_host);
+			return -1;
+		}
+		ed_info("no StateSaveLocation and no StateFile: no lease; this elasticd "
+			"acts alone (nothing stops a second one)");
+		ed_ctl_set_active(d->ctl, 1);
+		return 0;
+	}
+	ed_lease_init(&d->lease, d->self, (uint64_t)d->conf.takeover_timeout * 1000u,
+		      LEASE_SETTLE_MS, ed_mono_ms());
+	ed_channel_set_standby(d->ch,
+			       ELASTIC_STANDBY_PREFIX " this elasticd is starting");
+	ed_ctl_set_active(d->ctl, 0);
+	return 0;
+}
+
 /* "slurm (uid 64030)": the user the daemon runs as, for its first line. */
 static const char *_whoami(char *buf, size_t size)
 {
@@ -554,6 +699,7 @@ static const struct ed_stage {
 	{_hint_init, _hint_fini},	/* hints from job_submit/elastic (UDP) */
 	{_user_init, NULL},		/* SlurmUser, when started as root */
 	{_admin_init, NULL},		/* pauses and drains from StateFile */
+	{_lease_init, NULL},		/* the controller role's lease */
 };
 #define NSTAGES (sizeof(_stages) / sizeof(_stages[0]))
 
@@ -562,12 +708,8 @@ static void _log_started(const struct ed_daemon *d)
 {
 	char who[96];
 
-	ed_info("started (pid %d): listening on %s:%d, tick %ld s, policy %s, grant QOS '%s', prefix '%s', SlurmUser uid %u, running as %s, job queries %s%s",
-		(int)getpid(),
-		d->conf.controller_host && *d->conf.controller_host
-			? d->conf.controller_host
-			: "*",
-		ed_channel_port(d->ch), d->conf.tick_seconds,
+	ed_info("started (pid %d): listening on %s, tick %ld s, policy %s, grant QOS '%s', prefix '%s', SlurmUser uid %u, running as %s, job queries %s%s",
+		(int)getpid(), d->self, d->conf.tick_seconds,
 		ed_plan_mode_name(d->cc.plan.mode), d->cc.grant_qos, d->cc.grant_prefix,
 		(unsigned)ed_slurm_user(), _whoami(who, sizeof(who)),
 		ed_slurm_query_mode(), d->opt.dry ? ", DRY RUN" : "");

@@ -21,6 +21,9 @@ void ed_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 
 /* Milliseconds since the epoch (realtime). */
 uint64_t ed_now_ms(void);
+/* Milliseconds of the monotonic clock (durations that a clock step must
+ * not change). */
+uint64_t ed_mono_ms(void);
 
 void ed_log_set_level(int level);
 /* Log to path (made absolute: the daemon leaves its directory), appended;

@@ -292,65 +292,83 @@ extern int job_modify(job_desc_msg_t *jd, void *job_ptr, uint32_t submit_uid,
 		      char **err_msg);
 
 /* ---- hints to elasticd ----------------------------------------------------
- * One UDP datagram to ControllerHost:ControllerPort (plugin/elasticd/hint.h):
- * "elastic-hint job N" when an update of elastic job N passed job_modify,
- * "elastic-hint alive" at each refresh of the job cache. With them elasticd
- * asks slurmctld about its elastic jobs when they change instead of polling
- * them. A send never blocks and its failure is ignored: hints only make
- * elasticd look sooner. The address is resolved by the cache thread, never
- * inside an RPC. */
-static int _hint_fd = -1;
-static struct sockaddr_storage _hint_sa;
-static socklen_t _hint_salen; /* 0: no address (yet) */
-static int _hint_family;
-static char _hint_host[256]; /* the address resolved is for these */
-static long _hint_port;
+ * One UDP datagram to ControllerHost:ControllerPort, and to
+ * BackupControllerHost's when one is set (plugin/elasticd/hint.h; whichever
+ * elasticd acts reads it): "elastic-hint job N" when an update of elastic
+ * job N passed job_modify, "elastic-hint alive" at each refresh of the job
+ * cache. With them elasticd asks slurmctld about its elastic jobs when they
+ * change instead of polling them. A send never blocks and its failure is
+ * ignored: hints only make elasticd look sooner. The addresses are resolved
+ * by the cache thread, never inside an RPC. */
+static struct {
+	int fd, family;
+	struct sockaddr_storage sa;
+	socklen_t salen; /* 0: no address (yet) */
+	char host[256];	 /* the address resolved is for these */
+	long port;
+} _hint[2] = {{.fd = -1}, {.fd = -1}};
 
 static void _hint_send(const char *text)
 {
-	if (_hint_fd >= 0 && _hint_salen)
-		(void)sendto(_hint_fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL,
-			     (const struct sockaddr *)&_hint_sa, _hint_salen);
+	for (int i = 0; i < 2; i++)
+		if (_hint[i].fd >= 0 && _hint[i].salen)
+			(void)sendto(_hint[i].fd, text, strlen(text),
+				     MSG_DONTWAIT | MSG_NOSIGNAL,
+				     (const struct sockaddr *)&_hint[i].sa,
+				     _hint[i].salen);
 }
 
-/* The cache thread's round: resolve elasticd's address when elastic.conf
- * named another one, then say alive. */
-static void _hint_round(void)
+/* Resolve hint address i for host:port if elastic.conf named another one;
+ * called and returns with _lock held, which it drops while it resolves. */
+static void _hint_resolve(int i, const char *host, long port)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_DGRAM}, *res = NULL;
-	char host[sizeof(_hint_host)], service[16];
+	char service[16];
+
+	if (port == _hint[i].port && strcmp(host, _hint[i].host) == 0)
+		return;
+	snprintf(_hint[i].host, sizeof(_hint[i].host), "%.255s", host);
+	_hint[i].port = port;
+	_hint[i].salen = 0;
+	pthread_mutex_unlock(&_lock);
+	snprintf(service, sizeof(service), "%ld", port);
+	if (*host && port > 0 && getaddrinfo(host, service, &hints, &res) == 0) {
+		pthread_mutex_lock(&_lock);
+		if (_hint[i].fd >= 0 && _hint[i].family != res->ai_family) {
+			close(_hint[i].fd);
+			_hint[i].fd = -1;
+		}
+		if (_hint[i].fd < 0)
+			_hint[i].fd =
+				socket(res->ai_family,
+				       SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		_hint[i].family = res->ai_family;
+		if (res->ai_addrlen <= sizeof(_hint[i].sa)) {
+			memcpy(&_hint[i].sa, res->ai_addr, res->ai_addrlen);
+			_hint[i].salen = res->ai_addrlen;
+		}
+		pthread_mutex_unlock(&_lock);
+		freeaddrinfo(res);
+	}
+	pthread_mutex_lock(&_lock);
+}
+
+/* The cache thread's round: resolve elasticd's addresses when elastic.conf
+ * named others, then say alive. */
+static void _hint_round(void)
+{
+	char host[2][256];
 	long port;
 
 	pthread_mutex_lock(&_lock);
-	snprintf(host, sizeof(host), "%s",
+	snprintf(host[0], sizeof(host[0]), "%s",
 		 _conf_ok && _conf.controller_host ? _conf.controller_host : "");
+	snprintf(host[1], sizeof(host[1]), "%s",
+		 _conf_ok && _conf.backup_controller_host ? _conf.backup_controller_host
+							  : "");
 	port = _conf_ok ? _conf.controller_port : 0;
-	if (port != _hint_port || strcmp(host, _hint_host) != 0) {
-		snprintf(_hint_host, sizeof(_hint_host), "%s", host);
-		_hint_port = port;
-		_hint_salen = 0;
-		pthread_mutex_unlock(&_lock);
-		snprintf(service, sizeof(service), "%ld", port);
-		if (*host && port > 0 && getaddrinfo(host, service, &hints, &res) == 0) {
-			pthread_mutex_lock(&_lock);
-			if (_hint_fd >= 0 && _hint_family != res->ai_family) {
-				close(_hint_fd);
-				_hint_fd = -1;
-			}
-			if (_hint_fd < 0)
-				_hint_fd = socket(
-					res->ai_family,
-					SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-			_hint_family = res->ai_family;
-			if (res->ai_addrlen <= sizeof(_hint_sa)) {
-				memcpy(&_hint_sa, res->ai_addr, res->ai_addrlen);
-				_hint_salen = res->ai_addrlen;
-			}
-			pthread_mutex_unlock(&_lock);
-			freeaddrinfo(res);
-		}
-		pthread_mutex_lock(&_lock);
-	}
+	for (int i = 0; i < 2; i++)
+		_hint_resolve(i, host[i], port);
 	_hint_send("elastic-hint alive");
 	pthread_mutex_unlock(&_lock);
 }
@@ -386,12 +404,14 @@ int fini(void)
 {
 	elastic__jc_stop();
 	pthread_mutex_lock(&_lock);
-	if (_hint_fd >= 0)
-		close(_hint_fd);
-	_hint_fd = -1;
-	_hint_salen = 0;
-	_hint_host[0] = '\0';
-	_hint_port = 0;
+	for (int i = 0; i < 2; i++) {
+		if (_hint[i].fd >= 0)
+			close(_hint[i].fd);
+		_hint[i].fd = -1;
+		_hint[i].salen = 0;
+		_hint[i].host[0] = '\0';
+		_hint[i].port = 0;
+	}
 	if (_conf_ok)
 		elastic_site_conf_free(&_conf);
 	_conf_ok = 0;

@@ -306,8 +306,12 @@ static int _export_to_tasks(spank_t sp)
 	    _setenv(sp, ELASTIC_ENV_GRACE, "%ld", req.grace) < 0 ||
 	    _setenv(sp, ELASTIC_ENV_SIZES, "%s", sizes) < 0 ||
 	    _setenv(sp, ELASTIC_ENV_WEIGHT, "%ld", req.weight) < 0 ||
-	    _setenv(sp, ELASTIC_ENV_CONTROLLER, "%s:%ld", _site.controller_host,
-		    _site.controller_port) < 0)
+	    (_site.backup_controller_host && *_site.backup_controller_host
+		     ? _setenv(sp, ELASTIC_ENV_CONTROLLER, "%s:%ld,%s:%ld",
+			       _site.controller_host, _site.controller_port,
+			       _site.backup_controller_host, _site.controller_port)
+		     : _setenv(sp, ELASTIC_ENV_CONTROLLER, "%s:%ld",
+			       _site.controller_host, _site.controller_port)) < 0)
 		return -1;
 	if (_site.debug)
 		slurm_info(
