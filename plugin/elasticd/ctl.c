@@ -424,8 +424,9 @@ static void _end_released(struct ed_ctl *c, uint32_t grant, uint32_t job, const 
 }
 
 /* Grants signalled to end (_end_released) that still run are left out of
- * the tick's snapshot, their GPUs counted busy on their node; one that runs
- * past its time is cancelled. */
+ * the tick's snapshot, their GPUs free as a cancelled grant's are (a grant
+ * submitted there meanwhile starts once they are); one that runs past its
+ * time is cancelled. */
 static void _ending_settle(struct ed_ctl *c, struct ed_snapshot *s, uint64_t now_ms)
 {
 	int kept = 0;
@@ -437,8 +438,6 @@ static void _ending_settle(struct ed_ctl *c, struct ed_snapshot *s, uint64_t now
 			g++;
 		if (g == s->ngrants)
 			continue; /* ended */
-		if (s->grants[g].node >= 0)
-			s->nodes[s->grants[g].node].busy += s->grants[g].gpus;
 		s->grants[g] = s->grants[--s->ngrants];
 		if (now_ms >= x.by_ms)
 			_cancel(c, x.grant, x.job,

@@ -68,10 +68,11 @@ sleep 3
 ectl drain node4 >/dev/null || t_fail "elastic-ctl drain node4 failed"
 
 # 2. Two jobs; the active is killed while the first shrinks for the second.
-a=$(ctl_train_job alice alice acct_a "--epochs 24 $targs --step-sleep 25000 --compare $T_DIR/ref-24.model" "" \
+# (equal priorities: the split is 8, then 4/4, whatever the lanes' load)
+a=$(ctl_train_job alice alice acct_a "--epochs 24 $targs --step-sleep 25000 --compare $T_DIR/ref-24.model" 5000 \
 	--elastic-gpus=1-8 --elastic-grace=30 -N1 -n1)
 ctl_wait_split 60 "$a=8"
-b=$(ctl_train_job bob bob acct_b "--epochs 16 $targs --step-sleep 25000 --compare $T_DIR/ref-16.model" "" \
+b=$(ctl_train_job bob bob acct_b "--epochs 16 $targs --step-sleep 25000 --compare $T_DIR/ref-16.model" 5000 \
 	--elastic-gpus=1-8 --elastic-grace=30 -N1 -n1)
 ctl_wait_line 60 "$alog" "job $a: shrinking" "no release ordered to job $a"
 kill -9 "$active"
