@@ -67,8 +67,23 @@ static void _forget_release(struct elastic_orders *o)
 static int _release(struct elastic_orders *o, const struct elastic_msg *m,
 		    elastic_say_fn say)
 {
-	if (elastic__orders_released(o, m->grant))
+	for (int i = 0; i < o->nrel; i++) {
+		if (o->rel[i].grant != m->grant)
+			continue;
+		/* Ordered again (a resent order, or an elasticd that took over
+		 * from the one that ordered it): nothing new to do, but the
+		 * acknowledgement goes again, under the new order, once the
+		 * job runs without it (an ack sent to a controller that died
+		 * meanwhile is lost with it). */
+		o->rel[i].order = m->order;
+		if (o->rel[i].acked) {
+			o->rel[i].acked = 0;
+			o->ack_due = 1;
+			say("controller: release grant %u (order %llu) again: acknowledging it again",
+			    m->grant, (unsigned long long)m->order);
+		}
 		return 0;
+	}
 	if (o->nrel == ELASTIC_ORDERS_MAX)
 		_forget_release(o);
 	o->rel[o->nrel].order = m->order;

@@ -44,7 +44,8 @@ static void release_once(void **state)
 	assert_int_equal(elastic__orders_take(&o, &m, say), 1);
 	assert_true(elastic__orders_released(&o, 12));
 	assert_non_null(strstr(said, "release grant 12 (order 41)"));
-	/* the same grant again (even under a new order): nothing new */
+	/* the same grant again under a new order: nothing new to do, the ack
+	 * goes under the new order */
 	m.order = 42;
 	assert_int_equal(elastic__orders_take(&o, &m, say), 0);
 	assert_int_equal(o.nrel, 1);
@@ -53,9 +54,19 @@ static void release_once(void **state)
 	elastic__orders_releases_done(&o);
 	assert_int_equal(o.ack_due, 1);
 	assert_int_equal(elastic__orders_next_ack(&o), 0);
-	assert_int_equal(o.rel[0].order, 41);
+	assert_int_equal(o.rel[0].order, 42);
 	o.rel[0].acked = 1;
+	o.ack_due = 0;
 	assert_int_equal(elastic__orders_next_ack(&o), -1);
+	/* ordered again once acknowledged (an elasticd that took over): the
+	 * ack goes again, at once, as the job already runs without it */
+	m.order = 43;
+	said[0] = '\0';
+	assert_int_equal(elastic__orders_take(&o, &m, say), 0);
+	assert_int_equal(o.ack_due, 1);
+	assert_int_equal(elastic__orders_next_ack(&o), 0);
+	assert_int_equal(o.rel[0].order, 43);
+	assert_non_null(strstr(said, "release grant 12 (order 43) again"));
 }
 
 /* A release that arrives after releases_done waits for the next launch. */
