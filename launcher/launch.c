@@ -98,6 +98,10 @@ static int _choose(struct run *r)
 				return -1;
 			r->job.ctl.gpus = r->sets.launched.total;
 		}
+		/* releases ordered while it waited for grants: a launch without
+		 * their GPUs has let them go (acknowledged at the next poll) */
+		elastic__orders_releases_done_unless(
+			&r->job.orders, elastic__grant_has_gpu, &r->sets.launched);
 	}
 	if (r->sets.launched.total < r->job.req.min_gpus) {
 		elastic__say(
