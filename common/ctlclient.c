@@ -211,7 +211,7 @@ static int _send(struct elastic_ctlclient *c, const struct elastic_msg *m,
 /* How long a new connection waits for a standby's refusal of its hello. */
 #define HELLO_ANSWER_MS 100
 
-static int _standby(const struct elastic_msg *m)
+int elastic__ctl_is_standby(const struct elastic_msg *m)
 {
 	return m->type == ELASTIC_MSG_ERROR &&
 	       strncmp(m->reason, ELASTIC_STANDBY_PREFIX,
@@ -245,7 +245,7 @@ static enum elastic_ctl_ev_type _connect(struct elastic_ctlclient *c,
 				    HELLO_ANSWER_MS, &ev->err);
 	if (rc < 0)
 		return _down(c, ev, ELASTIC_CTL_DOWN_LOST);
-	if (rc > 0 && _standby(&c->stash)) {
+	if (rc > 0 && elastic__ctl_is_standby(&c->stash)) {
 		elastic__fail(&ev->err, EAGAIN, "%s", c->stash.reason);
 		return _down(c, ev, ELASTIC_CTL_DOWN_STANDBY);
 	}
@@ -291,7 +291,7 @@ enum elastic_ctl_ev_type elastic__ctl_next(struct elastic_ctlclient *c, int time
 		return ev->type = ELASTIC_CTL_EV_IGNORED;
 	/* A standby elasticd (elasticd(8), BackupControllerHost) refuses the
 	 * job and names the active one: try the next address. */
-	if (_standby(&ev->msg)) {
+	if (elastic__ctl_is_standby(&ev->msg)) {
 		elastic__fail(&ev->err, EAGAIN, "%s", ev->msg.reason);
 		return _down(c, ev, ELASTIC_CTL_DOWN_STANDBY);
 	}

@@ -89,6 +89,11 @@ void elastic__ctl_init_at(struct elastic_ctlclient *c, const char *host, int por
 /* Close the connection and free the munge context; c can be set up again. */
 void elastic__ctl_fini(struct elastic_ctlclient *c);
 
+/* 1 when m is a standby elasticd's refusal (an ERROR whose reason begins
+ * with ELASTIC_STANDBY_PREFIX): the next controller address is to be
+ * tried. */
+int elastic__ctl_is_standby(const struct elastic_msg *m);
+
 static inline int elastic__ctl_connected(const struct elastic_ctlclient *c)
 {
 	return c->fd >= 0;

@@ -203,14 +203,9 @@ static int _queue(ed_channel_t *ch, struct _conn *c, const struct elastic_msg *m
 	return 0;
 }
 
-/* Refuse: log, tell the peer why, close once that is sent. */
-static void _reject(ed_channel_t *ch, struct _conn *c, uid_t uid, int known_uid,
-		    uint32_t job, const char *why)
+/* Tell the peer why it is refused, and close once that is sent. */
+static void _refuse(ed_channel_t *ch, struct _conn *c, uint32_t job, const char *why)
 {
-	char who[32] = "unauthenticated";
-	if (known_uid)
-		snprintf(who, sizeof(who), "uid %u", (unsigned)uid);
-	ed_error("rejected message from %s (%s): %s", c->peer, who, why);
 	struct elastic_msg m = {.type = ELASTIC_MSG_ERROR, .present = ELASTIC_K_REASON};
 	snprintf(m.reason, sizeof(m.reason), "%s", why);
 	if (job) {
@@ -224,6 +219,17 @@ static void _reject(ed_channel_t *ch, struct _conn *c, uid_t uid, int known_uid,
 	_queue(ch, c, &m);
 	c->closing = 1;
 	c->inlen = 0;
+}
+
+/* Refuse with a log line naming the peer. */
+static void _reject(ed_channel_t *ch, struct _conn *c, uid_t uid, int known_uid,
+		    uint32_t job, const char *why)
+{
+	char who[32] = "unauthenticated";
+	if (known_uid)
+		snprintf(who, sizeof(who), "uid %u", (unsigned)uid);
+	ed_error("rejected message from %s (%s): %s", c->peer, who, why);
+	_refuse(ch, c, job, why);
 }
 
 /* The first valid message of c names its uid: refuse it when that uid holds
@@ -273,14 +279,9 @@ static void _frame(ed_channel_t *ch, struct _conn *c,
 	if (!c->uid_known && _uid_cap(ch, c, uid) < 0)
 		return;
 	if (ch->standby[0]) {
-		struct elastic_msg e = {.type = ELASTIC_MSG_ERROR,
-					.present = ELASTIC_K_REASON};
 		ed_debug("%s from %s (uid %u): %s", elastic_msg_type_name(m.type),
 			 c->peer, (unsigned)uid, ch->standby);
-		snprintf(e.reason, sizeof(e.reason), "%s", ch->standby);
-		_queue(ch, c, &e);
-		c->closing = 1;
-		c->inlen = 0;
+		_refuse(ch, c, 0, ch->standby);
 		return;
 	}
 	if (m.type == ELASTIC_MSG_QUERY) {
@@ -573,9 +574,6 @@ void ed_channel_set_standby(ed_channel_t *ch, const char *why)
 		return;
 	}
 	snprintf(ch->standby, sizeof(ch->standby), "%s", why);
-	for (char *p = ch->standby; *p; p++)
-		if (*p < 0x20 || *p > 0x7e)
-			*p = '?';
 	for (int i = 0; i < ch->nconns; i++)
 		if (!ch->conns[i].dead)
 			_close(&ch->conns[i]);

@@ -104,13 +104,6 @@ static int _next_controller(void)
 	return 1;
 }
 
-static int _is_standby(const struct elastic_msg *m)
-{
-	return m->type == ELASTIC_MSG_ERROR &&
-	       strncmp(m->reason, ELASTIC_STANDBY_PREFIX,
-		       strlen(ELASTIC_STANDBY_PREFIX)) == 0;
-}
-
 static int _connect(elastic_error_t *err)
 {
 	int fd;
@@ -280,7 +273,7 @@ again:
 			q.present &= ~ELASTIC_K_SCALING;
 			goto again;
 		}
-		if (_is_standby(&m) && _next_controller()) {
+		if (elastic__ctl_is_standby(&m) && _next_controller()) {
 			close(fd);
 			goto again;
 		}
@@ -356,7 +349,7 @@ again:
 		goto out;
 	}
 	r = elastic_proto_recv(fd, a, &m, NULL, NULL, 10000, &err);
-	if (r > 0 && _is_standby(&m) && _next_controller()) {
+	if (r > 0 && elastic__ctl_is_standby(&m) && _next_controller()) {
 		close(fd);
 		goto again;
 	}
