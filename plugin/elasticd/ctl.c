@@ -71,11 +71,16 @@ struct _release {
  * cancelled if it still runs at by_ms. */
 struct _ending {
 	uint32_t grant, job;
-	uint64_t by_ms;
+	int signalled; /* 0: slurmctld was away: ENDING_MS counts from the first signal */
+	uint64_t by_ms, resignal_ms;
 };
 
 /* How long a released grant may take to end on its signal. */
 #define ENDING_MS 5000
+/* A grant that has just started may get the signal before its script set
+ * its trap (SIGURG is ignored by default, and Slurm drops a signal to a
+ * batch step not yet launched): it is sent again this often until it ends. */
+#define RESIGNAL_MS 1000
 
 struct ed_ctl {
 	struct ed_ctl_conf conf;
@@ -377,17 +382,20 @@ static void _send_grant(struct ed_ctl *c, struct _jobrt *rt, const struct ed_rc_
 	}
 }
 
-static void _cancel(struct ed_ctl *c, uint32_t grant, uint32_t job, const char *why)
+/* 0 once cancelled (or in a dry run), -1 if Slurm did not take it. */
+static int _cancel(struct ed_ctl *c, uint32_t grant, uint32_t job, const char *why)
 {
 	elastic_error_t err;
 	if (c->conf.dry_run) {
 		ed_info("dry run: would cancel grant %u of job %u (%s)", grant, job, why);
-		return;
+		return 0;
 	}
-	if (ed_slurm_cancel(grant, &err) < 0)
+	if (ed_slurm_cancel(grant, &err) < 0) {
 		ed_error("grant %u of job %u: %s", grant, job, err.text);
-	else
-		ed_info("job %u: cancelled grant %u (%s)", job, grant, why);
+		return -1;
+	}
+	ed_info("job %u: cancelled grant %u (%s)", job, grant, why);
+	return 0;
 }
 
 /* A running grant whose work is done (its job released it, or ended) ends
@@ -413,20 +421,33 @@ static void _end_released(struct ed_ctl *c, uint32_t grant, uint32_t job, const 
 		c->ending = n;
 		c->capending = cap;
 	}
+	e = &c->ending[c->nending];
+	*e = (struct _ending){grant, job, 1, ed_now_ms() + ENDING_MS,
+			      ed_now_ms() + RESIGNAL_MS};
 	if (ed_slurm_end_grant(grant, &err) < 0) {
+		/* slurmctld away: signalled again once it answers (and
+		 * cancelled ENDING_MS after, if it does not end) */
+		if (ed_slurm_ctld_down()) {
+			e->signalled = 0;
+			c->nending++;
+			ed_info("job %u: grant %u ends once slurmctld answers (%s)", job,
+				grant, why);
+			return;
+		}
 		ed_debug("job %u: %s: cancelling it", job, err.text);
 		_cancel(c, grant, job, why);
 		return;
 	}
-	e = &c->ending[c->nending++];
-	*e = (struct _ending){grant, job, ed_now_ms() + ENDING_MS};
+	c->nending++;
 	ed_info("job %u: ended grant %u (%s)", job, grant, why);
 }
 
 /* Grants signalled to end (_end_released) that still run are left out of
  * the tick's snapshot, their GPUs free as a cancelled grant's are (a grant
- * submitted there meanwhile starts once they are); one that runs past its
- * time is cancelled. */
+ * submitted there meanwhile starts once they are). The signal goes again
+ * every RESIGNAL_MS; one that runs ENDING_MS past its first signal is
+ * cancelled. One whose job released it while slurmctld was away gets its
+ * first signal at the first tick slurmctld answers. */
 static void _ending_settle(struct ed_ctl *c, struct ed_snapshot *s, uint64_t now_ms)
 {
 	int kept = 0;
@@ -439,11 +460,29 @@ static void _ending_settle(struct ed_ctl *c, struct ed_snapshot *s, uint64_t now
 		if (g == s->ngrants)
 			continue; /* ended */
 		s->grants[g] = s->grants[--s->ngrants];
-		if (now_ms >= x.by_ms)
-			_cancel(c, x.grant, x.job,
-				"its work done, it did not end on its signal");
-		else
-			c->ending[kept++] = x;
+		if (x.signalled && now_ms >= x.by_ms) {
+			if (_cancel(c, x.grant, x.job,
+				    "its work done, it did not end on its signal") < 0 &&
+			    ed_slurm_ctld_down())
+				c->ending[kept++] = x; /* again at the next tick */
+			continue;
+		}
+		if (!x.signalled || now_ms >= x.resignal_ms) {
+			elastic_error_t err;
+			if (ed_slurm_end_grant(x.grant, &err) == 0) {
+				if (!x.signalled)
+					x.by_ms = now_ms + ENDING_MS;
+				x.signalled = 1;
+			} else if (!x.signalled && !ed_slurm_ctld_down()) {
+				_cancel(c, x.grant, x.job,
+					"its work done, it cannot be signalled");
+				continue;
+			} else {
+				ed_debug("job %u: %s", x.job, err.text);
+			}
+			x.resignal_ms = now_ms + RESIGNAL_MS;
+		}
+		c->ending[kept++] = x;
 	}
 	c->nending = kept;
 }

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <slurm/slurm_errno.h>
 
 #include "contract.h"
+#include "ctld_gate.h"
 #include "grants.h"
 #include "log.h"
 #include "slurm.h"
@@ -64,6 +66,120 @@ static int _kill_job(uint32_t id, uint16_t sig, uint16_t flags)
 #else
 	return slurm_kill_job(id, sig, flags);
 #endif
+}
+
+/* The gate in front of every call (ctld_gate.h) and the thread that pings
+ * slurmctld for it: the loop waits for a ping at most ED_GATE_WAIT_MS. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t want_cv, back_cv;
+	pthread_t th;
+	int started, want, quit, back, answered;
+	uint32_t controllers; /* SlurmctldHost lines: the primary and its backups */
+	struct ed_gate g;
+} _ping = {.mu = PTHREAD_MUTEX_INITIALIZER,
+	   .want_cv = PTHREAD_COND_INITIALIZER,
+	   .back_cv = PTHREAD_COND_INITIALIZER};
+
+static void *_pinger(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&_ping.mu);
+	for (;;) {
+		while (!_ping.want && !_ping.quit)
+			pthread_cond_wait(&_ping.want_cv, &_ping.mu);
+		if (_ping.quit)
+			break;
+		_ping.want = 0;
+		uint32_t n = _ping.controllers ? _ping.controllers : 1;
+		pthread_mutex_unlock(&_ping.mu);
+		int ok = 0;
+		/* any controller that answers: libslurm's calls fail over to it */
+		for (uint32_t i = 0; i < n && !ok; i++)
+			ok = slurm_ping((int)i) == SLURM_SUCCESS;
+		pthread_mutex_lock(&_ping.mu);
+		_ping.answered = ok;
+		_ping.back = 1;
+		pthread_cond_broadcast(&_ping.back_cv);
+	}
+	pthread_mutex_unlock(&_ping.mu);
+	return NULL;
+}
+
+/* Under _ping.mu: take a ping that came back. */
+static void _ping_take(void)
+{
+	if (_ping.back) {
+		ed_gate_ping_back(&_ping.g, _ping.answered, ed_now_ms());
+		_ping.back = 0;
+	}
+}
+
+/* 0 if slurmctld may be called now; -1 with err if it does not answer
+ * (without waiting on it more than ED_GATE_WAIT_MS). */
+static int _gate(elastic_error_t *err)
+{
+	enum ed_gate_do d;
+	uint64_t waited = 0;
+
+	if (!_ping.started)
+		return 0;
+	pthread_mutex_lock(&_ping.mu);
+	_ping_take();
+	d = ed_gate_decide(&_ping.g, ed_now_ms());
+	if (d == ED_GATE_PING) {
+		uint64_t t0 = ed_now_ms();
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += (long)ED_GATE_WAIT_MS * 1000000L;
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		ed_gate_pinged(&_ping.g, t0);
+		_ping.want = 1;
+		pthread_cond_signal(&_ping.want_cv);
+		while (!_ping.back &&
+		       pthread_cond_timedwait(&_ping.back_cv, &_ping.mu, &until) == 0)
+			;
+		waited = ed_now_ms() - t0;
+		if (_ping.back)
+			_ping_take();
+		else
+			ed_gate_wait_over(&_ping.g, ed_now_ms());
+		d = _ping.g.down ? ED_GATE_REFUSE : ED_GATE_CALL;
+	}
+	int pinging = _ping.g.pinging;
+	uint64_t since = _ping.g.down_since_ms;
+	pthread_mutex_unlock(&_ping.mu);
+	if (d != ED_GATE_REFUSE)
+		return 0;
+	errno = SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR;
+	if (pinging)
+		return elastic__errorf(
+			err,
+			"slurmctld does not answer (a ping unanswered for %" PRIu64
+			" ms)",
+			waited ? waited : ed_now_ms() - since);
+	return elastic__errorf(err, "slurmctld does not answer (for %" PRIu64 " ms: %s)",
+			       ed_now_ms() - since, "no answer to a ping");
+}
+
+/* The outcome of a call the gate let through. */
+static void _called(int ok)
+{
+	if (!_ping.started)
+		return;
+	pthread_mutex_lock(&_ping.mu);
+	ed_gate_call_back(&_ping.g, ok, ed_now_ms());
+	pthread_mutex_unlock(&_ping.mu);
+}
+
+int ed_slurm_ctld_down(void)
+{
+	pthread_mutex_lock(&_ping.mu);
+	_ping_take();
+	int down = _ping.g.down;
+	pthread_mutex_unlock(&_ping.mu);
+	return down;
 }
 
 static uid_t _slurm_user;
@@ -126,6 +242,14 @@ int ed_slurm_init(elastic_error_t *err)
 		return -1;
 	}
 	_slurm_user = c->slurm_user_id;
+	_ping.controllers = c->control_cnt;
+	if (!_ping.started) {
+		/* A thread that cannot start leaves the calls ungated, as
+		 * libslurm's own (they wait on an absent slurmctld) */
+		_ping.started = pthread_create(&_ping.th, NULL, _pinger, NULL) == 0;
+		if (!_ping.started)
+			ed_error("no thread to ping slurmctld: %s", strerror(errno));
+	}
 	free(_state_dir);
 	_state_dir = c->state_save_location ? strdup(c->state_save_location) : NULL;
 	_free_conf(c);
@@ -148,6 +272,20 @@ void ed_slurm_fini(void)
 	_state_dir = NULL;
 	_nyoung = _nwatch_jobs = _nwatch_grants = _watch_valid = 0;
 	_next_id = 0;
+	if (_ping.started) {
+		/* a ping stuck on a slurmctld that does not answer is not
+		 * waited for: the process ends */
+		pthread_mutex_lock(&_ping.mu);
+		_ping.quit = 1;
+		int busy = _ping.g.pinging && !_ping.back;
+		pthread_cond_signal(&_ping.want_cv);
+		pthread_mutex_unlock(&_ping.mu);
+		if (!busy) {
+			pthread_join(_ping.th, NULL);
+			_ping.started = _ping.quit = 0;
+			_ping.g = (struct ed_gate){0};
+		}
+	}
 	slurm_fini();
 }
 
@@ -746,7 +884,7 @@ void ed_slurm_want_full(void)
 	_full_at = 0;
 }
 
-int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t *err)
+static int _snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t *err)
 {
 	struct jobset J = {0};
 	int *kind = NULL, *taken = NULL, *used = NULL;
@@ -873,6 +1011,9 @@ static int _jobs_changed_watched(int jobs)
 
 int ed_slurm_jobs_changed(int jobs)
 {
+	elastic_error_t err;
+	if (_gate(&err) < 0)
+		return 0; /* the tick reports it */
 	return _query_full ? _jobs_changed_full() : _jobs_changed_watched(jobs);
 }
 
@@ -888,9 +1029,9 @@ void ed_snapshot_free(struct ed_snapshot *s)
 	memset(s, 0, sizeof(*s));
 }
 
-int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
-			  const char *prefix, const char *qos, uint32_t *grant_id,
-			  elastic_error_t *err)
+static int _submit_grant(const struct ed_job *j, const char *node, int gpus,
+			 const char *prefix, const char *qos, uint32_t *grant_id,
+			 elastic_error_t *err)
 {
 	job_desc_msg_t d;
 	submit_response_msg_t *resp = NULL;
@@ -947,8 +1088,8 @@ int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
 	return 0;
 }
 
-int ed_slurm_mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
-			  elastic_error_t *err)
+static int _mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
+			 elastic_error_t *err)
 {
 	job_desc_msg_t d;
 	char mark[96];
@@ -962,8 +1103,8 @@ int ed_slurm_mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
 	return 0;
 }
 
-int ed_slurm_grant_info(uint32_t id, const char *grant_prefix, uint32_t *job, uid_t *uid,
-			elastic_error_t *err)
+static int _grant_info(uint32_t id, const char *grant_prefix, uint32_t *job, uid_t *uid,
+		       elastic_error_t *err)
 {
 	job_info_msg_t *m = NULL;
 	uint64_t release_by;
@@ -989,7 +1130,7 @@ int ed_slurm_grant_info(uint32_t id, const char *grant_prefix, uint32_t *job, ui
 	return found;
 }
 
-int ed_slurm_cancel(uint32_t id, elastic_error_t *err)
+static int _cancel(uint32_t id, elastic_error_t *err)
 {
 	if (_kill_job(id, SIGKILL, 0) != SLURM_SUCCESS) {
 		int e = errno;
@@ -1001,10 +1142,71 @@ int ed_slurm_cancel(uint32_t id, elastic_error_t *err)
 	return 0;
 }
 
-int ed_slurm_end_grant(uint32_t id, elastic_error_t *err)
+static int _end_grant(uint32_t id, elastic_error_t *err)
 {
 	if (_kill_job(id, SIGURG, KILL_JOB_BATCH) != SLURM_SUCCESS)
 		return elastic__errorf(err, "signal to the batch script of grant %u: %s",
 				       id, slurm_strerror(errno));
 	return 0;
+}
+
+/* The calls, each behind the gate: one that fails makes the next ping. */
+int ed_slurm_snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t *err)
+{
+	if (_gate(err) < 0) {
+		memset(s, 0, sizeof(*s));
+		return -1;
+	}
+	int r = _snapshot(prefix, s, err);
+	_called(r == 0);
+	return r;
+}
+
+int ed_slurm_submit_grant(const struct ed_job *j, const char *node, int gpus,
+			  const char *prefix, const char *qos, uint32_t *grant_id,
+			  elastic_error_t *err)
+{
+	if (_gate(err) < 0)
+		return -1;
+	int r = _submit_grant(j, node, gpus, prefix, qos, grant_id, err);
+	_called(r == 0);
+	return r;
+}
+
+int ed_slurm_mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
+			  elastic_error_t *err)
+{
+	if (_gate(err) < 0)
+		return -1;
+	int r = _mark_release(grant, job, by_ms, err);
+	_called(r == 0);
+	return r;
+}
+
+int ed_slurm_grant_info(uint32_t id, const char *grant_prefix, uint32_t *job, uid_t *uid,
+			elastic_error_t *err)
+{
+	if (_gate(err) < 0)
+		return -1;
+	int r = _grant_info(id, grant_prefix, job, uid, err);
+	_called(r >= 0);
+	return r;
+}
+
+int ed_slurm_cancel(uint32_t id, elastic_error_t *err)
+{
+	if (_gate(err) < 0)
+		return -1;
+	int r = _cancel(id, err);
+	_called(r == 0);
+	return r;
+}
+
+int ed_slurm_end_grant(uint32_t id, elastic_error_t *err)
+{
+	if (_gate(err) < 0)
+		return -1;
+	int r = _end_grant(id, err);
+	_called(r == 0);
+	return r;
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* plugin/elasticd/slurm.h: the only libslurm caller: the snapshot of nodes,
- * elastic jobs and grant jobs; submit, mark and cancel grants. */
+ * elastic jobs and grant jobs; submit, mark and cancel grants. Every call
+ * goes through the gate of ctld_gate.h: while slurmctld does not answer it
+ * fails at once ("slurmctld does not answer"), it does not wait. */
 #ifndef ELASTICD_SLURM_H
 #define ELASTICD_SLURM_H
 
@@ -12,6 +14,8 @@
 
 int ed_slurm_init(elastic_error_t *err);
 void ed_slurm_fini(void);
+/* 1 while slurmctld does not answer (the gate's last ping failed). */
+int ed_slurm_ctld_down(void);
 /* uid of SlurmUser (from slurmctld's configuration). */
 uid_t ed_slurm_user(void);
 /* slurmctld's StateSaveLocation (from ed_slurm_init), NULL if unset: the
