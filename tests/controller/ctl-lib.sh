@@ -292,6 +292,16 @@ ctl_gpus() { # job
 		END { print s + 0 }'
 }
 
+# 0 once no grant of any job is pending, running or suspended; fails
+# naming them after SECONDS (WHEN: after what, for the message).
+ctl_no_grants_left() { # seconds when
+	local end=$((SECONDS + $1)) left
+	while left=$(squeue -h -t PD,R,S -o '%i %j %T' | awk '$2 ~ /^elastic:/') && [ -n "$left" ]; do
+		[ $SECONDS -lt $end ] || t_fail "grants left over $1 s $2: $left"
+		sleep 0.5
+	done
+}
+
 # Grants of JOB: "id state node gres" lines.
 ctl_grants() { squeue -h -n "elastic:$1" -o '%i %T %N %b'; }
 

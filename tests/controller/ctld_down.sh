@@ -132,10 +132,6 @@ t_wait_job "$jb" 300
 ctl_train_done "$T_DIR/alice.out" $epochs
 ctl_train_done "$T_DIR/bob.out" $epochs
 scancel "$jc"
-end=$((SECONDS + 15))
-while left=$(squeue -h -t PD,R -o '%i %j %T' | awk '$2 ~ /^elastic:/') && [ -n "$left" ]; do
-	[ $SECONDS -lt $end ] || t_fail "grants left over 15 s after the jobs ended: $left"
-	sleep 0.5
-done
+ctl_no_grants_left 15 "after the jobs ended"
 ctl_alive || t_fail "elasticd died"
 t_log "PASS"

@@ -179,10 +179,6 @@ t_wait_job "$j1" 400
 ctl_train_done "$out" $epochs
 # elasticd cancels a finished job's grants at its next tick (one still completing has
 # been ended: Slurm waits for its node after the restart)
-end=$((SECONDS + 15))
-while left=$(squeue -h -t PD,R -o '%i %j %T' | awk '$2 ~ /^elastic:/') && [ -n "$left" ]; do
-	[ $SECONDS -lt $end ] || t_fail "grants left over 15 s after alice's job ended: $left"
-	sleep 0.5
-done
+ctl_no_grants_left 15 "after alice's job ended"
 ctl_alive || t_fail "elasticd died"
 t_log "PASS: at most $((held * gap)) GPU-s held without training after the restart at the release ($held GPUs x ${gap} s), $((held3 * gap3)) after the one at the srun ($held3 GPUs x ${gap3} s)"

@@ -135,10 +135,6 @@ check() { # name step-kind
 check alice rank
 check bob rank
 # the grants given back are gone, and no grant is left over
-end=$((SECONDS + 15))
-while left=$(squeue -h -t PD,R,S -o '%i %j %T' | awk '$2 ~ /^elastic:/') && [ -n "$left" ]; do
-	[ $SECONDS -lt $end ] || t_fail "grants left over 15 s after the jobs ended: $left"
-	sleep 0.5
-done
+ctl_no_grants_left 15 "after the jobs ended"
 ctl_alive || t_fail "elasticd died"
 t_log "PASS"
