@@ -3,8 +3,9 @@
 # tests/controller/metrics.sh: elasticd's OpenMetrics endpoint (MetricsAddress)
 # scraped by a real Prometheus (Debian's package, run without systemd) and
 # checked by promtool, with one elastic job alone on 2 nodes x 4 GPUs (8 GPUs,
-# its grants running); then a real elastic-run job loses a grant and its
-# re-form (or heal in place) and recovery time reach the scrape and
+# its grants running); then a real elastic-run job loses the grant that runs
+# its other node's PRRTE daemon, and its re-form (or heal in place, where the
+# runtime heals a lost daemon) and recovery time reach the scrape and
 # Prometheus; then bad requests get their error codes, a silent client does
 # not block a scrape, and elasticd lives on.
 . "${top_srcdir:-/src}/tests/lib.sh"
@@ -130,8 +131,17 @@ out=$T_DIR/mtrain.out
 ctl_wait_split 60 "$j2=4"
 ctl_wait_line 90 "$out" '^step [0-9]+ epoch [0-9]+ size 4 ' "job $j2 does not train at 4"
 lnode=$(squeue -h -j "$j2" -o %N)
-grant=$(ctl_grants "$j2" | awk -v n="$lnode" '$2 == "RUNNING" && $3 != n { print $1; exit }')
-[ -n "$grant" ] || t_fail "job $j2 has no running grant off its node $lnode: $(ctl_grants "$j2")"
+off=$(ctl_grants "$j2" | awk -v n="$lnode" '$2 == "RUNNING" && $3 != n { print $1 }')
+[ -n "$off" ] || t_fail "job $j2 has no running grant off its node $lnode: $(ctl_grants "$j2")"
+# The grant whose step runs that node's PRRTE daemon: its loss ends mpirun
+# where the runtime re-forms (a grant with a rank only, beside the daemon's,
+# heals in place there too)
+grant=""
+for p in $(t_pgrep -x prted || true); do
+	g=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | sed -n 's/^SLURM_JOB_ID=//p')
+	[ -n "$g" ] && grep -qx "$g" <<<"$off" && grant=$g && break
+done
+[ -n "$grant" ] || t_fail "no PRRTE daemon (prted) in job $j2's grants off its node: $(echo $off)"
 t_log "job $j2 trains at 4 (on $lnode and grant $grant); cancelling grant $grant"
 scancel "$grant"
 if t_runtime_in_place; then
