@@ -68,7 +68,7 @@ struct _release {
 };
 
 /* A grant its job released, signalled to end as done (ed_slurm_end_grant):
- * cancelled if it still runs at by_ms. */
+ * cancelled if it still runs at by_ms (_signal_end, _ending_settle). */
 struct _ending {
 	uint32_t grant, job;
 	int signalled; /* 0: slurmctld was away: ENDING_MS counts from the first signal */
@@ -398,13 +398,35 @@ static int _cancel(struct ed_ctl *c, uint32_t grant, uint32_t job, const char *w
 	return 0;
 }
 
+/* Send ending grant x its end signal at now_ms. The first signal that
+ * reaches it starts its ENDING_MS; while slurmctld does not answer it is
+ * kept for the next try. One Slurm refuses to signal (not running) is
+ * cancelled (why). Returns 1 to keep x in the list, 0 once cancelled. */
+static int _signal_end(struct ed_ctl *c, struct _ending *x, uint64_t now_ms,
+		       const char *why)
+{
+	elastic_error_t err;
+	if (ed_slurm_end_grant(x->grant, &err) == 0) {
+		if (!x->signalled)
+			x->by_ms = now_ms + ENDING_MS;
+		x->signalled = 1;
+	} else if (!x->signalled && !ed_slurm_ctld_down()) {
+		ed_debug("job %u: %s: cancelling it", x->job, err.text);
+		_cancel(c, x->grant, x->job, why);
+		return 0;
+	} else {
+		ed_debug("job %u: %s", x->job, err.text);
+	}
+	x->resignal_ms = now_ms + RESIGNAL_MS;
+	return 1;
+}
+
 /* A running grant whose work is done (its job released it, or ended) ends
  * as done, COMPLETED in sacct: its script exits 0 on a signal. One that
  * cannot be signalled is cancelled now, one that ignores the signal (an
  * older elasticd's) at the first tick after ENDING_MS (_ending_settle). */
 static void _end_released(struct ed_ctl *c, uint32_t grant, uint32_t job, const char *why)
 {
-	elastic_error_t err;
 	struct _ending *e;
 
 	if (c->conf.dry_run) {
@@ -422,24 +444,15 @@ static void _end_released(struct ed_ctl *c, uint32_t grant, uint32_t job, const 
 		c->capending = cap;
 	}
 	e = &c->ending[c->nending];
-	*e = (struct _ending){grant, job, 1, ed_now_ms() + ENDING_MS,
-			      ed_now_ms() + RESIGNAL_MS};
-	if (ed_slurm_end_grant(grant, &err) < 0) {
-		/* slurmctld away: signalled again once it answers (and
-		 * cancelled ENDING_MS after, if it does not end) */
-		if (ed_slurm_ctld_down()) {
-			e->signalled = 0;
-			c->nending++;
-			ed_info("job %u: grant %u ends once slurmctld answers (%s)", job,
-				grant, why);
-			return;
-		}
-		ed_debug("job %u: %s: cancelling it", job, err.text);
-		_cancel(c, grant, job, why);
+	*e = (struct _ending){.grant = grant, .job = job};
+	if (!_signal_end(c, e, ed_now_ms(), why))
 		return;
-	}
 	c->nending++;
-	ed_info("job %u: ended grant %u (%s)", job, grant, why);
+	if (e->signalled)
+		ed_info("job %u: ended grant %u (%s)", job, grant, why);
+	else
+		ed_info("job %u: grant %u ends once slurmctld answers (%s)", job, grant,
+			why);
 }
 
 /* Grants signalled to end (_end_released) that still run are left out of
@@ -467,21 +480,9 @@ static void _ending_settle(struct ed_ctl *c, struct ed_snapshot *s, uint64_t now
 				c->ending[kept++] = x; /* again at the next tick */
 			continue;
 		}
-		if (!x.signalled || now_ms >= x.resignal_ms) {
-			elastic_error_t err;
-			if (ed_slurm_end_grant(x.grant, &err) == 0) {
-				if (!x.signalled)
-					x.by_ms = now_ms + ENDING_MS;
-				x.signalled = 1;
-			} else if (!x.signalled && !ed_slurm_ctld_down()) {
-				_cancel(c, x.grant, x.job,
-					"its work done, it cannot be signalled");
-				continue;
-			} else {
-				ed_debug("job %u: %s", x.job, err.text);
-			}
-			x.resignal_ms = now_ms + RESIGNAL_MS;
-		}
+		if ((!x.signalled || now_ms >= x.resignal_ms) &&
+		    !_signal_end(c, &x, now_ms, "its work done, it cannot be signalled"))
+			continue;
 		c->ending[kept++] = x;
 	}
 	c->nending = kept;

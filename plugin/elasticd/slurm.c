@@ -145,7 +145,7 @@ static int _gate(elastic_error_t *err)
 			_ping_take();
 		else
 			ed_gate_wait_over(&_ping.g, ed_now_ms());
-		d = _ping.g.down ? ED_GATE_REFUSE : ED_GATE_CALL;
+		d = ed_gate_decide(&_ping.g, ed_now_ms()); /* CALL or REFUSE now */
 	}
 	int pinging = _ping.g.pinging;
 	uint64_t since = _ping.g.down_since_ms;
@@ -246,9 +246,10 @@ int ed_slurm_init(elastic_error_t *err)
 	if (!_ping.started) {
 		/* A thread that cannot start leaves the calls ungated, as
 		 * libslurm's own (they wait on an absent slurmctld) */
-		_ping.started = pthread_create(&_ping.th, NULL, _pinger, NULL) == 0;
-		if (!_ping.started)
-			ed_error("no thread to ping slurmctld: %s", strerror(errno));
+		int e = pthread_create(&_ping.th, NULL, _pinger, NULL);
+		_ping.started = e == 0;
+		if (e)
+			ed_error("no thread to ping slurmctld: %s", strerror(e));
 	}
 	free(_state_dir);
 	_state_dir = c->state_save_location ? strdup(c->state_save_location) : NULL;
