@@ -47,6 +47,7 @@ struct opts {
 	long slow_step, slow_us; /* --slow-update */
 	long step_sleep_us;
 	long sample_sleep_us; /* --sample-sleep: per sample this rank trains */
+	const char *sleep_while; /* --sleep-while: the sleeps apply while it exists */
 	const char *out, *compare, *progress;
 	double tolerance;
 	int quiet;
@@ -159,6 +160,9 @@ static void _usage(FILE *f)
 		"  --sample-sleep US  extra time per sample a rank trains, microseconds (0):\n"
 		"                     a part that the ranks share (with --step-sleep, a job\n"
 		"                     that scales as far as the two set)\n"
+		"  --sleep-while FILE the two sleeps apply only while FILE exists (a test\n"
+		"                     removes it to let the rest of the training run at\n"
+		"                     full speed)\n"
 		"  --kill R:S:WHERE   SIGKILL the rank that started as R at step S, "
 		"WHERE = begin|reduce|commit|timer\n"
 		"  --stop-after N     leave after N steps committed by this launch, keeping the\n"
@@ -204,6 +208,7 @@ static int _parse(int argc, char **argv, struct opts *o)
 		{"seed", 1, 0, 's'},
 		{"step-sleep", 1, 0, 'z'},
 		{"sample-sleep", 1, 0, 'Z'},
+		{"sleep-while", 1, 0, 'W'},
 		{"kill", 1, 0, 'k'},
 		{"kill-delay", 1, 0, 'K'},
 		{"stop-after", 1, 0, 'S'},
@@ -263,6 +268,10 @@ static int _parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'Z':
 			o->sample_sleep_us = strtol(optarg, &end, 10);
+			break;
+		case 'W':
+			o->sleep_while = optarg;
+			end = "";
 			break;
 		case 'K':
 			o->kill_delay_us = strtol(optarg, &end, 10);
@@ -536,7 +545,8 @@ int main(int argc, char **argv)
 					-(y ? log(p) : log(1 - p)) * (FIX_SCALE / 1024));
 				sums[o.features + 2]++;
 			}
-		if (o.step_sleep_us > 0 || (o.sample_sleep_us > 0 && n > 0))
+		if ((o.step_sleep_us > 0 || (o.sample_sleep_us > 0 && n > 0)) &&
+		    (!o.sleep_while || access(o.sleep_while, F_OK) == 0))
 			usleep((useconds_t)(o.step_sleep_us +
 					    o.sample_sleep_us * (long)n));
 

@@ -36,7 +36,8 @@ t0_test=$(date +%Y-%m-%dT%H:%M:%S)
 jc=$(ctl_job alice acct_a 1 6 60 5000)
 ctl_client alice "$jc" -a 8
 ctl_wait_split 30 "$jc=6"
-ja=$(ctl_train_job alice alice acct_a "--epochs $epochs $targs --step-sleep 20000 --compare $T_DIR/ref.model" 5000 \
+touch "$T_DIR/slow"
+ja=$(ctl_train_job alice alice acct_a "--epochs $epochs $targs --step-sleep 20000 --sleep-while $T_DIR/slow --compare $T_DIR/ref.model" 5000 \
 	--elastic-gpus=1-8 --elastic-grace=60 -N1 -n1)
 ctl_wait_split 60 "$ja=6"
 ctl_wait_line 90 "$T_DIR/alice.out" "^step [0-9]+ epoch [0-9]+ size 6" "alice's job does not train at 6"
@@ -82,7 +83,7 @@ prober=$!
 CTL_CLIENTS="$CTL_CLIENTS $prober"
 
 # bob's job: elasticd orders alice's release; slurmctld stops at that order.
-jb=$(ctl_train_job bob bob acct_b "--epochs $epochs $targs --step-sleep 20000 --compare $T_DIR/ref.model" 5000 \
+jb=$(ctl_train_job bob bob acct_b "--epochs $epochs $targs --step-sleep 20000 --sleep-while $T_DIR/slow --compare $T_DIR/ref.model" 5000 \
 	--elastic-gpus=1-8 --elastic-grace=60 -N1 -n1)
 ctl_wait_line 60 "$T_DIR/alice.out" "controller: release grant" "no release order reached alice's job"
 T_CTLD_DOWN_HOOK='stopped=$(date +%s.%N)' t_ctld_restart 30
@@ -127,6 +128,7 @@ done
 [ -z "$(acct | grep -v '|COMPLETED$')" ] || t_fail "released grants not ended COMPLETED: $(acct | paste -sd' ' -)"
 t_log "released: the stand-in's grants $gc (acknowledged while slurmctld was down), alice's $ga; in sacct: $(acct | paste -sd' ' -)"
 
+rm "$T_DIR/slow" # the rest of the training at full speed
 t_wait_job "$ja" 300
 t_wait_job "$jb" 300
 ctl_train_done "$T_DIR/alice.out" $epochs

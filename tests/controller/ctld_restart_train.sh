@@ -48,7 +48,8 @@ wait_size() { # size timeout
 }
 
 # (--launch-timeout 15: the bound of a launch that cannot start after a restart)
-j1=$(CTL_TRAIN_PATH=$T_DIR/bin CTL_RUN_ARGS="--launch-timeout 15" ctl_train_job alice alice acct_a "--epochs $epochs $targs --step-sleep 25000 --compare $T_DIR/ref.model" "" \
+touch "$T_DIR/slow"
+j1=$(CTL_TRAIN_PATH=$T_DIR/bin CTL_RUN_ARGS="--launch-timeout 15" ctl_train_job alice alice acct_a "--epochs $epochs $targs --step-sleep 25000 --sleep-while $T_DIR/slow --compare $T_DIR/ref.model" "" \
 	--elastic-gpus=1-8 --elastic-grace=30 -N1 -n1)
 ctl_wait_split 30 "$j1=8"
 wait_size 8 90
@@ -175,6 +176,7 @@ t_log "slurmctld down as elasticd submitted: alice trained $trained steps throug
 # (bob's job, submitted as slurmctld went down, may be gone by now; alice's growth
 # after the restart may come only after her training ended)
 scancel "$j2" 2>/dev/null || true
+rm "$T_DIR/slow" # the rest of the 100 epochs at full speed
 t_wait_job "$j1" 400
 ctl_train_done "$out" $epochs
 # elasticd cancels a finished job's grants at its next tick (one still completing has
