@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* launcher/prewarm.h: warm Python interpreters for relaunches: elastic-run keeps a
  * zygote (python3 -m slurm_elastic.warm) on each node of a Python job, and the rank
- * wrapper has it fork the rank instead of starting python3 cold. */
+ * wrapper has it fork the rank instead of starting python3 cold (warm_rank.h).
+ * This is elastic-run's side: the zygotes' lifecycle. */
 #ifndef ELASTIC_LAUNCHER_PREWARM_H
 #define ELASTIC_LAUNCHER_PREWARM_H
 
-#include <signal.h>
 #include <stddef.h>
-#include <sys/types.h>
 
 #include "gpuset.h"
 
@@ -42,18 +41,5 @@ int elastic__prewarm_ready(const struct elastic_gpuset *set, char *wait, size_t 
 
 /* elastic-run, at the end: stop the zygotes. */
 void elastic__prewarm_stop(void);
-
-/* The rank wrapper, instead of fork + exec of argv: have this node's zygote
- * fork the rank. A zygote listed in ELASTIC_RUN_WARM_LIVE is waited for
- * (while srun starts it and while it imports) instead of starting cold.
- * Returns 0 when it ran there: *child held its pid while it ran (signals
- * to relay; *pending, when nonzero, is relayed once the pid is known), *ws
- * its wait status; also 0, with *ws "killed by" that signal, when SIGTERM
- * or SIGINT came (or the launch ended) while it waited. Returns -1 when
- * the caller must start the program itself (no zygote, or it refused:
- * said on stderr with ELASTIC_RUN_VERBOSE). Sets ELASTIC_RUN_T_RANK (now)
- * in either case. */
-int elastic__prewarm_run(char **argv, volatile pid_t *child, int *ws,
-			 volatile sig_atomic_t *pending);
 
 #endif

@@ -16,7 +16,7 @@
 
 #include "devcheck.h"
 #include "gpuset.h"
-#include "prewarm.h"
+#include "warm_rank.h"
 #include "procsig.h"
 #include "rank.h"
 #include "report.h"
@@ -382,7 +382,8 @@ int elastic__rank_in_step_main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
 	elastic__child_in_group = 0;
-	if (elastic__prewarm_run(argv, &elastic__child, &ws, &elastic__got_signal) < 0 &&
+	if (elastic__warm_rank_run(argv, &elastic__child, &ws, &elastic__got_signal) <
+		    0 &&
 	    _run_cold(argv, &ws) < 0)
 		return 1;
 	/* Said from here too, before this step ends: the srun around it may
@@ -424,7 +425,8 @@ static int _run_cold(char **argv, int *ws)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	while (waitpid(elastic__child, ws, 0) < 0 && errno == EINTR)
 		;
-	elastic__child = -1; /* reaped: its pid is free for another process (prewarm.c) */
+	elastic__child =
+		-1; /* reaped: its pid is free for another process (warm_rank.c) */
 	return 0;
 }
 
@@ -536,13 +538,13 @@ int elastic__rank_main(int argc, char **argv)
 		return rc;
 	_error_file_set();
 	/* In the step of the job that holds its GPU when that is not this
-	 * step's job; else a warm interpreter on this node (prewarm.h) forks
+	 * step's job; else a warm interpreter on this node (warm_rank.h) forks
 	 * the rank, or it starts here. */
 	if (owner) {
 		if (_run_in_step(owner, argv, &ws) < 0)
 			return 1;
-	} else if (elastic__prewarm_run(argv, &elastic__child, &ws,
-					&elastic__got_signal) < 0 &&
+	} else if (elastic__warm_rank_run(argv, &elastic__child, &ws,
+					  &elastic__got_signal) < 0 &&
 		   _run_cold(argv, &ws) < 0) {
 		return 1;
 	}

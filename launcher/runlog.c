@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "report.h"
@@ -16,6 +17,20 @@ double elastic__now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+double elastic__wall(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void elastic__setenv_time(const char *name, double t)
+{
+	char v[32];
+	snprintf(v, sizeof(v), "%.6f", t);
+	setenv(name, v, 1);
 }
 
 void elastic__say(const char *fmt, ...)

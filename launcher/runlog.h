@@ -9,6 +9,12 @@ extern int elastic__verbose;
 /* Seconds on the monotonic clock. */
 double elastic__now(void);
 
+/* Seconds on the wall clock (the ranks' timings, compared across nodes). */
+double elastic__wall(void);
+
+/* Set the environment variable name to the time t, in seconds ("%.6f"). */
+void elastic__setenv_time(const char *name, double t);
+
 /* "elastic-run HH:MM:SS.mmm: MESSAGE" on stderr, in one write. */
 void elastic__say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
