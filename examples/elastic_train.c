@@ -46,7 +46,7 @@ struct opts {
 	long exit_step;
 	long slow_step, slow_us; /* --slow-update */
 	long step_sleep_us;
-	long sample_sleep_us; /* --sample-sleep: per sample this rank trains */
+	long sample_sleep_us;	 /* --sample-sleep: per sample this rank trains */
 	const char *sleep_while; /* --sleep-while: the sleeps apply while it exists */
 	const char *out, *compare, *progress;
 	double tolerance;
@@ -199,30 +199,18 @@ static int _rank_step(const char *opt, const char *v, int *rank, long *step)
 static int _parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{"samples", 1, 0, 'n'},
-		{"features", 1, 0, 'd'},
-		{"global-batch", 1, 0, 'b'},
-		{"max-micro", 1, 0, 'm'},
-		{"epochs", 1, 0, 'e'},
-		{"lr", 1, 0, 'l'},
-		{"seed", 1, 0, 's'},
-		{"step-sleep", 1, 0, 'z'},
-		{"sample-sleep", 1, 0, 'Z'},
-		{"sleep-while", 1, 0, 'W'},
-		{"kill", 1, 0, 'k'},
-		{"kill-delay", 1, 0, 'K'},
-		{"stop-after", 1, 0, 'S'},
-		{"hang", 1, 0, 'H'},
-		{"exit-at", 1, 0, 'X'},
-		{"slow-update", 1, 0, 'U'},
-		{"out", 1, 0, 'o'},
-		{"progress", 1, 0, 'P'},
-		{"compare", 1, 0, 'c'},
-		{"tolerance", 1, 0, 't'},
-		{"quiet", 0, 0, 'q'},
-		{"update-after-commit", 0, 0, 'u'},
-		{"help", 0, 0, 'h'},
-		{0, 0, 0, 0},
+		{"samples", 1, 0, 'n'},	     {"features", 1, 0, 'd'},
+		{"global-batch", 1, 0, 'b'}, {"max-micro", 1, 0, 'm'},
+		{"epochs", 1, 0, 'e'},	     {"lr", 1, 0, 'l'},
+		{"seed", 1, 0, 's'},	     {"step-sleep", 1, 0, 'z'},
+		{"sample-sleep", 1, 0, 'Z'}, {"sleep-while", 1, 0, 'W'},
+		{"kill", 1, 0, 'k'},	     {"kill-delay", 1, 0, 'K'},
+		{"stop-after", 1, 0, 'S'},   {"hang", 1, 0, 'H'},
+		{"exit-at", 1, 0, 'X'},	     {"slow-update", 1, 0, 'U'},
+		{"out", 1, 0, 'o'},	     {"progress", 1, 0, 'P'},
+		{"compare", 1, 0, 'c'},	     {"tolerance", 1, 0, 't'},
+		{"quiet", 0, 0, 'q'},	     {"update-after-commit", 0, 0, 'u'},
+		{"help", 0, 0, 'h'},	     {0, 0, 0, 0},
 	};
 	int c;
 	char *end;
