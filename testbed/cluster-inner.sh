@@ -8,9 +8,12 @@ INST=${ELASTIC_TESTBED_INSTANCE:-main}
 I=/var/lib/elastic-testbed/$INST
 BUILD=${ELASTIC_BUILD_DIR:-/src/build-testbed}
 NNODES=${ELASTIC_TESTBED_NODES:-4}
-[[ "$NNODES" =~ ^[1-8]$ ]] || { echo "[cluster] error: ELASTIC_TESTBED_NODES=$NNODES is not in 1..8" >&2; exit 1; }
+[[ "$NNODES" =~ ^[1-9][0-9]?$ ]] && [ "$NNODES" -le 64 ] ||
+	{ echo "[cluster] error: ELASTIC_TESTBED_NODES=$NNODES is not in 1..64" >&2; exit 1; }
 NODES=$(seq -f 'node%g' 1 "$NNODES" | paste -sd' ')
-GPUS_PER_NODE=4
+GPUS_PER_NODE=${ELASTIC_TESTBED_GPUS_PER_NODE:-4}
+[[ "$GPUS_PER_NODE" =~ ^[1-8]$ ]] ||
+	{ echo "[cluster] error: ELASTIC_TESTBED_GPUS_PER_NODE=$GPUS_PER_NODE is not in 1..8" >&2; exit 1; }
 if [ -n "${ELASTIC_TESTBED_PORT_BASE:-}" ]; then
 	PB=$ELASTIC_TESTBED_PORT_BASE
 else
@@ -19,6 +22,9 @@ else
 	PB=$((17000 + slot * 20))
 fi
 P_CTLD=$PB P_DBD=$((PB + 1)) P_DB=$((PB + 2)) P_ELASTIC=$((PB + 3)) P_SLURMD0=$((PB + 10))
+# More than 10 nodes (a site-sized cluster) do not fit the instance's 20
+# ports: their slurmd ports are 64 from 30000 + 100 x the instance's slot.
+[ "$NNODES" -le 10 ] || P_SLURMD0=$((30000 + ((PB - 17000) / 20 % 300) * 100))
 CLUSTER=el$INST
 MUNGE_SOCK=$I/run/munge.sock
 # slurmctld, slurmdbd and elasticd run as SlurmUser, not root, as a site
@@ -433,7 +439,7 @@ _start_slurm() {
 		fi
 	done
 	say "slurmd x$NNODES started; waiting for $NNODES idle nodes"
-	_wait_for 60 "$NNODES idle nodes" bash -c "[ \"\$(sinfo -h -N -t idle -o %N | sort -u | wc -l)\" = $NNODES ]"
+	_wait_for $((60 + NNODES)) "$NNODES idle nodes" bash -c "[ \"\$(sinfo -h -N -t idle -o %N | sort -u | wc -l)\" = $NNODES ]"
 }
 
 _all_up() {

@@ -57,3 +57,12 @@ tt_ok "'cluster exec --instance X -- CMD' runs CMD for instance X"
 tt_run "$C" exec --instance nosuchinst sh -c 'echo "$0 $1"' --instance x
 [ "$TT_OUT" = "--instance x" ] || tt_fail "exec CMD --instance x: the command's own arguments were taken: $TT_OUT"
 tt_ok "arguments of the command after exec are passed to it untouched"
+
+# The cluster's size: refused by name outside its range, before anything starts.
+ELASTIC_TESTBED_NODES=65 tt_expect_fail "65 nodes" "$C" up --instance nosuchinst
+tt_expect_out "65 nodes" "ELASTIC_TESTBED_NODES=65 is not in 1..64"
+ELASTIC_TESTBED_NODES=0 tt_expect_fail "0 nodes" "$C" up --instance nosuchinst
+tt_expect_out "0 nodes" "ELASTIC_TESTBED_NODES=0 is not in 1..64"
+ELASTIC_TESTBED_GPUS_PER_NODE=9 tt_expect_fail "9 GPUs a node" "$C" up --instance nosuchinst
+tt_expect_out "9 GPUs a node" "ELASTIC_TESTBED_GPUS_PER_NODE=9 is not in 1..8"
+tt_ok "a size outside 1..64 nodes or 1..8 GPUs a node is refused by name"
