@@ -21,14 +21,16 @@ set -euo pipefail
 mode=${LOST:-node}
 lr_start "--epochs $([ "$mode" = node ] && echo 6 || echo 14) --samples 4096 --global-batch 128 --step-sleep 40000" 2
 lr_wait_step 20
-victims=""
+victims="" named=""
 for p in /proc/[0-9]*; do
 	read -r comm 2>/dev/null <"$p/comm" || continue
 	# (the daemon case: the grant's own script lives)
 	[ "$mode" = node ] || case "$comm" in prted | elastic-run | elastic_train | lt-elastic_trai) ;; *) continue ;; esac
 	env=$'\n'$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null)$'\n' || continue
-	[[ $env == *$'\n'"SLURM_JOB_ID=$grant"$'\n'* && $env == *$'\n'"SLURMD_NODENAME=node2"$'\n'* ]] &&
-		victims="$victims ${p#/proc/}"
+	[[ $env == *$'\n'"SLURM_JOB_ID=$grant"$'\n'* && $env == *$'\n'"SLURMD_NODENAME=node2"$'\n'* ]] || continue
+	victims="$victims ${p#/proc/}"
+	r=$(sed -n 's/^OMPI_COMM_WORLD_RANK=//p' <<<"$env")
+	named="$named $comm${r:+[rank $r]}"
 done
 [ -n "$victims" ] || t_fail "no process of grant $grant found on node2"
 if [ "$mode" = node ]; then
@@ -38,7 +40,7 @@ if [ "$mode" = node ]; then
 	[ -n "$slurmd" ] || t_fail "no slurmd of node2 found"
 	trap 'rc=$?; kill -CONT $stepd $slurmd 2>/dev/null; t_cleanup $rc' EXIT
 	kill -STOP $slurmd $stepd
-	t_log "node2 lost: SIGKILL to the $(echo $victims | wc -w) processes of grant $grant there; its slurmd and batch slurmstepd stopped for 3 s"
+	t_log "node2 lost: SIGKILL to the $(echo $victims | wc -w) processes of grant $grant there ($named ); its slurmd and batch slurmstepd stopped for 3 s"
 	# all stopped first, then killed: a node dies at once, so no process
 	# of it may see another one end (a rank wrapper whose daemon died
 	# first ends its rank with SIGTERM and reports it: 1 run in 57)
