@@ -359,6 +359,15 @@ static int _run_in_step(unsigned long owner, char **argv, int *ws)
 
 static int _run_cold(char **argv, int *ws);
 
+/* Run the program here: forked by this node's warm interpreter when one
+ * serves (warm_rank.h), else as this wrapper's child. */
+static int _run_here(char **argv, int *ws)
+{
+	if (elastic__warm_rank_run(argv, &elastic__child, ws, &elastic__got_signal) == 0)
+		return 0;
+	return _run_cold(argv, ws);
+}
+
 int elastic__rank_in_step_main(int argc, char **argv)
 {
 	const char *gpu = getenv("ELASTIC_GPU");
@@ -382,9 +391,7 @@ int elastic__rank_in_step_main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
 	elastic__child_in_group = 0;
-	if (elastic__warm_rank_run(argv, &elastic__child, &ws, &elastic__got_signal) <
-		    0 &&
-	    _run_cold(argv, &ws) < 0)
+	if (_run_here(argv, &ws) < 0)
 		return 1;
 	/* Said from here too, before this step ends: the srun around it may
 	 * wait long for slurmctld to end the step (a restart), and elastic-run
@@ -425,8 +432,8 @@ static int _run_cold(char **argv, int *ws)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	while (waitpid(elastic__child, ws, 0) < 0 && errno == EINTR)
 		;
-	elastic__child =
-		-1; /* reaped: its pid is free for another process (warm_rank.c) */
+	/* reaped: its pid is free for another process (warm_rank.c) */
+	elastic__child = -1;
 	return 0;
 }
 
@@ -543,9 +550,7 @@ int elastic__rank_main(int argc, char **argv)
 	if (owner) {
 		if (_run_in_step(owner, argv, &ws) < 0)
 			return 1;
-	} else if (elastic__warm_rank_run(argv, &elastic__child, &ws,
-					  &elastic__got_signal) < 0 &&
-		   _run_cold(argv, &ws) < 0) {
+	} else if (_run_here(argv, &ws) < 0) {
 		return 1;
 	}
 	return _end_as(ws, _rank_report(ws));
