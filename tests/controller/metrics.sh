@@ -138,8 +138,8 @@ off=$(ctl_grants "$j2" | awk -v n="$lnode" '$2 == "RUNNING" && $3 != n { print $
 # heals in place there too)
 grant=""
 for p in $(t_pgrep -x prted || true); do
-	g=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | sed -n 's/^SLURM_JOB_ID=//p')
-	[ -n "$g" ] && grep -qx "$g" <<<"$off" && grant=$g && break
+	for g in $off; do t_env_has "$p" "SLURM_JOB_ID=$g" && grant=$g; done
+	[ -z "$grant" ] || break
 done
 [ -n "$grant" ] || t_fail "no PRRTE daemon (prted) in job $j2's grants off its node: $(echo $off)"
 t_log "job $j2 trains at 4 (on $lnode and grant $grant); cancelling grant $grant"
