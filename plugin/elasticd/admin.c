@@ -107,13 +107,13 @@ void ed_admin_describe(const struct ed_admin *a, char *buf, size_t len)
 }
 
 void ed_admin_bound(const struct ed_admin *a, struct ed_snapshot *s,
-		    const struct ed_place *const *held, const int *nheld,
-		    struct ed_place *const *out, int *nout)
+		    const struct elastic_policy_place *const *held, const int *nheld,
+		    struct elastic_policy_place *const *out, int *nout)
 {
 	for (int j = 0; j < s->njobs; j++) {
 		nout[j] = 0;
 		for (int k = 0; k < nheld[j]; k++) {
-			struct ed_place p = held[j][k];
+			struct elastic_policy_place p = held[j][k];
 			if (ed_admin_node(a, s->nodes[p.node].name) == ED_ADMIN_DRAIN)
 				p.gpus = p.pinned;
 			if (p.gpus > 0)
@@ -135,8 +135,9 @@ void ed_admin_bound(const struct ed_admin *a, struct ed_snapshot *s,
 	}
 }
 
-int ed_admin_hold_plan(const struct ed_snapshot *s, const struct ed_place *const *held,
-		       const int *nheld, struct ed_plan *out)
+int ed_admin_hold_plan(const struct ed_snapshot *s,
+		       const struct elastic_policy_place *const *held, const int *nheld,
+		       struct ed_plan *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->targets = calloc((size_t)s->njobs + 1, sizeof(*out->targets));

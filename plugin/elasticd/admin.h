@@ -52,13 +52,14 @@ void ed_admin_describe(const struct ed_admin *a, char *buf, size_t len);
  * drained node only the job's own allocation, so that its grants there
  * show as excess and are released. s->nodes[].gpus is lowered in place. */
 void ed_admin_bound(const struct ed_admin *a, struct ed_snapshot *s,
-		    const struct ed_place *const *held, const int *nheld,
-		    struct ed_place *const *out, int *nout);
+		    const struct elastic_policy_place *const *held, const int *nheld,
+		    struct elastic_policy_place *const *out, int *nout);
 
 /* A plan that keeps every job at what it holds (cluster paused): targets
  * in snapshot job order, explained as paused. 0, or -1 (ENOMEM). */
-int ed_admin_hold_plan(const struct ed_snapshot *s, const struct ed_place *const *held,
-		       const int *nheld, struct ed_plan *out);
+int ed_admin_hold_plan(const struct ed_snapshot *s,
+		       const struct elastic_policy_place *const *held, const int *nheld,
+		       struct ed_plan *out);
 
 /* Write a's state to path (a temporary file renamed over it: a crash leaves
  * the old state or the new, whole): one line per setting ("cluster pause",

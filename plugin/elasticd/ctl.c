@@ -434,8 +434,22 @@ static int _grow(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_
 	return 1;
 }
 
-/* Phase one of a shrink: remember the release, mark it in slurmctld (a
- * restarted elasticd keeps the deadline), tell the job. */
+/* The release of action a (ordered now, or resumed after a restart),
+ * remembered with its deadline. */
+static struct ed_release *_remember(struct ed_ctl *c, const struct ed_rc_action *a,
+				    uint64_t now_ms)
+{
+	struct ed_release *r = _rel_add(c, a->grant, a->job);
+	if (r) {
+		r->ordered_ms = now_ms;
+		r->deadline_ms = a->deadline_ms;
+	}
+	return r;
+}
+
+/* Phase one of a shrink (the reconcile chose the grant and its deadline):
+ * remember the release, mark it in slurmctld (a restarted elasticd keeps
+ * the deadline), tell the job. */
 static void _release(struct ed_ctl *c, const struct ed_snapshot *s,
 		     const struct ed_rc_action *a, uint64_t now_ms)
 {
@@ -446,11 +460,8 @@ static void _release(struct ed_ctl *c, const struct ed_snapshot *s,
 		ed_info("dry run: would release grant %u of job %u", a->grant, a->job);
 		return;
 	}
-	r = _rel_add(c, a->grant, a->job);
-	if (!r)
+	if (!(r = _remember(c, a, now_ms)))
 		return;
-	r->ordered_ms = now_ms;
-	r->deadline_ms = a->deadline_ms;
 	ed_info("job %u: shrinking %d -> %d GPUs: release of grant %u (%d GPUs on %s), grace %d s",
 		a->job, a->from, a->to, a->grant, a->gpus, s->nodes[a->node].name,
 		j->grace);
@@ -462,14 +473,11 @@ static void _release(struct ed_ctl *c, const struct ed_snapshot *s,
 
 static void _resume(struct ed_ctl *c, const struct ed_rc_action *a, uint64_t now_ms)
 {
-	struct ed_release *r = _rel_add(c, a->grant, a->job);
-	if (!r)
-		return;
-	r->deadline_ms = a->deadline_ms;
-	r->ordered_ms = now_ms;
-	ed_info("job %u: release of grant %u was ordered before (deadline in %.1f s): resuming it",
-		a->job, a->grant,
-		(double)((int64_t)r->deadline_ms - (int64_t)now_ms) / 1000.0);
+	struct ed_release *r = _remember(c, a, now_ms);
+	if (r)
+		ed_info("job %u: release of grant %u was ordered before (deadline in %.1f s): resuming it",
+			a->job, a->grant,
+			(double)((int64_t)r->deadline_ms - (int64_t)now_ms) / 1000.0);
 }
 
 static void _forget(struct ed_ctl *c, uint32_t grant)
@@ -702,8 +710,8 @@ static int _plan(struct ed_ctl *c, struct ed_snapshot *s, const struct ed_rc *rc
 		 time_t now, struct ed_plan *plan, elastic_error_t *err)
 {
 	size_t nj = (size_t)s->njobs + 1;
-	const struct ed_place **held = calloc(nj, sizeof(*held));
-	struct ed_place **kept = calloc(nj, sizeof(*kept));
+	const struct elastic_policy_place **held = calloc(nj, sizeof(*held));
+	struct elastic_policy_place **kept = calloc(nj, sizeof(*kept));
 	int *nheld = calloc(nj, sizeof(*nheld)), *nkept = calloc(nj, sizeof(*nkept));
 	time_t *last = calloc(nj, sizeof(*last));
 	const struct elastic_scaling **scal = calloc(nj, sizeof(*scal));
@@ -726,8 +734,8 @@ static int _plan(struct ed_ctl *c, struct ed_snapshot *s, const struct ed_rc *rc
 		goto out;
 	}
 	ed_admin_bound(&c->admin, s, held, nheld, kept, nkept);
-	ret = ed_plan_compute(s, (const struct ed_place *const *)kept, nkept, last, scal,
-			      &c->conf.plan, now, plan, err);
+	ret = ed_plan_compute(s, (const struct elastic_policy_place *const *)kept, nkept,
+			      last, scal, &c->conf.plan, now, plan, err);
 	goto out;
 nomem:
 	elastic__errorf(err, "out of memory");

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "contract.h"
+#include "policy.h"
 
 #define ED_NAME_MAX  64
 #define ED_SIZES_MAX 64
@@ -21,11 +22,10 @@ struct ed_node {
 	int unusable; /* down, drained, failing or not responding */
 };
 
-struct ed_place {
-	int node; /* index into the snapshot's nodes */
-	int gpus;
-	int pinned; /* of which the job's own allocation (never released) */
-};
+/* A job's GPUs on one node are the policy's struct elastic_policy_place
+ * (policy.h): node indexes the snapshot's nodes, and pinned GPUs belong to
+ * the job's own allocation (never released). One type from slurmctld's
+ * snapshot through the plan to the reconcile, with no copy between. */
 
 struct ed_job {
 	uint32_t id;
@@ -44,7 +44,7 @@ struct ed_job {
 	time_t submit, start;
 	uint32_t time_limit; /* minutes (Slurm's INFINITE/NO_VAL as they are) */
 	int nlead;	     /* GPUs of its own allocation, per node */
-	struct ed_place *lead;
+	struct elastic_policy_place *lead;
 };
 
 enum ed_grant_state { ED_GRANT_PENDING, ED_GRANT_RUNNING };

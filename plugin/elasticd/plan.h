@@ -28,7 +28,7 @@ struct ed_target {
 	uint32_t job;
 	int cur, gpus; /* held now (as given), target */
 	int nplace;
-	struct ed_place *place; /* target placement */
+	struct elastic_policy_place *place; /* target placement */
 	char explain[160];
 };
 
@@ -40,8 +40,9 @@ struct ed_plan {
 /* held[j] lists what job j holds now (leader + grants not being released),
  * last_resize[j] its last resize (s), scaling[j] its measured scaling (NULL
  * array or entry: none; the throughput mode reads it). */
-int ed_plan_compute(const struct ed_snapshot *s, const struct ed_place *const *held,
-		    const int *nheld, const time_t *last_resize,
+int ed_plan_compute(const struct ed_snapshot *s,
+		    const struct elastic_policy_place *const *held, const int *nheld,
+		    const time_t *last_resize,
 		    const struct elastic_scaling *const *scaling,
 		    const struct ed_plan_params *p, time_t now, struct ed_plan *out,
 		    elastic_error_t *err);

@@ -165,7 +165,8 @@ static int _unstartable(const struct ed_rc_in *in, struct ed_rc *rc)
 }
 
 /* Add gpus on node to a per-job holding list (merging per node). */
-static void _hold(struct ed_place *list, int *n, int node, int gpus, int pinned)
+static void _hold(struct elastic_policy_place *list, int *n, int node, int gpus,
+		  int pinned)
 {
 	for (int k = 0; k < *n; k++)
 		if (list[k].node == node) {
@@ -180,7 +181,7 @@ static void _hold(struct ed_place *list, int *n, int node, int gpus, int pinned)
 }
 
 static void _nodes_str(char *out, size_t size, const struct ed_snapshot *s,
-		       const struct ed_place *pl, int n)
+		       const struct elastic_policy_place *pl, int n)
 {
 	size_t used = 0;
 	out[0] = '\0';
@@ -341,7 +342,7 @@ static int _shrink(const struct ed_rc_in *in, struct ed_rc *rc, int i, int node,
 	return _release(in, rc, i, node, excess, from, to);
 }
 
-static int _place_gpus(const struct ed_place *pl, int n, int node)
+static int _place_gpus(const struct elastic_policy_place *pl, int n, int node)
 {
 	for (int k = 0; k < n; k++)
 		if (pl[k].node == node)

@@ -76,8 +76,8 @@ struct ed_rc_action {
 /* What a job holds and runs after ed_rc_grants, and its state after
  * ed_rc_moves. */
 struct ed_rc_hold {
-	struct ed_place *held; /* leader + grants not being released */
-	struct ed_place *cur;  /* leader + grants running */
+	struct elastic_policy_place *held; /* leader + grants not being released */
+	struct elastic_policy_place *cur;  /* leader + grants running */
 	int nheld, ncur;
 	int cur_gpus, ngrants; /* ngrants: not dropped */
 	time_t last_resize;

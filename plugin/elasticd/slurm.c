@@ -320,12 +320,12 @@ static int _node_index(const struct ed_snapshot *s, const char *name)
 
 /* Per-node GPUs of a job from its node list and gres_detail_str. */
 static int _job_places(const struct ed_snapshot *s, const slurm_job_info_t *ji,
-		       struct ed_place **out, int *nout)
+		       struct elastic_policy_place **out, int *nout)
 {
 	hostlist_t *hl;
 	char *host;
 	int k = 0, n = 0;
-	struct ed_place *pl;
+	struct elastic_policy_place *pl;
 
 	*out = NULL;
 	*nout = 0;
@@ -736,7 +736,7 @@ static void _busy_from_jobs(struct ed_snapshot *s, const struct jobset *J,
 	for (uint32_t i = 0; i < J->n; i++) {
 		const slurm_job_info_t *ji = J->v[i];
 		uint32_t base = ji->job_state & JOB_STATE_BASE;
-		struct ed_place *pl;
+		struct elastic_policy_place *pl;
 		int npl;
 		if (taken[i] || (ji->job_state & JOB_COMPLETING) ||
 		    !(base == JOB_RUNNING || base == JOB_SUSPENDED))
@@ -837,7 +837,7 @@ static void _add_grant(struct ed_snapshot *s, const slurm_job_info_t *ji,
 	g->start = g->state == ED_GRANT_RUNNING ? ji->start_time : 0;
 	g->node = -1;
 	if (g->state == ED_GRANT_RUNNING) {
-		struct ed_place *pl;
+		struct elastic_policy_place *pl;
 		int npl;
 		if (_job_places(s, ji, &pl, &npl) == 0) {
 			if (npl > 0) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* plugin/elasticd/test/test_admin.c: unit tests of administrators' pause,
  * drain and resume (admin.c): the state, its description, and the bounds on a
- * tick's plan; and the state files (statefile.c): pauses and drains, and the
+ * tick's plan; the plan itself (plan.c); and the state files (statefile.c): pauses and drains, and the
  * jobs' measured scaling. */
 #include "config.h"
 #include <setjmp.h>
@@ -60,9 +60,9 @@ static void bounds(void **state)
 	struct ed_node nodes[2] = {{"node1", 4, 0, 0}, {"node2", 4, 1, 0}};
 	struct ed_job job = {.id = 7};
 	struct ed_snapshot s = {.nnodes = 2, .njobs = 1, .nodes = nodes, .jobs = &job};
-	struct ed_place h[2] = {{0, 4, 1}, {1, 2, 0}}, k[2];
-	const struct ed_place *held[1] = {h};
-	struct ed_place *kept[1] = {k};
+	struct elastic_policy_place h[2] = {{0, 4, 1}, {1, 2, 0}}, k[2];
+	const struct elastic_policy_place *held[1] = {h};
+	struct elastic_policy_place *kept[1] = {k};
 	int nheld[1] = {2}, nkept[1];
 	struct ed_admin a;
 	elastic_error_t err;
@@ -100,8 +100,8 @@ static void hold_plan(void **state)
 	struct ed_node nodes[2] = {{"node1", 4, 0, 0}, {"node2", 4, 0, 0}};
 	struct ed_job jobs[2] = {{.id = 7}, {.id = 8}};
 	struct ed_snapshot s = {.nnodes = 2, .njobs = 2, .nodes = nodes, .jobs = jobs};
-	struct ed_place h0[2] = {{0, 3, 1}, {1, 2, 0}}, h1[1] = {{1, 1, 1}};
-	const struct ed_place *held[2] = {h0, h1};
+	struct elastic_policy_place h0[2] = {{0, 3, 1}, {1, 2, 0}}, h1[1] = {{1, 1, 1}};
+	const struct elastic_policy_place *held[2] = {h0, h1};
 	int nheld[2] = {2, 1};
 	struct ed_plan p;
 
@@ -115,6 +115,79 @@ static void hold_plan(void **state)
 	assert_int_equal(p.targets[1].gpus, 1);
 	assert_non_null(strstr(p.targets[1].explain, "paused by an administrator"));
 	ed_plan_free(&p);
+}
+
+/* The plan is the policy's decision for the snapshot: job 7 (held: its own
+ * GPU on node1) unchanged since it started grows to what job 8 leaves free;
+ * job 8, resized 5 s ago, is held by the 60 s cool-down. With
+ * cooldown_from_start, job 7 is held too. What the jobs hold is not
+ * changed, and each target has its own places. */
+static void plan_compute(void **state)
+{
+	time_t now = 100000;
+	struct ed_node nodes[2] = {{"node1", 4, 0, 0}, {"node2", 4, 0, 0}};
+	struct ed_job jobs[2] = {
+		{.id = 7,
+		 .running = 1,
+		 .min = 1,
+		 .max = 8,
+		 .weight = 1,
+		 .priority = 100,
+		 .submit = now - 20,
+		 .start = now - 10},
+		{.id = 8,
+		 .running = 1,
+		 .min = 1,
+		 .max = 4,
+		 .weight = 1,
+		 .priority = 100,
+		 .submit = now - 2000,
+		 .start = now - 1000},
+	};
+	struct ed_snapshot s = {.nnodes = 2, .njobs = 2, .nodes = nodes, .jobs = jobs};
+	struct elastic_policy_place h0[1] = {{0, 1, 1}}, h1[2] = {{1, 1, 1}, {0, 2, 0}};
+	const struct elastic_policy_place *held[2] = {h0, h1};
+	int nheld[2] = {1, 2};
+	time_t last[2] = {now - 10, now - 5};
+	struct ed_plan_params prm = {
+		.mode = ELASTIC_POLICY_PRIORITY, .min_change = 1, .cooldown = 60};
+	struct ed_plan p;
+	elastic_error_t err;
+	int sum;
+
+	(void)state;
+	assert_int_equal(
+		ed_plan_compute(&s, held, nheld, last, NULL, &prm, now, &p, &err), 0);
+	assert_int_equal(p.ntargets, 2);
+	assert_int_equal(p.targets[0].job, 7);
+	assert_int_equal(p.targets[0].cur, 1);
+	assert_int_equal(p.targets[0].gpus, 5);
+	assert_int_equal(p.targets[1].job, 8);
+	assert_int_equal(p.targets[1].gpus, 3);
+	assert_non_null(strstr(p.targets[1].explain, "cool-down"));
+	for (int i = 0; i < 2; i++) {
+		sum = 0;
+		for (int k = 0; k < p.targets[i].nplace; k++)
+			sum += p.targets[i].place[k].gpus;
+		assert_int_equal(sum, p.targets[i].gpus);
+		assert_ptr_not_equal(p.targets[i].place, held[i]);
+	}
+	assert_int_equal(p.targets[0].place[0].pinned, 1); /* its own GPU stays */
+	assert_int_equal(h0[0].gpus, 1);
+	assert_int_equal(h1[1].gpus, 2);
+	ed_plan_free(&p);
+
+	prm.cooldown_from_start = 1;
+	assert_int_equal(
+		ed_plan_compute(&s, held, nheld, last, NULL, &prm, now, &p, &err), 0);
+	assert_int_equal(p.targets[0].gpus, 1);
+	assert_non_null(strstr(p.targets[0].explain, "cool-down"));
+	ed_plan_free(&p);
+
+	s.nnodes = 0;
+	assert_int_equal(
+		ed_plan_compute(&s, held, nheld, last, NULL, &prm, now, &p, &err), -1);
+	assert_non_null(strstr(err.text, "no nodes"));
 }
 
 /* What is saved is what is loaded; a missing file is nothing paused; a line
@@ -220,6 +293,7 @@ int main(void)
 		cmocka_unit_test(apply_and_describe),
 		cmocka_unit_test(bounds),
 		cmocka_unit_test(hold_plan),
+		cmocka_unit_test(plan_compute),
 		cmocka_unit_test(save_and_load),
 		cmocka_unit_test(scaling_save_and_load),
 	};

@@ -223,14 +223,14 @@ static void _fmt(char *out, size_t size, const struct ed_rc_action *a)
 struct world {
 	struct ed_node nodes[2];
 	struct ed_job jobs[3];
-	struct ed_place lead[3];
+	struct elastic_policy_place lead[3];
 	struct ed_grant grants[4];
 	struct ed_snapshot s;
 	struct ed_rc_job rj[3];
 	uint32_t announced[3];
 	struct ed_rc_release rels[2];
 	struct ed_target targets[3];
-	struct ed_place place[3][2];
+	struct elastic_policy_place place[3][2];
 	struct ed_plan plan;
 	struct ed_rc_in in;
 };
@@ -258,8 +258,8 @@ static void _build(const struct tcase *c, struct world *w)
 		j->max = 8;
 		j->lead = &w->lead[i];
 		if (t->lead_gpus) {
-			w->lead[i] = (struct ed_place){t->lead_node, t->lead_gpus,
-						       t->lead_gpus};
+			w->lead[i] = (struct elastic_policy_place){
+				t->lead_node, t->lead_gpus, t->lead_gpus};
 			j->nlead = 1;
 		}
 		w->announced[i] = t->announced;
@@ -274,7 +274,8 @@ static void _build(const struct tcase *c, struct world *w)
 		for (int k = 0; k < 2; k++)
 			if (c->targets[i].place[k]) {
 				w->place[i][w->targets[i].nplace++] =
-					(struct ed_place){k, c->targets[i].place[k], 0};
+					(struct elastic_policy_place){
+						k, c->targets[i].place[k], 0};
 				w->targets[i].gpus += c->targets[i].place[k];
 			}
 		snprintf(w->targets[i].explain, sizeof(w->targets[i].explain),
