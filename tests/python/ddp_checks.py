@@ -3,7 +3,8 @@
 # mpirun by tests/python/ddp.sh: one scenario per invocation (argv[1], output dir argv[2]).
 # Every rank prints "OK <scenario> rank R" when its checks passed, and the lines the shell
 # side adds up across ranks and runs: USED (the samples of a committed step), LR (the
-# learning rate a committed step used), and a file of its final model and buffers.
+# learning rate a committed step used, also in <scenario>.rec), and a file of its final
+# model and buffers.
 import datetime
 import os
 import signal
@@ -37,6 +38,21 @@ torch.set_num_threads(1)
 scenario, out = (sys.argv[1], sys.argv[2]) if len(sys.argv) > 2 else ("", "")
 failed = []
 CUDA = os.environ.get("DEVICE", "cpu") == "cuda"  # the GPU check (tests/device) sets it
+
+
+def record(line):
+    """Print line, and append it whole to <out>/<scenario>.rec, which the
+    verifier reads for LR and RESUMED lines. The job's output passes through
+    forwarders that may cut a line; under load every rank's copy of one LR
+    line was cut. One O_APPEND write of a line keeps it whole, in the order
+    the ranks wrote (a relaunch's RESUMED after the earlier launch's lines)."""
+    print(line, flush=True)
+    fd = os.open(os.path.join(out, scenario + ".rec"), os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                 0o666)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
 
 
 def check(cond, what):
@@ -213,8 +229,8 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     # what the loop sees: its bodies, and those after which the step was dropped
     bodies, dropped, first = 0, 0, dist.step()
     if dist.current().resumed and dist.get_rank() == 0:
-        print("RESUMED at step %d epoch %d size %d" % (dist.current().ctx.step, start,
-                                                       dist.get_world_size()), flush=True)
+        record("RESUMED at step %d epoch %d size %d" % (dist.current().ctx.step, start,
+                                                        dist.get_world_size()))
     for epoch in range(start, epochs):
         sampler.set_epoch(epoch)
         for x, y, idx in loader:
@@ -266,8 +282,7 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
                 print(_checked("STEP epoch %d step %d %s" % (epoch, committed, " ".join(
                     map(str, perm(sampler.epoch)[at:at + 40])))), flush=True)
                 # every rank: a line cut by another rank's is still read from the others
-                print("LR step %d %.10g size %d" % (committed, lr, dist.get_world_size()),
-                      flush=True)
+                record("LR step %d %.10g size %d" % (committed, lr, dist.get_world_size()))
             sched.step()
             counters["iterations"] += 1
             if fault == committed:  # between two steps, as when a DataLoader worker dies

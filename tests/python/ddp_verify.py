@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # tests/python/ddp_verify.py: what the DDP tests (ddp.sh, cluster_ddp*.sh) check of a run of
-# ddp_checks.py, from what its ranks printed (USED, LR, EVAL, RESUMED lines) and saved (each
-# rank's final model and buffers, rank 0's .pt):
+# ddp_checks.py, from what its ranks printed (USED, EVAL, RESUMED lines), recorded (LR and
+# RESUMED lines, <scenario>.rec) and saved (each rank's final model and buffers, rank 0's .pt):
 #  - every rank ends with the same model and buffers, and the model was saved after the loop;
 #  - each sample is trained once in each epoch, over the committed steps of every launch;
 #  - the learning rate of every committed step is the reference run's;
@@ -60,11 +60,12 @@ class Runs:
     def lines(self, outs, tag):
         """The words of the tag's lines over outputs outs (in launch order),
         without those of steps a later launch redid. USED and STEP lines
-        come without their check words (ck CRC END)."""
+        come without their check words (ck CRC END). LR lines come from the
+        ranks' record files (<name>.rec, written whole)."""
         col = 4 if tag in ("USED", "STEP") else 2
         res, cut = [], 0
         for name in outs:
-            p = os.path.join(self.d, name + ".out")
+            p = os.path.join(self.d, name + (".rec" if tag == "LR" else ".out"))
             if not os.path.exists(p):
                 continue
             for w in (l.split() for l in open(p, errors="replace")):
