@@ -99,6 +99,25 @@ int elastic__failed_gpus(const struct run *r, const struct elastic_gpuset *liste
 	return n;
 }
 
+int elastic__silent_gpus(const struct run *r, const struct elastic_gpuset *listed)
+{
+	int quiet = 0, kept = 0;
+	for (int h = 0; h < r->sets.launched.nhosts; h++) {
+		const struct elastic_host *x = &r->sets.launched.host[h];
+		for (int g = 0; g < x->ngpus; g++) {
+			if (elastic__report_ended_on(&r->launch.rep, x->name, x->gpu[g]))
+				continue;
+			quiet++;
+			kept += !elastic__orders_released(&r->job.orders,
+							  (uint32_t)x->gpu_job[g]) &&
+				(!listed ||
+				 _has_gpu(listed, x->name, x->gpu[g], x->gpu_job[g]));
+		}
+	}
+	quiet -= r->ip.world;
+	return quiet <= 0 ? 0 : quiet < kept ? quiet : kept;
+}
+
 int elastic__live_gpus(const struct run *r)
 {
 	return r->sets.launched.total - elastic__idle_gpus(r, 0);

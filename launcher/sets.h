@@ -62,6 +62,12 @@ int elastic__idle_gpus(const struct run *r, int released);
  * listed, only those listed has too (the same GPU of the same job). */
 int elastic__failed_gpus(const struct run *r, const struct elastic_gpuset *listed);
 
+/* GPUs of the launched set, not ordered released, with no live rank whose
+ * rank never said how it ended: lost with its node or its daemon, while the
+ * others healed in place around it (the GPUs with no end report, less the
+ * world's live ranks). With listed, at most those listed has too. */
+int elastic__silent_gpus(const struct run *r, const struct elastic_gpuset *listed);
+
 /* GPUs of the launched set that hold a live rank. */
 int elastic__live_gpus(const struct run *r);
 

@@ -161,18 +161,34 @@ static void _look_at_lost(struct run *r)
 #define REPLACE_MAX_S	  300.0
 #define REPLACE_RECHECK_S 30.0
 
-/* A rank that failed while its node lives on was healed around: its GPU
- * stays held by the job with no rank on it. Unless a release takes it
- * (acknowledged at once), the job re-forms onto all its GPUs, a rank on
- * each, after REPLACE_AFTER_S. */
+/* GPUs held with no rank after a heal in place (with listed: only those
+ * Slurm lists): those whose rank failed while its node lives on, and, once
+ * the heal's look at Slurm is over (ELASTIC_INPLACE_IDLE), those whose rank
+ * was lost silently with its node or daemon while Slurm still lists them in
+ * the job. *silent says how many of the second kind. */
+static int _rankless_gpus(const struct run *r, const struct elastic_gpuset *listed,
+			  int *silent)
+{
+	*silent =
+		r->ip.state == ELASTIC_INPLACE_IDLE ? elastic__silent_gpus(r, listed) : 0;
+	return elastic__failed_gpus(r, listed) + *silent;
+}
+
+/* A rank that failed while its node lives on was healed around, and so were
+ * the ranks of a node whose daemon was lost while Slurm keeps the node in
+ * the job: their GPUs stay held by the job with no rank on them. Unless a
+ * release takes them (acknowledged at once), the job re-forms onto all its
+ * GPUs, a rank on each, after REPLACE_AFTER_S (doubled with each such
+ * re-form: a node that loses its ranks again and again costs less and
+ * less). */
 static void _replace_failed(struct run *r)
 {
-	int n = 0;
+	int n = 0, silent = 0;
 
 	if (!r->launch.stop_due && !r->launch.stop_sent &&
 	    (r->ip.state == ELASTIC_INPLACE_IDLE ||
 	     r->ip.state == ELASTIC_INPLACE_HEALING))
-		n = elastic__failed_gpus(r, NULL);
+		n = _rankless_gpus(r, NULL, &silent);
 	if (!n) {
 		r->launch.t_failed = 0;
 		return;
@@ -190,13 +206,18 @@ static void _replace_failed(struct run *r)
 	 * is asked again REPLACE_RECHECK_S later, not at every turn) */
 	elastic_error_t err;
 	if (elastic__slurm_gpus(r, &r->sets.seen, &err) < 0 ||
-	    !(n = elastic__failed_gpus(r, &r->sets.seen))) {
+	    !(n = _rankless_gpus(r, &r->sets.seen, &silent))) {
 		r->launch.t_failed = now + REPLACE_RECHECK_S;
 		return;
 	}
 	elastic__say(
-		"%d GPU%s held with no rank for %.0f s (%s rank%s failed, the others went on): re-forming onto all %d GPUs",
-		n, n == 1 ? "" : "s", wait, n == 1 ? "its" : "their", n == 1 ? "" : "s",
+		"%d GPU%s held with no rank for %.0f s (%s): re-forming onto all %d GPUs",
+		n, n == 1 ? "" : "s", wait,
+		silent == n
+			? "their ranks lost with their node or its daemon, which Slurm still lists in the job"
+		: silent ? "ranks failed or lost with their node, the others went on"
+		: n == 1 ? "its rank failed, the others went on"
+			 : "their ranks failed, the others went on",
 		r->sets.launched.total);
 	r->launch.replaced++;
 	r->launch.replacing = 1;

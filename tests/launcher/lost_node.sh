@@ -11,7 +11,9 @@
 # on node1 alone: node2, whose ranks never said how they ended, is left out
 # while Slurm lists it, and forgotten once Slurm no longer does.
 # (Relaunching onto node2 at once fails a second time: two re-forms for one
-# loss.) With a runtime that heals in place, the survivors heal.
+# loss.) With a runtime that heals in place, the survivors heal; with
+# LOST=daemon, node2's GPUs, still the job's and held with no rank, are
+# then taken again by a re-form.
 # LOST=daemon (tests/launcher/lost_daemon.sh): only the daemon and the ranks
 # die, the node and its grant live on: node2 is left out for the hold
 # (10 s), then taken again (a growth, in place on Open MPI 5).
@@ -60,7 +62,18 @@ t_grep "^model matches reference" "$T_DIR/lead.out" "the final model differs fro
 if t_runtime_in_place; then
 	t_grep "^done: .* 0 bad, 0 violations" "$T_DIR/lead.out" "some sample was not used once per epoch"
 	t_grep "the survivors healed in place at 2 ranks" "$T_DIR/lead.out" "the survivors did not heal in place"
-	t_log "PASS: healed in place"
+	if [ "$mode" = node ]; then
+		# the grant ended with the node: nothing to take again
+		! grep -aq "lost with their node or its daemon" "$T_DIR/lead.out" ||
+			t_fail "node2's GPUs were taken again after its grant ended: $(grep -a -m1 'lost with their node' "$T_DIR/lead.out")"
+		t_log "PASS: healed in place"
+	else
+		# the grant lives on: its GPUs, held with no rank, are taken again
+		t_grep "2 GPUs held with no rank for [0-9]* s \(their ranks lost with their node or its daemon, which Slurm still lists in the job\): re-forming onto all 4 GPUs" \
+			"$T_DIR/lead.out" "node2's GPUs, still the job's, were not taken again"
+		t_grep "^done: .* size 4 .* 0 bad, 0 violations" "$T_DIR/lead.out" "the run did not end at 4 ranks"
+		t_log "PASS: healed in place, then $(grep -ao '2 GPUs held with no rank.*' "$T_DIR/lead.out")"
+	fi
 	exit 0
 fi
 t_grep "^done: .* size $end .* 0 bad, 0 violations" "$T_DIR/lead.out" "the run did not finish at size $end with every sample once"
