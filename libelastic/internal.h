@@ -224,6 +224,12 @@ int elastic__term_requested(void);
  * (Open MPI 5: SIGTERM); a rank already on its way out must still end with
  * its own status, which elastic-run reads as "asked to re-form". */
 void elastic__term_signal_drop(void);
+/* The process is on its way to an exit status of its own: SIGPIPE is
+ * ignored from here on. Its last words go to stderr, whose reader (mpirun's
+ * forwarding, srun) may be gone once a peer ended first, and the signal
+ * would end it before its snapshot and with a status (141) elastic-run does
+ * not read as the one it chose. */
+void elastic__ending(void);
 /* Persist (how: 1 from the main thread at a step boundary; 0 from the
  * watchdog, inside a step; -1 not at all; -2 not at all, nothing owed:
  * before the first step or after elastic_complete), then pass SIGTERM on;

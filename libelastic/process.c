@@ -88,6 +88,7 @@ static void *_finalize_guard(void *arg)
 	}
 	if (atomic_load(&_finalize_returned))
 		return NULL; /* the process lives on after MPI_Finalize (Python) */
+	elastic__ending();
 	n = snprintf(msg, sizeof(msg),
 		     "libelastic: MPI_Finalize did not return in %.1f s: exiting %d\n",
 		     g.seconds, g.status);
@@ -245,6 +246,14 @@ void elastic__term_signal_drop(void)
 	term_armed = 0;
 	term_requested = 0;
 	sigaction(SIGTERM, &ign, NULL);
+}
+
+void elastic__ending(void)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGPIPE, &ign, NULL);
 }
 
 void elastic__term_act(elastic_ctx_t *ctx, int how)

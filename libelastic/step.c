@@ -264,6 +264,7 @@ static void _stop_for_reform(elastic_ctx_t *ctx)
 {
 	atomic_store(&ctx->wd.leaving, 1); /* the peers' exits 75 are expected */
 	elastic__term_signal_drop();	   /* and the runtime's SIGTERM after them */
+	elastic__ending();
 	elastic__persist_now(ctx);
 	elastic__log(ctx, ELASTIC_LOG_INFO,
 		     "planned re-form: stopping after committed step %llu (exit %d)",
@@ -291,6 +292,7 @@ void elastic_reform_now(elastic_ctx_t *ctx)
  * to end itself. */
 static _Noreturn void _left(elastic_ctx_t *ctx)
 {
+	elastic__ending();
 	elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg, ELASTIC_EXIT_LEFT,
 			   "planned shrink: left");
 	fflush(NULL);

@@ -19,6 +19,7 @@
 static _Noreturn void _escalate(elastic_ctx_t *ctx, const char *msg, int n,
 				const char *why)
 {
+	elastic__ending();
 	if (write(STDERR_FILENO, msg, (size_t)n) < 0) {
 	}
 	elastic__persist_on_exit(ctx);
