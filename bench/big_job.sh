@@ -23,6 +23,7 @@
 #   cluster is instance "big"; BENCH_KEEP=1 leaves it and the job's files.
 #   BIG_STEP_SLEEP_US (default 300000): each step's pause.
 set -euo pipefail
+case "${1:-}" in -h | --help) sed -n '3,/^set -euo/p' "$0" | sed '$d' | cut -c3-; exit 0 ;; esac
 nodes=${1:-16} gpus=${2:-8}
 ranks=$((nodes * gpus))
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +33,7 @@ C=$top/testbed/cluster
 build=build-testbed$([ "$ELASTIC_TESTBED_RUNTIME" = ompi5 ] || echo "-$ELASTIC_TESTBED_RUNTIME")
 train=/src/$build/examples/elastic_train
 [ -x "$top/$build/examples/elastic_train" ] ||
-	{ echo "big_job: $build/examples/elastic_train is not built (see --help)" >&2; exit 1; }
+	{ echo "big_job: $build/examples/elastic_train is not built (bench/big_job.sh --help)" >&2; exit 1; }
 sleep_us=${BIG_STEP_SLEEP_US:-300000}
 # 3 epochs of 40 steps; 2 samples per rank and step
 gb=$((2 * ranks))
