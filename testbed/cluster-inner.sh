@@ -166,6 +166,11 @@ _write_config() {
 		for i in $(seq 0 $((GPUS_PER_NODE - 1))); do
 			[ -c "$I/dev/$n/nvidia$i" ] || mknod "$I/dev/$n/nvidia$i" c 195 "$i"
 		done
+		# those of an earlier run with more GPUs a node: a rank's device
+		# check would find them open to it, outside its job's GPUs
+		for f in "$I/dev/$n"/nvidia*; do
+			[ "${f##*/nvidia}" -lt "$GPUS_PER_NODE" ] 2>/dev/null || rm -f "$f"
+		done
 	done
 
 	pdir=$(dirname "$(find /usr/lib -name select_cons_tres.so -print -quit)")
