@@ -92,14 +92,14 @@ up_s=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
 D=$(in_root mktemp -d /tmp/big_job.XXXXXX)
 in_root chmod 755 "$D"
 in_root tee "$D/pids.sh" >/dev/null <<'EOS'
+. /src/tests/lib.sh # t_env_has
+want=("SLURM_JOB_ID=$1")
+[ "$3" = all ] || want+=("SLURMD_NODENAME=$3")
 for p in /proc/[0-9]*; do
 	read -r c 2>/dev/null <"$p/comm" || continue
-	[[ $c =~ ^($2)$ ]] || continue
-	e=$'\n'$(tr '\0' '\n' <"$p/environ" 2>/dev/null)$'\n'
-	[[ $e == *$'\n'"SLURM_JOB_ID=$1"$'\n'* ]] || continue
-	[ "$3" = all ] || [[ $e == *$'\n'"SLURMD_NODENAME=$3"$'\n'* ]] || continue
-	echo -n "${p#/proc/} "
+	[[ $c =~ ^($2)$ ]] && t_env_has "${p#/proc/}" "${want[@]}" && echo -n "${p#/proc/} "
 done
+true
 EOS
 trap '[ -n "${BENCH_KEEP:-}" ] || "$C" down >/dev/null 2>&1' EXIT
 

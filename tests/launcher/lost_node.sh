@@ -28,10 +28,9 @@ for p in /proc/[0-9]*; do
 	read -r comm 2>/dev/null <"$p/comm" || continue
 	# (the daemon case: the grant's own script lives)
 	[ "$mode" = node ] || case "$comm" in prted | elastic-run | elastic_train | lt-elastic_trai) ;; *) continue ;; esac
-	env=$'\n'$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null)$'\n' || continue
-	[[ $env == *$'\n'"SLURM_JOB_ID=$grant"$'\n'* && $env == *$'\n'"SLURMD_NODENAME=node2"$'\n'* ]] || continue
+	t_env_has "${p#/proc/}" "SLURM_JOB_ID=$grant" SLURMD_NODENAME=node2 || continue
 	victims="$victims ${p#/proc/}"
-	r=$(sed -n 's/^OMPI_COMM_WORLD_RANK=//p' <<<"$env")
+	r=$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
 	named="$named $comm${r:+[rank $r]}"
 done
 [ -n "$victims" ] || t_fail "no process of grant $grant found on node2"
