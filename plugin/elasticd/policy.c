@@ -33,18 +33,43 @@ struct _job {
 	int sticky;   /* claim on its next allowed step: 2, 1, 0 (_sticky) */
 	enum elastic_policy_reason hold;
 	int target, want;
-	int state;	  /* water-filling: 0 at lo, 1 linear, 2 at hi */
-	int cap;	  /* throughput: largest size it may be tried at */
-	int gkey;	  /* throughput: its next step's weighted gain, in 1 % buckets */
-	int next;	  /* throughput: its next step's size */
-	double gain;	  /* throughput: its next step's gain per GPU */
-	double s_tgt;	  /* throughput: speedup at target */
-	double s_next;	  /* throughput: speedup at next */
-	double tc[4];	  /* throughput: step-time coefficients over t(1); none: linear */
-	int linear;	  /* throughput: no model, speedup n */
-	double inv_share; /* throughput: 1 / fair share (0: none) */
-	_u128 deficit;	  /* (ideal - target) * denominator */
+	int state;     /* water-filling: 0 at lo, 1 linear, 2 at hi */
+	_u128 deficit; /* (ideal - target) * denominator */
 	double share;
+};
+
+/* Throughput: a job's model as step-time coefficients over the time at one
+ * GPU (_model). */
+struct _model {
+	double tc[4]; /* none: linear */
+	int linear;   /* 1: no model, speedup n; -1: no rate at one GPU; 0: tc */
+};
+
+/* Throughput: what stays the same over the split rounds of one decision,
+ * per job (admitted jobs only). */
+struct _tm {
+	struct _model m;
+	double s_lo; /* speedup at lo */
+	int cap;     /* largest size it may be tried at, before the fair floor */
+	int nobs2;   /* measured at two sizes or more */
+};
+
+/* Throughput: one active job as the marginal-gain loop sees it, all in two
+ * cache lines: a step then touches no job, input or scaling record. */
+struct _tj {
+	_Alignas(64) int target;
+	int cur, cap, hi;
+	int next; /* its next step's size */
+	int gkey; /* its next step's weighted gain, in 1 % buckets */
+	int job;  /* index into ws->j */
+	int nlist;
+	uint32_t w;
+	int8_t kind; /* enum elastic_sizes_kind */
+	int8_t nobs2;
+	const int *list;
+	double s_tgt, s_next; /* speedup at target, at next */
+	double inv_share;     /* 1 / fair share (0: none) */
+	struct _model m;
 };
 
 struct _rank_key {
@@ -66,17 +91,17 @@ struct _cand {
 	int job;
 };
 
-struct _gkey; /* throughput's heap entry */
-
 struct _ws {
 	const struct elastic_policy_input *in;
 	int nj, nn;
 	struct _job *j;
-	int *order;	     /* job indices in rank order */
-	struct _gkey *gheap; /* throughput: the gain heap */
-	int *act, nact;	     /* admitted, not held: job indices in rank order */
-	struct _event *ev;   /* 2 per admitted job, sorted */
-	struct _event *ev2;  /* radix sort scratch */
+	int *order;	    /* job indices in rank order */
+	struct _tm *tm;	    /* throughput: per job, set in the first round */
+	struct _tj *tj;	    /* throughput: per active job */
+	_u128 *gheap;	    /* throughput: the gain heap */
+	int *act, nact;	    /* admitted, not held: job indices in rank order */
+	struct _event *ev;  /* 2 per admitted job, sorted */
+	struct _event *ev2; /* radix sort scratch */
 	int nev;
 	struct _cand *cand; /* scratch for rounding */
 	int *free;	    /* per node: free GPUs for elastic jobs, after holdings */
@@ -110,30 +135,36 @@ static int _size_floor(const struct elastic_policy_job *jb, int v)
 	}
 }
 
-/* Smallest allowed size >= v, or -1. */
-static int _size_ceil(const struct elastic_policy_job *jb, int v)
+/* Smallest allowed size >= v, or -1, for sizes of that kind (and list). */
+static inline int _size_ceil_k(int kind, const int *list, int nlist, int v)
 {
 	if (v < 1)
 		v = 1;
-	switch (jb->sizes) {
+	switch (kind) {
 	case ELASTIC_SIZES_POW2:
 		if (v > (1 << 30))
 			return -1;
 		return v == 1 ? 1 : 1 << (32 - __builtin_clz((unsigned)(v - 1)));
 	case ELASTIC_SIZES_LIST: {
-		int lo = 0, hi = jb->nsize_list; /* first index with list >= v */
+		int lo = 0, hi = nlist; /* first index with list >= v */
 		while (lo < hi) {
 			int mid = lo + (hi - lo) / 2;
-			if (jb->size_list[mid] < v)
+			if (list[mid] < v)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
-		return lo < jb->nsize_list ? jb->size_list[lo] : -1;
+		return lo < nlist ? list[lo] : -1;
 	}
 	default:
 		return v;
 	}
+}
+
+/* Smallest allowed size >= v, or -1. */
+static int _size_ceil(const struct elastic_policy_job *jb, int v)
+{
+	return _size_ceil_k(jb->sizes, jb->size_list, jb->nsize_list, v);
 }
 
 static int _size_ok(const struct elastic_policy_job *jb, int v)
@@ -765,104 +796,124 @@ static void _split_weighted(struct _ws *ws, int K, int round)
 
 /* ---- throughput ------------------------------------------------------- */
 
-/* Job t's model as step-time coefficients over the time at one GPU, so that
+/* Job jb's model as step-time coefficients over the time at one GPU, so that
  * its speedup at n is 1 / (c0/n + c1 + c2*log2(n) + c3*n) (scaling.h). */
-static void _model(struct _job *t)
+static void _model(const struct elastic_policy_job *jb, struct _model *m)
 {
-	const struct elastic_scaling *sc = t->in->scaling;
+	const struct elastic_scaling *sc = jb->scaling;
 	double t1;
 
-	t->linear = !sc || !sc->terms;
-	if (t->linear)
+	m->linear = !sc || !sc->terms;
+	if (m->linear)
 		return;
 	t1 = sc->coef[0] + sc->coef[1] + sc->coef[3]; /* log2(1) = 0 */
 	for (int k = 0; k < 4; k++)
-		t->tc[k] = t1 > 0 ? sc->coef[k] / t1 : 0;
-	t->linear = !(t1 > 0) ? -1 : 0; /* -1: no rate at one GPU: no speedup */
+		m->tc[k] = t1 > 0 ? sc->coef[k] / t1 : 0;
+	m->linear = !(t1 > 0) ? -1 : 0; /* -1: no rate at one GPU: no speedup */
 }
 
-/* Predicted speedup of job t at n GPUs; a job with nothing measured scales
- * linearly. */
-static double _speedup(const struct _job *t, int n)
+/* Predicted speedup at n GPUs by model m; a job with nothing measured
+ * scales linearly. */
+static inline double _speedup(const struct _model *m, int n)
 {
 	double d;
-	if (t->linear)
-		return t->linear > 0 ? (double)n : 0;
-	d = t->tc[0] / n + t->tc[1] + t->tc[3] * n;
-	if (t->tc[2] > 0)
-		d += t->tc[2] * log2((double)n);
+	if (m->linear)
+		return m->linear > 0 ? (double)n : 0;
+	d = m->tc[0] / n + m->tc[1] + m->tc[3] * n;
+	if (m->tc[2] > 0)
+		d += m->tc[2] * log2((double)n);
 	return d > 0 ? 1.0 / d : 0;
 }
 
-/* The gain per GPU of job t's next allowed step, in t->gain, t->gkey and
- * t->next; 0 when it has no next step within its bounds (or it does not
- * fit). */
-static int _next_gain(const struct _ws *ws, struct _job *t, int left)
+/* What job i keeps over the rounds of a decision: its model, its speedup
+ * at lo, its trial bound (twice the largest size it was measured at, or its
+ * current size or lo if larger, at most hi). */
+static void _tm_fill(struct _ws *ws, int i)
 {
-	int next = t->target < t->cap ? _size_ceil(t->in, t->target + 1) : -1;
-	double wg;
+	const struct _job *t = &ws->j[i];
+	const struct elastic_scaling *sc = t->in->scaling;
+	struct _tm *tm = &ws->tm[i];
+	int seen_lo, seen_hi;
 
-	if (next < 0 || next > t->cap || next - t->target > left)
+	elastic_scaling_seen(sc && sc->terms ? sc : NULL, &seen_lo, &seen_hi);
+	tm->cap = 2 * seen_hi;
+	if (tm->cap < t->cur)
+		tm->cap = t->cur;
+	if (tm->cap < t->lo)
+		tm->cap = t->lo;
+	if (tm->cap > t->hi)
+		tm->cap = t->hi;
+	_model(t->in, &tm->m);
+	tm->s_lo = _speedup(&tm->m, t->lo);
+	tm->nobs2 = sc && sc->nobs >= 2;
+}
+
+/* The gain per GPU of job x's next allowed step, in x->gkey, x->next and
+ * x->s_next; 0 when it has no next step within its bounds (or it does not
+ * fit, or gains under min_gain). */
+static inline int _next_gain(double min_gain, struct _tj *x, int left)
+{
+	int next = x->target < x->cap
+			   ? _size_ceil_k(x->kind, x->list, x->nlist, x->target + 1)
+			   : -1;
+	double wg, gain;
+
+	if (next < 0 || next > x->cap || next - x->target > left)
 		return 0;
-	t->next = next;
-	t->s_next = _speedup(t, next);
-	t->gain = (t->s_next - t->s_tgt) / (next - t->target);
-	if (!(t->gain >= ws->in->min_gain))
+	x->next = next;
+	x->s_next = _speedup(&x->m, next);
+	gain = (x->s_next - x->s_tgt) / (next - x->target);
+	if (!(gain >= min_gain))
 		return 0;
 	/* 1 % buckets: gains that close count as equal, and fairness decides.
 	 * A linear job's gain is 1 at every step: no logarithm to take. */
-	wg = t->gain * (double)t->w;
-	if (t->linear > 0 && t->w == 1)
-		t->gkey = 0;
+	wg = gain * (double)x->w;
+	if (x->m.linear > 0 && x->w == 1)
+		x->gkey = 0;
 	else
-		t->gkey = wg > 0 ? (int)floor(log(wg) * 100.0) : INT_MIN;
+		x->gkey = wg > 0 ? (int)floor(log(wg) * 100.0) : INT_MIN;
 	return 1;
 }
 
-/* Job t takes its next step (t->next, set by _next_gain). */
-static void _take_step(struct _job *t)
+/* Job x takes its next step (x->next, set by _next_gain). */
+static inline void _take_step(struct _tj *x)
 {
-	t->target = t->next;
-	t->s_tgt = t->s_next;
+	x->target = x->next;
+	x->s_tgt = x->s_next;
 }
 
-/* Marginal-gain order as two keys, larger first: the gain bucket, then how
- * far below its fair share the job is (target / share, to 2^-20), then a
- * step it holds, then rank. One comparison of integers per heap level. */
-struct _gkey {
-	uint64_t k1, k2;
-	int job;
-};
-
-static struct _gkey _gain_key(const struct _ws *ws, int job)
+/* Marginal-gain order as one 128-bit key, larger first: the gain bucket,
+ * then how far below its fair share the job is (target / share, to 2^-20),
+ * then a step it holds, then rank (active jobs are in rank order: position
+ * a in it stands for the rank, and the key names the job). */
+static inline _u128 _gain_key(const struct _tj *x, int a)
 {
-	const struct _job *t = &ws->j[job];
-	double ratio = t->inv_share > 0 ? t->target * t->inv_share : t->target;
+	double ratio = x->inv_share > 0 ? x->target * x->inv_share : x->target;
 	double q = ratio * 1048576.0;
 	uint32_t rq = q >= 4294967295.0 ? UINT32_MAX : (uint32_t)q;
-	uint32_t g = (uint32_t)((int64_t)t->gkey + 0x80000000LL);
+	uint32_t g = (uint32_t)((int64_t)x->gkey + 0x80000000LL);
+	uint64_t k1 = ((uint64_t)g << 32) | (uint32_t)(UINT32_MAX - rq);
+	uint64_t k2 = ((uint64_t)(x->target < x->cur) << 32) |
+		      (uint32_t)(UINT32_MAX - (uint32_t)a);
 
-	return (struct _gkey){((uint64_t)g << 32) | (uint32_t)(UINT32_MAX - rq),
-			      ((uint64_t)(t->target < t->cur) << 32) |
-				      (uint32_t)(UINT32_MAX - (uint32_t)t->rank),
-			      job};
+	return (_u128)k1 << 64 | k2;
 }
 
-static int _gkey_before(const struct _gkey *a, const struct _gkey *b)
+static inline int _key_pos(_u128 k)
 {
-	return a->k1 != b->k1 ? a->k1 > b->k1 : a->k2 > b->k2;
+	return (int)(UINT32_MAX - (uint32_t)k);
 }
 
-static void _gain_sift(struct _gkey *h, int n, int i)
+static void _gain_sift(_u128 *h, int n, int i)
 {
-	struct _gkey x = h[i];
+	_u128 x = h[i];
 	for (;;) {
 		int c = 2 * i + 1;
 		if (c >= n)
 			break;
-		if (c + 1 < n && _gkey_before(&h[c + 1], &h[c]))
+		if (c + 1 < n && h[c + 1] > h[c])
 			c++;
-		if (!_gkey_before(&h[c], &x))
+		if (h[c] <= x)
 			break;
 		h[i] = h[c];
 		i = c;
@@ -873,38 +924,44 @@ static void _gain_sift(struct _gkey *h, int n, int i)
 /* Throughput: fair shares first (the weighted split with equal weights),
  * each job's base (MIN, raised towards fair_floor x its fair share while the
  * steps gain min_gain), then the GPUs left by marginal gain. */
-static void _split_throughput(struct _ws *ws, int K)
+static void _split_throughput(struct _ws *ws, int K, int first)
 {
-	struct _gkey *h = ws->gheap;
+	_u128 *h = ws->gheap;
+	double min_gain = ws->in->min_gain;
 	int n = 0, left = K;
 
 	_split_weighted(ws, K, 0);
 	for (int a = 0; a < ws->nact; a++) {
-		struct _job *t = &ws->j[ws->act[a]];
-		const struct elastic_scaling *sc = t->in->scaling;
-		int seen_lo, seen_hi, floor_size;
+		int i = ws->act[a];
+		struct _job *t = &ws->j[i];
+		struct _tj *x = &ws->tj[a];
+		const struct _tm *tm = &ws->tm[i];
+		int floor_size;
 
-		elastic_scaling_seen(sc && sc->terms ? sc : NULL, &seen_lo, &seen_hi);
-		t->cap = 2 * seen_hi;
-		if (t->cap < t->cur)
-			t->cap = t->cur;
-		if (t->cap < t->lo)
-			t->cap = t->lo;
-		if (t->cap > t->hi)
-			t->cap = t->hi;
-		_model(t);
-		t->target = t->lo;
-		t->s_tgt = _speedup(t, t->lo);
-		t->inv_share = t->share > 0 ? 1.0 / t->share : 0;
+		if (first)
+			_tm_fill(ws, i);
+		x->target = t->lo;
+		x->cur = t->cur;
+		x->cap = tm->cap;
+		x->hi = t->hi;
+		x->job = i;
+		x->kind = (int8_t)t->in->sizes;
+		x->list = t->in->size_list;
+		x->nlist = t->in->nsize_list;
+		x->w = (uint32_t)t->w;
+		x->nobs2 = (int8_t)tm->nobs2;
+		x->m = tm->m;
+		x->s_tgt = tm->s_lo;
+		x->inv_share = t->share > 0 ? 1.0 / t->share : 0;
 		t->deficit = 0;
 		t->sticky = 0;
 		floor_size = _size_floor(t->in, (int)(ws->in->fair_floor * t->share));
-		if (floor_size > t->cap)
-			t->cap = floor_size;
-		while (t->target < floor_size && _next_gain(ws, t, INT_MAX) &&
-		       t->next <= floor_size)
-			_take_step(t);
-		left -= t->target;
+		if (floor_size > x->cap)
+			x->cap = floor_size;
+		while (x->target < floor_size && _next_gain(min_gain, x, INT_MAX) &&
+		       x->next <= floor_size)
+			_take_step(x);
+		left -= x->target;
 	}
 	/* Pass 1 within each job's trial bound; pass 2 gives what is left
 	 * beyond it to the jobs measured at two sizes or more, by their model's
@@ -913,27 +970,30 @@ static void _split_throughput(struct _ws *ws, int K)
 	for (int pass = 0; pass < 2 && left > 0; pass++) {
 		n = 0;
 		for (int a = 0; a < ws->nact; a++) {
-			struct _job *t = &ws->j[ws->act[a]];
-			if (pass && t->in->scaling && t->in->scaling->nobs >= 2)
-				t->cap = t->hi;
-			if (_next_gain(ws, t, left))
-				h[n++] = _gain_key(ws, ws->act[a]);
+			struct _tj *x = &ws->tj[a];
+			if (pass && x->nobs2)
+				x->cap = x->hi;
+			if (_next_gain(min_gain, x, left))
+				h[n++] = _gain_key(x, a);
 		}
 		for (int i = n / 2 - 1; i >= 0; i--)
 			_gain_sift(h, n, i);
 		while (n > 0 && left > 0) {
-			struct _job *t = &ws->j[h[0].job];
-			if (t->next - t->target <= left) {
-				left -= t->next - t->target;
-				_take_step(t);
+			int a = _key_pos(h[0]);
+			struct _tj *x = &ws->tj[a];
+			if (x->next - x->target <= left) {
+				left -= x->next - x->target;
+				_take_step(x);
 			}
-			if (!_next_gain(ws, t, left))
+			if (!_next_gain(min_gain, x, left))
 				h[0] = h[--n];
 			else
-				h[0] = _gain_key(ws, h[0].job);
+				h[0] = _gain_key(x, a);
 			_gain_sift(h, n, 0);
 		}
 	}
+	for (int a = 0; a < ws->nact; a++)
+		ws->j[ws->tj[a].job].target = ws->tj[a].target;
 }
 
 /* fifo: all MINs, then jobs in rank order take up to their MAX. */
@@ -1020,7 +1080,7 @@ static int _split(struct _ws *ws)
 		if (ws->in->mode == ELASTIC_POLICY_FIFO)
 			_split_fifo(ws, (int)K);
 		else if (ws->in->mode == ELASTIC_POLICY_THROUGHPUT)
-			_split_throughput(ws, (int)K);
+			_split_throughput(ws, (int)K, rounds == 0);
 		else
 			_split_weighted(ws, (int)K, 1);
 		if (++rounds >= _MAX_ROUNDS)
@@ -1322,6 +1382,8 @@ static void _ws_free(struct _ws *ws)
 {
 	free(ws->j);
 	free(ws->order);
+	free(ws->tm);
+	free(ws->tj);
 	free(ws->gheap);
 	free(ws->act);
 	free(ws->ev);
@@ -1388,15 +1450,25 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 	ws.nn = in->nnodes;
 	ws.j = calloc(nj ? nj : 1, sizeof(*ws.j));
 	ws.order = calloc(nj ? nj : 1, sizeof(*ws.order));
-	ws.gheap = calloc(nj ? nj : 1, sizeof(*ws.gheap));
+	if (in->mode == ELASTIC_POLICY_THROUGHPUT) {
+		ws.tm = malloc(sizeof(*ws.tm) * (nj ? nj : 1));
+		ws.tj = aligned_alloc(_Alignof(struct _tj),
+				      sizeof(*ws.tj) * (nj ? nj : 1));
+		ws.gheap = malloc(sizeof(*ws.gheap) * (nj ? nj : 1));
+		if (!ws.tm || !ws.tj || !ws.gheap) {
+			(void)_fail(err, ENOMEM, "out of memory for %d jobs on %d nodes",
+				    nj, ws.nn);
+			goto fail;
+		}
+	}
 	ws.act = calloc(nj ? nj : 1, sizeof(*ws.act));
 	ws.ev = calloc(nj ? 2 * (size_t)nj : 1, sizeof(*ws.ev));
 	ws.ev2 = calloc(nj ? 2 * (size_t)nj : 1, sizeof(*ws.ev2));
 	ws.cand = calloc(nj ? nj : 1, sizeof(*ws.cand));
 	ws.free = calloc(ws.nn, sizeof(*ws.free));
 	ws.stamp = calloc(ws.nn, sizeof(*ws.stamp));
-	if (!ws.j || !ws.order || !ws.gheap || !ws.act || !ws.ev || !ws.ev2 || !ws.cand ||
-	    !ws.free || !ws.stamp) {
+	if (!ws.j || !ws.order || !ws.act || !ws.ev || !ws.ev2 || !ws.cand || !ws.free ||
+	    !ws.stamp) {
 		(void)_fail(err, ENOMEM, "out of memory for %d jobs on %d nodes", nj,
 			    ws.nn);
 		goto fail;
@@ -1462,9 +1534,13 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 								: ELASTIC_POLICY_SHRINK;
 		}
 		if (in->mode == ELASTIC_POLICY_THROUGHPUT) {
-			_model(&ws.j[i]);
-			tg->eff_cur = t->cur > 0 ? _speedup(t, t->cur) / t->cur : 0;
-			tg->eff = tg->gpus > 0 ? _speedup(t, tg->gpus) / tg->gpus : 0;
+			struct _model m;
+			if (t->admitted)
+				m = ws.tm[i].m;
+			else
+				_model(t->in, &m);
+			tg->eff_cur = t->cur > 0 ? _speedup(&m, t->cur) / t->cur : 0;
+			tg->eff = tg->gpus > 0 ? _speedup(&m, tg->gpus) / tg->gpus : 0;
 		}
 		res->used += tg->gpus;
 		tg->place = pool;
