@@ -78,8 +78,11 @@
 #define ELASTIC_PROTO_NODES_MAX	  256  /* node list, with NUL */
 /* How a standby elasticd's ERROR reason begins: the peer tries the next
  * controller address. */
-#define ELASTIC_STANDBY_PREFIX	"standby:"
-#define ELASTIC_PROTO_MODEL_MAX 448 /* JOBINFO model, with NUL */
+#define ELASTIC_STANDBY_PREFIX "standby:"
+/* The refusal of an elasticd in its first half second, while it claims the
+ * controller role: the peer may wait for it. */
+#define ELASTIC_STANDBY_STARTING ELASTIC_STANDBY_PREFIX " this elasticd is starting"
+#define ELASTIC_PROTO_MODEL_MAX	 448 /* JOBINFO model, with NUL */
 
 enum elastic_msg_type {
 	ELASTIC_MSG_HELLO = 1, /* job -> ctl: register (job, host, gpus, step[, rate]) */

@@ -104,6 +104,28 @@ static int _next_controller(void)
 	return 1;
 }
 
+/* After a standby's refusal: the next controller; once every one stood by
+ * and one of them was still starting (it claims the role in its first half
+ * second: `systemctl start elasticd; elastic-ctl status`), all of them
+ * again 0.25 s later, for STARTING_WAIT_MS at most. */
+#define STARTING_WAIT_MS 5000
+static int _after_standby(const struct elastic_msg *m)
+{
+	static int starting, waited_ms;
+
+	if (strcmp(m->reason, ELASTIC_STANDBY_STARTING) == 0)
+		starting = 1;
+	if (_next_controller())
+		return 1;
+	if (!starting || waited_ms >= STARTING_WAIT_MS)
+		return 0;
+	usleep(250000);
+	waited_ms += 250;
+	starting = 0;
+	_cur = 0;
+	return 1;
+}
+
 static int _connect(elastic_error_t *err)
 {
 	int fd;
@@ -273,7 +295,7 @@ again:
 			q.present &= ~ELASTIC_K_SCALING;
 			goto again;
 		}
-		if (elastic__ctl_is_standby(&m) && _next_controller()) {
+		if (elastic__ctl_is_standby(&m) && _after_standby(&m)) {
 			close(fd);
 			goto again;
 		}
@@ -349,7 +371,7 @@ again:
 		goto out;
 	}
 	r = elastic_proto_recv(fd, a, &m, NULL, NULL, 10000, &err);
-	if (r > 0 && elastic__ctl_is_standby(&m) && _next_controller()) {
+	if (r > 0 && elastic__ctl_is_standby(&m) && _after_standby(&m)) {
 		close(fd);
 		goto again;
 	}

@@ -668,8 +668,7 @@ static int _lease_init(struct ed_daemon *d)
 	}
 	ed_lease_init(&d->lease, d->self, (uint64_t)d->conf.takeover_timeout * 1000u,
 		      LEASE_SETTLE_MS, ed_mono_ms());
-	ed_channel_set_standby(d->ch,
-			       ELASTIC_STANDBY_PREFIX " this elasticd is starting");
+	ed_channel_set_standby(d->ch, ELASTIC_STANDBY_STARTING);
 	ed_ctl_set_active(d->ctl, 0);
 	return 0;
 }
