@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "admin.h"
 #include "channel.h"
@@ -751,7 +752,32 @@ out:
 	return ret;
 }
 
+const double ed_tick_le[ED_TICK_BUCKETS - 1] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
+						0.1,   0.2,   0.5,   1,	   2,	 5};
+
+static void _tick(struct ed_ctl *c);
+
+/* A tick, timed for the metrics' histogram (slurm_elastic_tick_seconds). */
 void ed_ctl_tick(struct ed_ctl *c)
+{
+	struct timespec a, b;
+	double s;
+	int k = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	_tick(c);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	while (k < ED_TICK_BUCKETS - 1 && s > ed_tick_le[k])
+		k++;
+	c->tick_bucket[k]++;
+	c->tick_sum_s += s;
+	c->ticks++;
+}
+
+/* Observe slurmctld and the jobs, act on grants and releases, decide the
+ * split and act on it. */
+static void _tick(struct ed_ctl *c)
 {
 	struct ed_snapshot s;
 	struct ed_plan plan;

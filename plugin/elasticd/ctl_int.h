@@ -68,6 +68,11 @@ struct ed_ending {
 	uint64_t by_ms, resignal_ms;
 };
 
+/* Upper bounds of the tick-duration histogram's buckets, s (the last one is
+ * +Inf, written as such). */
+#define ED_TICK_BUCKETS 13
+extern const double ed_tick_le[ED_TICK_BUCKETS - 1];
+
 struct ed_ctl {
 	struct ed_ctl_conf conf;
 	ed_channel_t *ch;
@@ -96,6 +101,11 @@ struct ed_ctl {
 	/* of the last snapshot, for the metrics */
 	int gpus_total, gpus_free, grants_pending, grants_running;
 	int snapshot_ok;
+	/* how long the ticks took (ed_ctl_tick): counts per bucket of
+	 * ed_tick_le, their sum, the number of ticks */
+	uint64_t tick_bucket[ED_TICK_BUCKETS];
+	double tick_sum_s;
+	uint64_t ticks;
 	int active;   /* holds the controller role (ed_ctl_set_active) */
 	int stood_by; /* stood by since its start: state to read again */
 };

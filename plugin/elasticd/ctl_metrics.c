@@ -249,6 +249,20 @@ void ed_ctl_metrics(void *arg, FILE *f)
 	       ed_channel_connections(c->ch));
 	_gauge(f, "slurm_elastic_slurmctld_up",
 	       "1 when the last tick read slurmctld's state", c->snapshot_ok);
+	_family(f, "slurm_elastic_tick_seconds", "histogram",
+		"How long elasticd's ticks took (observe slurmctld, act, decide, act)");
+	uint64_t cum = 0;
+	for (int b = 0; b < ED_TICK_BUCKETS; b++) {
+		cum += c->tick_bucket[b];
+		fputs("slurm_elastic_tick_seconds_bucket{le=\"", f);
+		if (b < ED_TICK_BUCKETS - 1)
+			_le(f, ed_tick_le[b]);
+		else
+			fputs("+Inf", f);
+		fprintf(f, "\"} %" PRIu64 "\n", cum);
+	}
+	fprintf(f, "slurm_elastic_tick_seconds_sum %.6f\n", c->tick_sum_s);
+	fprintf(f, "slurm_elastic_tick_seconds_count %" PRIu64 "\n", c->ticks);
 	_gauge(f, "slurm_elastic_controller_active",
 	       "1 when this elasticd holds the controller role, 0 while it stands by",
 	       c->active);

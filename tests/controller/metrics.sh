@@ -63,6 +63,9 @@ t_grep "^slurm_elastic_gpus_free 0$" "$T_DIR/metrics.txt" "no free GPU"
 t_grep "^slurm_elastic_job_channel_connected\{jobid=\"$j1\",user=\"alice\"\} 1$" "$T_DIR/metrics.txt" "the channel up"
 t_grep "^slurm_elastic_channel_connections [1-9]" "$T_DIR/metrics.txt" "channel connections"
 t_grep "^slurm_elastic_job_step\{jobid=\"$j1\"," "$T_DIR/metrics.txt" "the job's step"
+t_grep "^slurm_elastic_tick_seconds_count [1-9]" "$T_DIR/metrics.txt" "ticks timed"
+ticks=$(sed -n 's/^slurm_elastic_tick_seconds_count //p' "$T_DIR/metrics.txt")
+t_grep "^slurm_elastic_tick_seconds_bucket\{le=\"\+Inf\"\} $ticks$" "$T_DIR/metrics.txt" "every tick in the +Inf bucket"
 t_grep "^# EOF$" "$T_DIR/metrics.txt" "the OpenMetrics end"
 # promtool lints the Prometheus text format, where a counter's TYPE line
 # names its _total samples; in OpenMetrics (what elasticd serves) it names
