@@ -52,6 +52,9 @@ struct _tm {
 	double s_lo; /* speedup at lo */
 	int cap;     /* largest size it may be tried at, before the fair floor */
 	int nobs2;   /* measured at two sizes or more */
+	int kind;    /* its allowed sizes: enum elastic_sizes_kind, */
+	int nlist;   /* and list */
+	const int *list;
 };
 
 /* Throughput: one active job as the marginal-gain loop sees it, all in two
@@ -109,30 +112,38 @@ struct _ws {
 	int capacity;
 };
 
+static void _tm_fill(struct _ws *ws, int i);
+
 /* ---- allowed sizes ---------------------------------------------------- */
 
-/* Largest allowed size <= v, or 0. */
-static int _size_floor(const struct elastic_policy_job *jb, int v)
+/* Largest allowed size <= v, or 0, for sizes of that kind (and list). */
+static inline int _size_floor_k(int kind, const int *list, int nlist, int v)
 {
 	if (v < 1)
 		return 0;
-	switch (jb->sizes) {
+	switch (kind) {
 	case ELASTIC_SIZES_POW2:
 		return 1 << (31 - __builtin_clz((unsigned)v));
 	case ELASTIC_SIZES_LIST: {
-		int lo = 0, hi = jb->nsize_list; /* first index with list > v */
+		int lo = 0, hi = nlist; /* first index with list > v */
 		while (lo < hi) {
 			int mid = lo + (hi - lo) / 2;
-			if (jb->size_list[mid] <= v)
+			if (list[mid] <= v)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
-		return lo ? jb->size_list[lo - 1] : 0;
+		return lo ? list[lo - 1] : 0;
 	}
 	default:
 		return v;
 	}
+}
+
+/* Largest allowed size <= v, or 0. */
+static int _size_floor(const struct elastic_policy_job *jb, int v)
+{
+	return _size_floor_k(jb->sizes, jb->size_list, jb->nsize_list, v);
 }
 
 /* Smallest allowed size >= v, or -1, for sizes of that kind (and list). */
@@ -350,6 +361,8 @@ static int _check_job(struct _ws *ws, int i, elastic_error_t *err)
 	}
 	t->w = ws->in->mode == ELASTIC_POLICY_PRIORITY && jb->priority ? jb->priority : 1;
 	t->w *= jb->weight ? jb->weight : 1;
+	if (ws->in->mode == ELASTIC_POLICY_THROUGHPUT)
+		_tm_fill(ws, i); /* while its scaling record is at hand */
 	return 0;
 }
 
@@ -712,7 +725,8 @@ static int _sticky(const struct _ws *ws, const struct _job *t)
 
 /* Weighted water-filling of K GPUs over the active jobs: each job's share,
  * and its target rounded (round: the GPUs left by rounding down handed out
- * by largest remainder; 0: only the shares are wanted). */
+ * by largest remainder; 0: only the shares are wanted, targets are left as
+ * they are unless every job gets its MAX). */
 static void _split_weighted(struct _ws *ws, int K, int round)
 {
 	__int128 A = 0, B = 0;
@@ -783,6 +797,8 @@ static void _split_weighted(struct _ws *ws, int K, int round)
 		if (q < (uint64_t)t->lo)
 			q = t->lo;
 		t->share = (double)q + (double)r * inv;
+		if (!round)
+			continue; /* only the shares are wanted */
 		t->target = t->in->sizes == ELASTIC_SIZES_ANY
 				    ? (int)q
 				    : _size_floor(t->in, (int)q);
@@ -825,8 +841,8 @@ static inline double _speedup(const struct _model *m, int n)
 	return d > 0 ? 1.0 / d : 0;
 }
 
-/* What job i keeps over the rounds of a decision: its model, its speedup
- * at lo, its trial bound (twice the largest size it was measured at, or its
+/* What job i keeps over the rounds of a decision (set when its input is
+ * checked): its model, its speedup at lo, its trial bound (twice the largest size it was measured at, or its
  * current size or lo if larger, at most hi). */
 static void _tm_fill(struct _ws *ws, int i)
 {
@@ -846,24 +862,35 @@ static void _tm_fill(struct _ws *ws, int i)
 	_model(t->in, &tm->m);
 	tm->s_lo = _speedup(&tm->m, t->lo);
 	tm->nobs2 = sc && sc->nobs >= 2;
+	tm->kind = t->in->sizes;
+	tm->list = t->in->size_list;
+	tm->nlist = t->in->nsize_list;
 }
 
-/* The gain per GPU of job x's next allowed step, in x->gkey, x->next and
- * x->s_next; 0 when it has no next step within its bounds (or it does not
- * fit, or gains under min_gain). */
-static inline int _next_gain(double min_gain, struct _tj *x, int left)
+/* Job x's next allowed step, in x->next and x->s_next, and its gain per
+ * GPU in *gain; 0 when it has no next step within its bounds and limit (or
+ * it does not fit in left, or gains under min_gain). */
+static inline int _next_step(double min_gain, struct _tj *x, int limit, int left,
+			     double *gain)
 {
 	int next = x->target < x->cap
 			   ? _size_ceil_k(x->kind, x->list, x->nlist, x->target + 1)
 			   : -1;
-	double wg, gain;
 
-	if (next < 0 || next > x->cap || next - x->target > left)
+	if (next < 0 || next > x->cap || next > limit || next - x->target > left)
 		return 0;
 	x->next = next;
 	x->s_next = _speedup(&x->m, next);
-	gain = (x->s_next - x->s_tgt) / (next - x->target);
-	if (!(gain >= min_gain))
+	*gain = (x->s_next - x->s_tgt) / (next - x->target);
+	return *gain >= min_gain;
+}
+
+/* The same, and the step's weighted gain bucket in x->gkey. */
+static inline int _next_gain(double min_gain, struct _tj *x, int left)
+{
+	double wg, gain;
+
+	if (!_next_step(min_gain, x, INT_MAX, left, &gain))
 		return 0;
 	/* 1 % buckets: gains that close count as equal, and fairness decides.
 	 * A linear job's gain is 1 at every step: no logarithm to take. */
@@ -904,6 +931,9 @@ static inline int _key_pos(_u128 k)
 	return (int)(UINT32_MAX - (uint32_t)k);
 }
 
+/* Sift h[i] down the heap h[0..n). h[n] must be 0, below every key (a key
+ * holds UINT32_MAX - rank in its low bits), so that a last child with no
+ * sibling needs no test and the larger child is picked without a branch. */
 static void _gain_sift(_u128 *h, int n, int i)
 {
 	_u128 x = h[i];
@@ -911,8 +941,7 @@ static void _gain_sift(_u128 *h, int n, int i)
 		int c = 2 * i + 1;
 		if (c >= n)
 			break;
-		if (c + 1 < n && h[c + 1] > h[c])
-			c++;
+		c += h[c + 1] > h[c];
 		if (h[c] <= x)
 			break;
 		h[i] = h[c];
@@ -924,7 +953,7 @@ static void _gain_sift(_u128 *h, int n, int i)
 /* Throughput: fair shares first (the weighted split with equal weights),
  * each job's base (MIN, raised towards fair_floor x its fair share while the
  * steps gain min_gain), then the GPUs left by marginal gain. */
-static void _split_throughput(struct _ws *ws, int K, int first)
+static void _split_throughput(struct _ws *ws, int K)
 {
 	_u128 *h = ws->gheap;
 	double min_gain = ws->in->min_gain;
@@ -933,34 +962,41 @@ static void _split_throughput(struct _ws *ws, int K, int first)
 	_split_weighted(ws, K, 0);
 	for (int a = 0; a < ws->nact; a++) {
 		int i = ws->act[a];
-		struct _job *t = &ws->j[i];
+		const struct _job *t = &ws->j[i];
 		struct _tj *x = &ws->tj[a];
 		const struct _tm *tm = &ws->tm[i];
 		int floor_size;
+		double gain;
 
-		if (first)
-			_tm_fill(ws, i);
 		x->target = t->lo;
 		x->cur = t->cur;
 		x->cap = tm->cap;
 		x->hi = t->hi;
 		x->job = i;
-		x->kind = (int8_t)t->in->sizes;
-		x->list = t->in->size_list;
-		x->nlist = t->in->nsize_list;
+		x->kind = (int8_t)tm->kind;
+		x->list = tm->list;
+		x->nlist = tm->nlist;
 		x->w = (uint32_t)t->w;
 		x->nobs2 = (int8_t)tm->nobs2;
 		x->m = tm->m;
 		x->s_tgt = tm->s_lo;
 		x->inv_share = t->share > 0 ? 1.0 / t->share : 0;
-		t->deficit = 0;
-		t->sticky = 0;
-		floor_size = _size_floor(t->in, (int)(ws->in->fair_floor * t->share));
+		floor_size = _size_floor_k(tm->kind, tm->list, tm->nlist,
+					   (int)(ws->in->fair_floor * t->share));
 		if (floor_size > x->cap)
 			x->cap = floor_size;
-		while (x->target < floor_size && _next_gain(min_gain, x, INT_MAX) &&
-		       x->next <= floor_size)
-			_take_step(x);
+		if (x->m.linear > 0) {
+			/* Every step gains exactly 1 (min_gain <= 1), and the
+			 * steps reach floor_size, an allowed size <= cap. */
+			if (floor_size > x->target) {
+				x->target = floor_size;
+				x->s_tgt = (double)floor_size;
+			}
+		} else {
+			while (x->target < floor_size &&
+			       _next_step(min_gain, x, floor_size, INT_MAX, &gain))
+				_take_step(x);
+		}
 		left -= x->target;
 	}
 	/* Pass 1 within each job's trial bound; pass 2 gives what is left
@@ -976,18 +1012,26 @@ static void _split_throughput(struct _ws *ws, int K, int first)
 			if (_next_gain(min_gain, x, left))
 				h[n++] = _gain_key(x, a);
 		}
+		h[n] = 0;
 		for (int i = n / 2 - 1; i >= 0; i--)
 			_gain_sift(h, n, i);
 		while (n > 0 && left > 0) {
 			int a = _key_pos(h[0]);
 			struct _tj *x = &ws->tj[a];
+			/* The next top is this job again or a child of the root:
+			 * fetch their records while this one steps. */
+			if (n > 1)
+				__builtin_prefetch(&ws->tj[_key_pos(h[1])]);
+			if (n > 2)
+				__builtin_prefetch(&ws->tj[_key_pos(h[2])]);
 			if (x->next - x->target <= left) {
 				left -= x->next - x->target;
 				_take_step(x);
 			}
-			if (!_next_gain(min_gain, x, left))
+			if (!_next_gain(min_gain, x, left)) {
 				h[0] = h[--n];
-			else
+				h[n] = 0;
+			} else
 				h[0] = _gain_key(x, a);
 			_gain_sift(h, n, 0);
 		}
@@ -1080,7 +1124,7 @@ static int _split(struct _ws *ws)
 		if (ws->in->mode == ELASTIC_POLICY_FIFO)
 			_split_fifo(ws, (int)K);
 		else if (ws->in->mode == ELASTIC_POLICY_THROUGHPUT)
-			_split_throughput(ws, (int)K, rounds == 0);
+			_split_throughput(ws, (int)K);
 		else
 			_split_weighted(ws, (int)K, 1);
 		if (++rounds >= _MAX_ROUNDS)
@@ -1454,7 +1498,7 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 		ws.tm = malloc(sizeof(*ws.tm) * (nj ? nj : 1));
 		ws.tj = aligned_alloc(_Alignof(struct _tj),
 				      sizeof(*ws.tj) * (nj ? nj : 1));
-		ws.gheap = malloc(sizeof(*ws.gheap) * (nj ? nj : 1));
+		ws.gheap = malloc(sizeof(*ws.gheap) * ((size_t)nj + 1));
 		if (!ws.tm || !ws.tj || !ws.gheap) {
 			(void)_fail(err, ENOMEM, "out of memory for %d jobs on %d nodes",
 				    nj, ws.nn);
@@ -1534,13 +1578,9 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 								: ELASTIC_POLICY_SHRINK;
 		}
 		if (in->mode == ELASTIC_POLICY_THROUGHPUT) {
-			struct _model m;
-			if (t->admitted)
-				m = ws.tm[i].m;
-			else
-				_model(t->in, &m);
-			tg->eff_cur = t->cur > 0 ? _speedup(&m, t->cur) / t->cur : 0;
-			tg->eff = tg->gpus > 0 ? _speedup(&m, tg->gpus) / tg->gpus : 0;
+			const struct _model *m = &ws.tm[i].m;
+			tg->eff_cur = t->cur > 0 ? _speedup(m, t->cur) / t->cur : 0;
+			tg->eff = tg->gpus > 0 ? _speedup(m, tg->gpus) / tg->gpus : 0;
 		}
 		res->used += tg->gpus;
 		tg->place = pool;
