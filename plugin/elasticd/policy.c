@@ -69,10 +69,18 @@ struct _tj {
 	uint32_t w;
 	int8_t kind; /* enum elastic_sizes_kind */
 	int8_t nobs2;
+	int link; /* next job of its gain level (_gain_pass), -1: none */
 	const int *list;
 	double s_tgt, s_next; /* speedup at target, at next */
 	double inv_share;     /* 1 / fair share (0: none) */
 	struct _model m;
+};
+
+/* Throughput: a job of one gain level, as the level found it. */
+struct _tsave {
+	int a; /* position in the active jobs */
+	int target, next, gkey, alive;
+	double s_tgt, s_next;
 };
 
 struct _rank_key {
@@ -98,13 +106,14 @@ struct _ws {
 	const struct elastic_policy_input *in;
 	int nj, nn;
 	struct _job *j;
-	int *order;	    /* job indices in rank order */
-	struct _tm *tm;	    /* throughput: per job, set in the first round */
-	struct _tj *tj;	    /* throughput: per active job */
-	_u128 *gheap;	    /* throughput: the gain heap */
-	int *act, nact;	    /* admitted, not held: job indices in rank order */
-	struct _event *ev;  /* 2 per admitted job, sorted */
-	struct _event *ev2; /* radix sort scratch */
+	int *order;	      /* job indices in rank order */
+	struct _tm *tm;	      /* throughput: per job, set in the first round */
+	struct _tj *tj;	      /* throughput: per active job */
+	_u128 *gheap;	      /* throughput: the gain heap */
+	struct _tsave *tsave; /* throughput: one gain level's jobs */
+	int *act, nact;	      /* admitted, not held: job indices in rank order */
+	struct _event *ev;    /* 2 per admitted job, sorted */
+	struct _event *ev2;   /* radix sort scratch */
 	int nev;
 	struct _cand *cand; /* scratch for rounding */
 	int *free;	    /* per node: free GPUs for elastic jobs, after holdings */
@@ -950,14 +959,142 @@ static void _gain_sift(_u128 *h, int n, int i)
 	h[i] = x;
 }
 
+/* Gain levels held at once by _gain_pass (more are taken in turns). */
+#define _GAIN_LEVELS 2048
+
+/* Put active job a on the list of its gain level, or on *below if that
+ * level is under the window that starts at gbase. */
+static inline void _gain_file(struct _ws *ws, int *head, int64_t gbase, int *below, int a)
+{
+	struct _tj *x = &ws->tj[a];
+	int64_t b = (int64_t)x->gkey - gbase;
+	int *list = b >= 0 ? &head[b] : below;
+
+	x->link = *list;
+	*list = a;
+}
+
+/* One pass of the marginal-gain loop: hand out left GPUs one step at a time,
+ * the step with the largest key first (_gain_key), while GPUs are left and
+ * some job has a step; returns the GPUs left.
+ *
+ * Exactly what popping every step off one heap of keys does, faster. Keys
+ * order by gain level (gkey) first, so the heap would pop every key of the
+ * top level g before any key below it, and a job it pops keeps being popped
+ * while its steps stay at level g or above: when that level is done, each of
+ * its jobs has taken every step up to its first one below g, whatever the
+ * order in between. So while all those steps fit in what is left, a level
+ * is handed out job by job with no heap at all; only the level that does
+ * not fit goes through a heap of its jobs' keys, step by step. A step that
+ * does not fit is dropped at once (left only shrinks: it never fits later;
+ * the heap would drop it when popped). */
+static int _gain_pass(struct _ws *ws, int left)
+{
+	double min_gain = ws->in->min_gain;
+	struct _tsave *sv = ws->tsave;
+	_u128 *h = ws->gheap;
+	int head[_GAIN_LEVELS], below = -1;
+
+	for (int a = ws->nact - 1; a >= 0; a--)
+		if (_next_gain(min_gain, &ws->tj[a], left)) {
+			ws->tj[a].link = below;
+			below = a;
+		}
+	while (below >= 0 && left > 0) {
+		/* A window of levels from the highest one left. */
+		int gmax = INT_MIN, rest = below;
+		int64_t gbase;
+		for (int a = below; a >= 0; a = ws->tj[a].link)
+			if (ws->tj[a].gkey > gmax)
+				gmax = ws->tj[a].gkey;
+		gbase = (int64_t)gmax - _GAIN_LEVELS + 1;
+		for (int b = 0; b < _GAIN_LEVELS; b++)
+			head[b] = -1;
+		below = -1;
+		for (int a = rest, next; a >= 0; a = next) {
+			next = ws->tj[a].link;
+			_gain_file(ws, head, gbase, &below, a);
+		}
+		for (int b = _GAIN_LEVELS - 1; b >= 0 && left > 0; b--) {
+			int g, ns = 0, n = 0;
+			int64_t sum = 0;
+
+			if (head[b] < 0)
+				continue;
+			g = (int)(gbase + b);
+			for (int a = head[b]; a >= 0; a = ws->tj[a].link) {
+				struct _tj *x = &ws->tj[a];
+				if (x->next - x->target > left)
+					continue; /* never fits: dropped */
+				sv[ns++] =
+					(struct _tsave){a, x->target, x->next,	x->gkey,
+							1, x->s_tgt,  x->s_next};
+			}
+			head[b] = -1;
+			/* Every job of the level takes its steps at level g or
+			 * above, while they fit. */
+			for (int k = 0; k < ns && sum <= left; k++) {
+				struct _tj *x = &ws->tj[sv[k].a];
+				do {
+					sum += x->next - x->target;
+					_take_step(x);
+				} while ((sv[k].alive =
+						  _next_gain(min_gain, x, INT_MAX)) &&
+					 x->gkey >= g);
+			}
+			if (sum <= left) {
+				left -= (int)sum;
+				for (int k = 0; k < ns; k++)
+					if (sv[k].alive)
+						_gain_file(ws, head, gbase, &below,
+							   sv[k].a);
+				continue;
+			}
+			/* They do not all fit: back to the level's start, and step
+			 * by step off a heap of its keys. Jobs whose next step falls
+			 * below the level leave the heap for their own level. */
+			for (int k = 0; k < ns; k++) {
+				struct _tj *x = &ws->tj[sv[k].a];
+				x->target = sv[k].target;
+				x->next = sv[k].next;
+				x->gkey = sv[k].gkey;
+				x->s_tgt = sv[k].s_tgt;
+				x->s_next = sv[k].s_next;
+				h[n++] = _gain_key(x, sv[k].a);
+			}
+			h[n] = 0;
+			for (int i = n / 2 - 1; i >= 0; i--)
+				_gain_sift(h, n, i);
+			while (n > 0 && left > 0) {
+				int a = _key_pos(h[0]);
+				struct _tj *x = &ws->tj[a];
+				if (x->next - x->target <= left) {
+					left -= x->next - x->target;
+					_take_step(x);
+				}
+				int ok = _next_gain(min_gain, x, left);
+				if (ok && x->gkey >= g) {
+					h[0] = _gain_key(x, a);
+				} else {
+					if (ok) /* on to its own level */
+						_gain_file(ws, head, gbase, &below, a);
+					h[0] = h[--n];
+					h[n] = 0;
+				}
+				_gain_sift(h, n, 0);
+			}
+		}
+	}
+	return left;
+}
+
 /* Throughput: fair shares first (the weighted split with equal weights),
  * each job's base (MIN, raised towards fair_floor x its fair share while the
  * steps gain min_gain), then the GPUs left by marginal gain. */
 static void _split_throughput(struct _ws *ws, int K)
 {
-	_u128 *h = ws->gheap;
 	double min_gain = ws->in->min_gain;
-	int n = 0, left = K;
+	int left = K;
 
 	_split_weighted(ws, K, 0);
 	for (int a = 0; a < ws->nact; a++) {
@@ -1004,37 +1141,10 @@ static void _split_throughput(struct _ws *ws, int K)
 	 * extrapolation. A job measured at one size looks linear whatever it
 	 * is: beyond its bound it would keep what it got unmeasured. */
 	for (int pass = 0; pass < 2 && left > 0; pass++) {
-		n = 0;
-		for (int a = 0; a < ws->nact; a++) {
-			struct _tj *x = &ws->tj[a];
-			if (pass && x->nobs2)
-				x->cap = x->hi;
-			if (_next_gain(min_gain, x, left))
-				h[n++] = _gain_key(x, a);
-		}
-		h[n] = 0;
-		for (int i = n / 2 - 1; i >= 0; i--)
-			_gain_sift(h, n, i);
-		while (n > 0 && left > 0) {
-			int a = _key_pos(h[0]);
-			struct _tj *x = &ws->tj[a];
-			/* The next top is this job again or a child of the root:
-			 * fetch their records while this one steps. */
-			if (n > 1)
-				__builtin_prefetch(&ws->tj[_key_pos(h[1])]);
-			if (n > 2)
-				__builtin_prefetch(&ws->tj[_key_pos(h[2])]);
-			if (x->next - x->target <= left) {
-				left -= x->next - x->target;
-				_take_step(x);
-			}
-			if (!_next_gain(min_gain, x, left)) {
-				h[0] = h[--n];
-				h[n] = 0;
-			} else
-				h[0] = _gain_key(x, a);
-			_gain_sift(h, n, 0);
-		}
+		for (int a = 0; a < ws->nact; a++)
+			if (pass && ws->tj[a].nobs2)
+				ws->tj[a].cap = ws->tj[a].hi;
+		left = _gain_pass(ws, left);
 	}
 	for (int a = 0; a < ws->nact; a++)
 		ws->j[ws->tj[a].job].target = ws->tj[a].target;
@@ -1429,6 +1539,7 @@ static void _ws_free(struct _ws *ws)
 	free(ws->tm);
 	free(ws->tj);
 	free(ws->gheap);
+	free(ws->tsave);
 	free(ws->act);
 	free(ws->ev);
 	free(ws->ev2);
@@ -1499,7 +1610,8 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 		ws.tj = aligned_alloc(_Alignof(struct _tj),
 				      sizeof(*ws.tj) * (nj ? nj : 1));
 		ws.gheap = malloc(sizeof(*ws.gheap) * ((size_t)nj + 1));
-		if (!ws.tm || !ws.tj || !ws.gheap) {
+		ws.tsave = malloc(sizeof(*ws.tsave) * (nj ? nj : 1));
+		if (!ws.tm || !ws.tj || !ws.gheap || !ws.tsave) {
 			(void)_fail(err, ENOMEM, "out of memory for %d jobs on %d nodes",
 				    nj, ws.nn);
 			goto fail;
