@@ -890,24 +890,35 @@ static inline int _next_step(double min_gain, struct _tj *x, int limit, int left
 		return 0;
 	x->next = next;
 	x->s_next = _speedup(&x->m, next);
-	*gain = (x->s_next - x->s_tgt) / (next - x->target);
+	*gain = x->s_next - x->s_tgt;
+	if (next - x->target != 1) /* x / 1 is x: no divide for one GPU */
+		*gain /= next - x->target;
 	return *gain >= min_gain;
+}
+
+/* Weighted gain per GPU of a step (x * 1 is x). */
+static inline double _wgain(const struct _tj *x, double gain)
+{
+	return x->w == 1 ? gain : gain * (double)x->w;
+}
+
+/* Its 1 % bucket: gains that close count as equal, and fairness decides.
+ * A linear job's gain is 1 at every step: no logarithm to take. */
+static inline int _gkey(const struct _tj *x, double wg)
+{
+	if (x->m.linear > 0 && x->w == 1)
+		return 0;
+	return wg > 0 ? (int)floor(log(wg) * 100.0) : INT_MIN;
 }
 
 /* The same, and the step's weighted gain bucket in x->gkey. */
 static inline int _next_gain(double min_gain, struct _tj *x, int left)
 {
-	double wg, gain;
+	double gain;
 
 	if (!_next_step(min_gain, x, INT_MAX, left, &gain))
 		return 0;
-	/* 1 % buckets: gains that close count as equal, and fairness decides.
-	 * A linear job's gain is 1 at every step: no logarithm to take. */
-	wg = gain * (double)x->w;
-	if (x->m.linear > 0 && x->w == 1)
-		x->gkey = 0;
-	else
-		x->gkey = wg > 0 ? (int)floor(log(wg) * 100.0) : INT_MIN;
+	x->gkey = _gkey(x, _wgain(x, gain));
 	return 1;
 }
 
