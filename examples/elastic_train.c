@@ -486,6 +486,11 @@ int main(int argc, char **argv)
 	}
 	if (!o.quiet)
 		elastic_set_log(ctx, _log, NULL, ELASTIC_LOG_INFO);
+	/* a relaunch resumes here, before the loop tests the sampler's epoch */
+	if (elastic_start(ctx, &err) < 0) {
+		fprintf(stderr, "elastic_train: %s\n", err.text);
+		goto out;
+	}
 	t_start = _now();
 
 	while (elastic_sampler_epoch(sampler) < (uint64_t)o.epochs) {

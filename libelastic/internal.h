@@ -150,8 +150,8 @@ struct elastic_ctx {
 	int shm_off;	    /* no room for this node's snapshots: not written */
 	int cleaned;	    /* older launches' files removed */
 	uint64_t ask_done;  /* elastic-run's request taken last (ELASTIC_RUN_ASK) */
-	int stop_pending;   /* planned re-form agreed; update-after-commit mode
-			     * stops at the next begin */
+	int stop_pending;   /* planned re-form agreed: stops at the next begin
+			     * (elastic_complete instead: the training ends) */
 	char *join;	    /* growth in place agreed: the join list (resize.c),
 			     * acted on at the next begin */
 	int joining;	    /* started by a growth in place: the state comes

@@ -319,10 +319,11 @@ static void _planned_change(elastic_ctx_t *ctx)
 	}
 	if (elastic__grow_planned(ctx))
 		return;
-	/* with update after commit the caller has not applied this step yet:
-	 * stop at the next begin, once it has */
-	if (ctx->mode == ELASTIC_COPY_AT_COMMIT)
-		_stop_for_reform(ctx);
+	/* stop at the next begin: with update after commit the caller has not
+	 * applied this step yet; and a commit may be the training's last, after
+	 * which elastic_complete() comes instead and the training ends here (a
+	 * relaunch would resume past the end, and a loop that tests its end
+	 * before elastic_step_begin() resumes would run a step too many) */
 	ctx->stop_pending = 1;
 }
 
@@ -341,6 +342,45 @@ static void _grow(elastic_ctx_t *ctx)
 	elastic__resized(ctx);
 }
 
+/* The first begin's work (elastic_start): agree on the registration, resume
+ * from a snapshot or take a growth's state, record the state to return to.
+ * who: the public call, for the messages. */
+static int _start(elastic_ctx_t *ctx, const char *who, elastic_error_t *err)
+{
+	if (ctx->nregions == 0)
+		return _fail(
+			err, EPROTO,
+			"%s: no state registered (elastic_register the weights first)",
+			who);
+	/* every rank must hold the same state: same names, sizes, order */
+	if (elastic__layout_agree(ctx, err) < 0)
+		return -1;
+	if (ctx->mode == ELASTIC_COPY_AT_COMMIT && elastic__snap_host_alloc(ctx, err) < 0)
+		return -1;
+	/* a joiner of a growth in place takes the state of the ranks that
+	 * ran; any other rank looks for a snapshot */
+	if ((ctx->joining ? elastic__grow_handoff(ctx, err) : _resume(ctx, err)) < 0) {
+		elastic__snap_host_free(ctx);
+		return -1;
+	}
+	if (ctx->mode == ELASTIC_COPY_AT_COMMIT)
+		elastic__snap_host_save(ctx, ctx->committed);
+	ctx->persisted = ctx->committed;
+	ctx->started = 1;
+	if (ctx->resumed && ctx->cb.change_fn)
+		ctx->cb.change_fn(ctx, ctx->cb.change_arg);
+	return 0;
+}
+
+int elastic_start(elastic_ctx_t *ctx, elastic_error_t *err)
+{
+	if (!ctx)
+		return _fail(err, EINVAL, "elastic_start: ctx is NULL");
+	if (ctx->started)
+		return 0;
+	return _start(ctx, "elastic_start", err);
+}
+
 int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 {
 	if (!ctx)
@@ -357,38 +397,16 @@ int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err)
 	if (ctx->started && elastic__term_requested())
 		elastic__term_act(ctx, 1); /* keep it */
 	if (!ctx->started) {
-		if (ctx->nregions == 0)
-			return _fail(
-				err, EPROTO,
-				"elastic_step_begin: no state registered (elastic_register the weights first)");
-		/* every rank must hold the same state: same names, sizes, order */
-		if (elastic__layout_agree(ctx, err) < 0)
+		if (_start(ctx, "elastic_step_begin", err) < 0)
 			return -1;
-		if (ctx->mode == ELASTIC_COPY_AT_COMMIT &&
-		    elastic__snap_host_alloc(ctx, err) < 0)
-			return -1;
-		/* a joiner of a growth in place takes the state of the ranks
-		 * that ran; any other rank looks for a snapshot */
-		if ((ctx->joining ? elastic__grow_handoff(ctx, err) : _resume(ctx, err)) <
-		    0) {
-			elastic__snap_host_free(ctx);
-			return -1;
-		}
-		if (ctx->mode == ELASTIC_COPY_AT_COMMIT)
-			elastic__snap_host_save(ctx, ctx->committed);
-		ctx->persisted = ctx->committed;
-		ctx->started = 1;
-		if (ctx->resumed && ctx->cb.change_fn)
-			ctx->cb.change_fn(ctx, ctx->cb.change_arg);
 	} else {
 		/* the caller has applied the last committed step's update */
 		if (ctx->join)
 			_grow(ctx);
-		if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT) {
-			if (ctx->stop_pending)
-				_stop_for_reform(ctx);
+		if (ctx->stop_pending)
+			_stop_for_reform(ctx);
+		if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT)
 			elastic__persist(ctx, 0);
-		}
 	}
 	if (ctx->mode == ELASTIC_UPDATE_AFTER_COMMIT) {
 		if (!ctx->fp &&

@@ -326,6 +326,14 @@ static int _ctx_call(CtxObject *self, int (*fn)(elastic_ctx_t *, elastic_error_t
 	return 0;
 }
 
+static PyObject *Ctx_start(CtxObject *self, PyObject *noargs)
+{
+	int rc;
+	if (_ctx_call(self, elastic_start, &rc) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
 static PyObject *Ctx_step_begin(CtxObject *self, PyObject *noargs)
 {
 	int rc;
@@ -668,6 +676,8 @@ static PyMethodDef Ctx_methods[] = {
 	 "set_change_callback(fn() or None): after the world changed; what fn raises reaches the caller"},
 	{"set_exit_hook", (PyCFunction)Ctx_set_exit_hook, METH_VARARGS,
 	 "set_exit_hook(fn(status, why) or None): before the library's own _exit; sys.stdout/stderr are flushed after it"},
+	{"start", (PyCFunction)Ctx_start, METH_NOARGS,
+	 "elastic_start (collective, GIL released): a relaunch resumes its snapshot here"},
 	{"step_begin", (PyCFunction)Ctx_step_begin, METH_NOARGS,
 	 "elastic_step_begin (GIL released)"},
 	{"step_commit", (PyCFunction)Ctx_step_commit, METH_NOARGS,

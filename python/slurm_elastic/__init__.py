@@ -274,6 +274,8 @@ class Context:
         never sees ELASTIC_REDO. ``break`` leaves the loop between steps.
         """
         redo = False
+        # a relaunch resumes here, before ``total`` is compared with the step
+        self._c.start()
         while (total is None or self._c.step < total) and (more is None or more()):
             if self._usr1 and not self._c.stop_signal_intact():
                 raise RuntimeError(

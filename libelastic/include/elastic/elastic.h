@@ -9,6 +9,7 @@
  *
  *   elastic_init(MPI_COMM_WORLD, &ctx, &err);
  *   elastic_register(ctx, "weights", w, sizeof(w), &err);   (all state)
+ *   elastic_start(ctx, &err);   (a relaunch resumes here: the loop sees it)
  *   while (elastic_step(ctx) < total_steps) {
  *           elastic_step_begin(ctx, &err);
  *           ... compute on this rank's samples (elastic_sampler_indices()
@@ -230,12 +231,24 @@ int elastic_register(elastic_ctx_t *ctx, const char *name, void *ptr, size_t byt
 		     elastic_error_t *err);
 
 /*
- * Begin a step. The first call (collective) checks that every rank
- * registered the same state (EINVAL if not), restores a snapshot of this job
- * if one exists (a relaunch: the highest committed step found on any
- * node, sent to every rank; EINVAL for a snapshot of another registration,
- * which is left as it is), and records the initial state as the one to
- * return to. EPROTO if a step is already open or the training completed.
+ * Start the training (collective, after every elastic_register and before
+ * the step loop): check that every rank registered the same state (EINVAL
+ * if not), restore a snapshot of this job if one exists (a relaunch: the
+ * highest committed step found on any node, sent to every rank; EINVAL for a
+ * snapshot of another registration, which is left as it is), and record the
+ * initial state as the one to return to. After it, elastic_step() and the
+ * registered state are the resumed ones, so that a loop that tests its end
+ * before each step sees a relaunch that resumed at (or past) it. The first
+ * elastic_step_begin() does this when it was not called; a loop whose end
+ * was tested before that can then run a step past it. 0 (also when called
+ * again), or -1.
+ */
+int elastic_start(elastic_ctx_t *ctx, elastic_error_t *err);
+
+/*
+ * Begin a step; the first call starts the training first when
+ * elastic_start() was not called. EPROTO if a step is already open or the
+ * training completed.
  */
 int elastic_step_begin(elastic_ctx_t *ctx, elastic_error_t *err);
 
