@@ -116,6 +116,8 @@ struct _ws {
 	struct _event *ev2;   /* radix sort scratch */
 	int nev;
 	struct _cand *cand; /* scratch for rounding */
+	struct _event *rk;  /* rounding: radix sort scratch */
+	int *rord;	    /* rounding: candidates in rounding order */
 	int *free;	    /* per node: free GPUs for elastic jobs, after holdings */
 	int *stamp;	    /* per node scratch */
 	int capacity;
@@ -630,21 +632,22 @@ static int _cand_before(const struct _cand *a, const struct _cand *b)
 	return a->rank < b->rank;
 }
 
-static void _cand_sift(struct _cand *h, int n, int i)
+static int _cmp_cand(const void *a, const void *b)
 {
-	struct _cand x = h[i];
-	for (;;) {
-		int c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && _cand_before(&h[c + 1], &h[c]))
-			c++;
-		if (!_cand_before(&h[c], &x))
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	h[i] = x;
+	return _cand_before(a, b) ? -1 : _cand_before(b, a);
+}
+
+/* A rounding candidate's sort key: the claim (2 bits), then the double
+ * deficit's exponent and high 19 mantissa bits (it is >= 0: no sign), all
+ * inverted (ascending key: best first). Rounded conversion and dropping low
+ * bits are both monotone: key order never contradicts rounding order, and
+ * equal keys are settled exactly (_round_order). */
+static uint32_t _cand_key(const struct _job *t)
+{
+	double d = t->deficit >> 64 ? (double)t->deficit : (double)(uint64_t)t->deficit;
+	uint64_t k;
+	memcpy(&k, &d, sizeof(k));
+	return ~((uint32_t)t->sticky << 30 | (uint32_t)(k >> 33 & 0x3fffffff));
 }
 
 /* Give job t its next allowed step if it fits in *left. */
@@ -661,46 +664,88 @@ static int _step(struct _job *t, int *left)
 	return 1;
 }
 
+/* The active jobs that may step, in rounding order (_cand_before), in
+ * ws->rord; returns how many. A stable LSD radix sort of 32-bit keys made
+ * in rank order (11-bit digits, a digit the same everywhere costs no move
+ * pass), then each run of equal keys is checked and, only where needed,
+ * sorted exactly (the claim is in the key whole: equal keys differ only in
+ * deficit or rank). */
+static int _round_order(struct _ws *ws)
+{
+	struct _event *a = ws->ev2, *b = ws->rk, *x; /* ev2: free after _events */
+	uint32_t count[3][2048];
+	int n = 0;
+
+	memset(count, 0, sizeof(count));
+	for (int i = 0; i < ws->nact; i++) {
+		const struct _job *t = &ws->j[ws->act[i]];
+		if (t->target < t->hi) {
+			uint32_t k = _cand_key(t);
+			a[n++] = (struct _event){k, (uint32_t)ws->act[i]};
+			count[0][k & 2047]++;
+			count[1][(k >> 11) & 2047]++;
+			count[2][k >> 22]++;
+		}
+	}
+	for (int d = 0; d < 3 && n; d++) {
+		int shift = 11 * d;
+		uint32_t pos = 0;
+		if (count[d][(a[0].key >> shift) & 2047] == (uint32_t)n)
+			continue; /* this digit is the same everywhere */
+		for (int v = 0; v < 2048; v++) {
+			uint32_t c = count[d][v];
+			count[d][v] = pos;
+			pos += c;
+		}
+		for (int e = 0; e < n; e++)
+			b[count[d][(a[e].key >> shift) & 2047]++] = a[e];
+		x = a;
+		a = b;
+		b = x;
+	}
+	for (int s = 0, e; s < n; s = e) {
+		int sorted = 1;
+		for (e = s + 1; e < n && a[e].key == a[s].key; e++)
+			if (sorted && ws->j[a[e].je].deficit > ws->j[a[e - 1].je].deficit)
+				sorted = 0;
+		if (!sorted) {
+			struct _cand *c = ws->cand;
+			for (int k = s; k < e; k++) {
+				const struct _job *t = &ws->j[a[k].je];
+				c[k - s] = (struct _cand){t->deficit, t->sticky, t->rank,
+							  (int)a[k].je};
+			}
+			qsort(c, e - s, sizeof(*c), _cmp_cand);
+			for (int k = s; k < e; k++)
+				a[k].je = (uint32_t)c[k - s].job;
+		}
+	}
+	for (int e = 0; e < n; e++)
+		ws->rord[e] = (int)a[e].je;
+	return n;
+}
+
 /* Hand out the left GPUs by largest remainder, one allowed step per job and
- * pass; repeat passes while some job can still take a step. The first pass
- * pops candidates off a heap, so it costs O(n + steps log n), not a sort. */
+ * pass; repeat passes while some job can still take a step. */
 static void _round_up(struct _ws *ws, int left)
 {
-	struct _cand *h = ws->cand;
-	int nc = 0, n, progress = 0;
+	int *h = ws->rord, nc, progress = 0;
 
 	if (left <= 0)
 		return;
-	for (int a = 0; a < ws->nact; a++) {
-		struct _job *t = &ws->j[ws->act[a]];
-		if (t->target < t->hi)
-			h[nc++] = (struct _cand){t->deficit, t->sticky, t->rank,
-						 ws->act[a]};
-	}
-	for (int i = nc / 2 - 1; i >= 0; i--)
-		_cand_sift(h, nc, i);
-	/* Pass 1; popped candidates collect at the end, best last. */
-	for (n = nc; left > 0 && n > 0;) {
-		struct _cand top = h[0];
-		h[0] = h[--n];
-		h[n] = top;
-		_cand_sift(h, n, 0);
-		progress |= _step(&ws->j[top.job], &left);
-	}
+	nc = _round_order(ws);
+	/* Pass 1, in rounding order. */
+	for (int c = 0; c < nc && left > 0; c++)
+		progress |= _step(&ws->j[h[c]], &left);
 	if (left == 0 || !progress)
 		return;
-	/* Every candidate was popped: h[nc - 1] .. h[0] is the order. Later
-	 * passes keep only jobs that may still step (left only shrinks). */
-	for (int a = 0, b = nc - 1; a < b; a++, b--) {
-		struct _cand x = h[a];
-		h[a] = h[b];
-		h[b] = x;
-	}
+	/* Later passes keep only jobs that may still step (left only
+	 * shrinks). */
 	while (left > 0 && nc > 0) {
 		int kept = 0;
 		progress = 0;
 		for (int c = 0; c < nc && left > 0; c++) {
-			struct _job *t = &ws->j[h[c].job];
+			struct _job *t = &ws->j[h[c]];
 			int next;
 			if (_step(t, &left))
 				progress = 1;
@@ -1555,6 +1600,8 @@ static void _ws_free(struct _ws *ws)
 	free(ws->ev);
 	free(ws->ev2);
 	free(ws->cand);
+	free(ws->rk);
+	free(ws->rord);
 	free(ws->free);
 	free(ws->stamp);
 }
@@ -1632,9 +1679,11 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 	ws.ev = calloc(nj ? 2 * (size_t)nj : 1, sizeof(*ws.ev));
 	ws.ev2 = calloc(nj ? 2 * (size_t)nj : 1, sizeof(*ws.ev2));
 	ws.cand = calloc(nj ? nj : 1, sizeof(*ws.cand));
+	ws.rk = malloc(sizeof(*ws.rk) * (nj ? nj : 1));
+	ws.rord = malloc(sizeof(*ws.rord) * (nj ? nj : 1));
 	ws.free = calloc(ws.nn, sizeof(*ws.free));
 	ws.stamp = calloc(ws.nn, sizeof(*ws.stamp));
-	if (!ws.j || !ws.order || !ws.act || !ws.ev || !ws.ev2 || !ws.cand || !ws.free ||
+	if (!ws.j || !ws.order || !ws.act || !ws.ev || !ws.ev2 || !ws.cand || !ws.rk || !ws.rord || !ws.free ||
 	    !ws.stamp) {
 		(void)_fail(err, ENOMEM, "out of memory for %d jobs on %d nodes", nj,
 			    ws.nn);
