@@ -406,6 +406,33 @@ _start_db() {
 		GRANT ALL ON *.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
 }
 
+# Node N's slurmd, in its own UTS namespace named after it: what runs there
+# (job steps, Open MPI's daemons) sees the node's name as its host name, as
+# on real nodes; Open MPI's runtime tells nodes apart by it. In netns mode
+# also in the node's network namespace.
+_start_slurmd() { # node
+	if [ $NET = netns ]; then
+		nsenter --net=/proc/$(_ns_pid "$1")/ns/net --uts=/proc/$(_ns_pid "$1")/ns/uts \
+			slurmd -N "$1" 2>>"$I/log/slurmd-$1.log" || _start_failed "slurmd-$1"
+	else
+		unshare --uts sh -c "hostname $1 && exec slurmd -N $1" 2>>"$I/log/slurmd-$1.log" ||
+			_start_failed "slurmd-$1"
+	fi
+}
+
+# node-start NODE: NODE's slurmd again, after it was killed (a node lost and
+# back: bench/site_soak.sh); already running: says so.
+do_node_start() {
+	local n=${1:-}
+	[[ " $NODES " == *" $n "* ]] || die "node-start: '$n' is not a node of this cluster ($NNODES nodes)"
+	if _live_pid "$I/run/slurmd-$n.pid" "slurmd" >/dev/null; then
+		say "node-start: slurmd of $n runs"
+		return 0
+	fi
+	_start_slurmd "$n"
+	say "node-start: slurmd of $n started"
+}
+
 _start_slurmdbd() {
 	say "slurmdbd (port $P_DBD)"
 	# slurmdbd reads slurmdbd.conf from the directory of SLURM_CONF.
@@ -431,17 +458,7 @@ _start_slurm() {
 	slurmctld -i 2>>"$I/log/slurmctld.log" || _start_failed slurmctld
 	_wait_for 30 "slurmctld to answer" scontrol ping
 	for n in $NODES; do
-		# Each node in its own UTS namespace named after it: what runs there
-		# (job steps, Open MPI's daemons) sees the node's name as its host
-		# name, as on real nodes; Open MPI's runtime tells nodes apart by it.
-		# In netns mode also in the node's network namespace.
-		if [ $NET = netns ]; then
-			nsenter --net=/proc/$(_ns_pid "$n")/ns/net --uts=/proc/$(_ns_pid "$n")/ns/uts \
-				slurmd -N "$n" 2>>"$I/log/slurmd-$n.log" || _start_failed "slurmd-$n"
-		else
-			unshare --uts sh -c "hostname $n && exec slurmd -N $n" 2>>"$I/log/slurmd-$n.log" ||
-				_start_failed "slurmd-$n"
-		fi
+		_start_slurmd "$n"
 	done
 	say "slurmd x$NNODES started; waiting for $NNODES idle nodes"
 	_wait_for $((60 + NNODES)) "$NNODES idle nodes" bash -c "[ \"\$(sinfo -h -N -t idle -o %N | sort -u | wc -l)\" = $NNODES ]"
@@ -733,4 +750,6 @@ status) do_status ;;
 env) do_env "$@" ;;
 logs) do_logs ;;
 exec) do_exec "$@" ;;
+node-start) do_node_start "$@" ;;
+*) die "unknown action '$action'" ;;
 esac
