@@ -146,12 +146,15 @@ static double cpu_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* The workspace every decision reuses, as elasticd does (policy.h). */
+static struct elastic_policy_ws *ws;
+
 /* One decision: wall time returned, CPU time of this thread in *cpu. */
 static double decide(struct sim *s, struct elastic_policy_result **res, double *cpu)
 {
 	elastic_error_t err;
 	double t0 = now_ms(), c0 = cpu_ms(), t1;
-	if (elastic_policy_decide(&s->in, res, &err) < 0) {
+	if (elastic_policy_decide_ws(&s->in, ws, res, &err) < 0) {
 		fprintf(stderr, "bench_policy: decide failed: %s\n", err.text);
 		exit(1);
 	}
@@ -407,9 +410,14 @@ int main(int argc, char **argv)
 			"bench_policy: --jobs, --nodes, --gpus-per-node and --decisions must be positive numbers\n");
 		return 2;
 	}
+	if (!(ws = elastic_policy_ws_create())) {
+		fprintf(stderr, "bench_policy: out of memory\n");
+		return 1;
+	}
 	for (int m = first; m <= last; m++)
 		rc |= run((enum elastic_policy_mode)m, njobs, nnodes, per_node,
 			  ndecisions);
 	churn(njobs, nnodes, per_node, ndecisions < 50 ? ndecisions : 50);
+	elastic_policy_ws_destroy(ws);
 	return strict ? rc : 0;
 }

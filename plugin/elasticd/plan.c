@@ -113,7 +113,13 @@ int ed_plan_compute(const struct ed_snapshot *s,
 	in.node_gpus = gpus;
 	in.node_busy = busy;
 	in.jobs = jobs;
-	if (elastic_policy_decide(&in, &res, err) < 0)
+	/* One workspace for the daemon's life: elasticd decides from one
+	 * thread, every tick (policy.h). Without one, the plain call. */
+	static struct elastic_policy_ws *ws;
+	if (!ws)
+		ws = elastic_policy_ws_create();
+	if ((ws ? elastic_policy_decide_ws(&in, ws, &res, err)
+		: elastic_policy_decide(&in, &res, err)) < 0)
 		goto done;
 	if (_targets(res, out) < 0) {
 		ed_plan_free(out);

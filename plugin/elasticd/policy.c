@@ -107,6 +107,9 @@ struct _ws {
 	int nj, nn;
 	struct _job *j;
 	int *order;	      /* job indices in rank order */
+	int *pos;	      /* per job index: its rank */
+	struct _job *jr;      /* scratch: ws->j in rank order (_by_rank) */
+	struct _tm *tmr;      /* scratch: ws->tm in rank order */
 	struct _tm *tm;	      /* throughput: per job, set in the first round */
 	struct _tj *tj;	      /* throughput: per active job */
 	_u128 *gheap;	      /* throughput: the gain heap */
@@ -115,12 +118,25 @@ struct _ws {
 	struct _event *ev;    /* 2 per admitted job, sorted */
 	struct _event *ev2;   /* radix sort scratch */
 	int nev;
-	struct _cand *cand; /* scratch for rounding */
-	struct _event *rk;  /* rounding: radix sort scratch */
-	int *rord;	    /* rounding: candidates in rounding order */
-	int *free;	    /* per node: free GPUs for elastic jobs, after holdings */
-	int *stamp;	    /* per node scratch */
+	struct _cand *cand;	/* scratch for rounding */
+	struct _event *rk;	/* rounding: radix sort scratch */
+	int *rord;		/* rounding: candidates in rounding order */
+	uint64_t *rk64, *rk64b; /* ranking: packed keys, radix scratch */
+	int *free;		/* per node: free GPUs for elastic jobs, after holdings */
+	int *stamp;		/* per node scratch */
 	int capacity;
+	uint32_t *idset; /* _check_ids: open-addressing set */
+	size_t idcap;
+	struct _grow *grow;  /* _place: growing jobs */
+	struct _heap *heaps; /* _place: per free count */
+	int nheaps;
+};
+
+/* A workspace kept between decisions (policy.h): arrays grow as needed,
+ * nothing in them outlives a decision. */
+struct elastic_policy_ws {
+	struct _ws ws;
+	size_t njcap, tcap, nncap; /* room for jobs, throughput jobs, nodes */
 };
 
 static void _tm_fill(struct _ws *ws, int i);
@@ -293,6 +309,7 @@ static int _check_job(struct _ws *ws, int i, elastic_error_t *err)
 	const struct elastic_policy_job *jb = &ws->in->jobs[i];
 	struct _job *t = &ws->j[i];
 
+	*t = (struct _job){0};
 	if (jb->id == 0)
 		return _fail(err, EINVAL, "job at index %d: id 0 (Slurm job ids are > 0)",
 			     i);
@@ -385,20 +402,25 @@ static int _check_ids(struct _ws *ws, elastic_error_t *err)
 
 	while (size < (size_t)ws->nj * 2)
 		size <<= 1;
-	if (!(set = calloc(size, sizeof(*set))))
-		return _fail(err, ENOMEM, "out of memory checking %d job ids", ws->nj);
+	if (size > ws->idcap) {
+		free(ws->idset);
+		ws->idcap = 0;
+		if (!(ws->idset = malloc(size * sizeof(*set))))
+			return _fail(err, ENOMEM, "out of memory checking %d job ids",
+				     ws->nj);
+		ws->idcap = size;
+	}
+	set = ws->idset;
+	memset(set, 0, size * sizeof(*set));
 	for (int i = 0; i < ws->nj; i++) {
 		uint32_t id = ws->in->jobs[i].id;
 		size_t h = (id * 2654435761u) & (size - 1);
 		while (set[h] && set[h] != id)
 			h = (h + 1) & (size - 1);
-		if (set[h] == id) {
-			free(set);
+		if (set[h] == id)
 			return _fail(err, EINVAL, "job %u: listed twice", id);
-		}
 		set[h] = id;
 	}
-	free(set);
 	return 0;
 }
 
@@ -418,12 +440,90 @@ static int _check_input(struct _ws *ws, elastic_error_t *err)
  * significant first: id, then submit time, then inverted priority (higher
  * priority first). A byte that is the same for every job (most of the
  * submit time, all of the priority in fifo mode) costs no move pass. */
+static unsigned _bitlen(uint64_t v)
+{
+	return v ? 64 - (unsigned)__builtin_clzll(v) : 0;
+}
+
+/* The same order by one 64-bit key per job when it fits (as it does for
+ * real clusters): each field less its smallest value, in as many bits as
+ * its range needs, above the job's index; a stable LSD radix sort of the
+ * key bits in 11-bit digits. Ids are unique: keys differ above the index,
+ * so the order is the 16-byte key's. Returns 1 when the key does not fit
+ * (nothing done). */
+static int _rank_packed(struct _ws *ws)
+{
+	size_t n = (size_t)ws->nj;
+	uint32_t id_lo = UINT32_MAX, id_hi = 0, p_lo = UINT32_MAX, p_hi = 0;
+	uint64_t s_lo = UINT64_MAX, s_hi = 0, *a, *b, *x;
+	unsigned bi, bs, bp, bj, nbits, ndig;
+	uint32_t count[6][2048];
+	int fifo = ws->in->mode == ELASTIC_POLICY_FIFO;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct elastic_policy_job *jb = &ws->in->jobs[i];
+		uint32_t p = ~(fifo ? 0 : jb->priority);
+		uint64_t sub = (uint64_t)jb->submit_time;
+		id_lo = jb->id < id_lo ? jb->id : id_lo;
+		id_hi = jb->id > id_hi ? jb->id : id_hi;
+		p_lo = p < p_lo ? p : p_lo;
+		p_hi = p > p_hi ? p : p_hi;
+		s_lo = sub < s_lo ? sub : s_lo;
+		s_hi = sub > s_hi ? sub : s_hi;
+	}
+	bi = _bitlen(id_hi - id_lo);
+	bs = _bitlen(s_hi - s_lo);
+	bp = _bitlen(p_hi - p_lo);
+	bj = _bitlen(n - 1);
+	nbits = bi + bs + bp;
+	if (nbits + bj > 63)
+		return 1;
+	ndig = (nbits + 10) / 11;
+	a = ws->rk64;
+	b = ws->rk64b;
+	memset(count, 0, sizeof(count[0]) * ndig);
+	for (size_t i = 0; i < n; i++) {
+		const struct elastic_policy_job *jb = &ws->in->jobs[i];
+		uint64_t p = (uint32_t)~(fifo ? 0 : jb->priority) - p_lo;
+		uint64_t k = p << (bs + bi) | ((uint64_t)jb->submit_time - s_lo) << bi |
+			     (jb->id - id_lo);
+		a[i] = k << bj | i;
+		for (unsigned d = 0; d < ndig; d++)
+			count[d][(k >> (11 * d)) & 2047]++;
+	}
+	for (unsigned d = 0; d < ndig; d++) {
+		unsigned shift = bj + 11 * d;
+		uint32_t pos = 0;
+		if (count[d][(a[0] >> shift) & 2047] == n)
+			continue; /* this digit is the same everywhere */
+		for (int v = 0; v < 2048; v++) {
+			uint32_t c = count[d][v];
+			count[d][v] = pos;
+			pos += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			b[count[d][(a[i] >> shift) & 2047]++] = a[i];
+		x = a;
+		a = b;
+		b = x;
+	}
+	for (size_t r = 0; r < n; r++) {
+		int i = (int)(a[r] & ((UINT64_C(1) << bj) - 1));
+		ws->order[r] = i;
+		ws->j[i].rank = (int)r;
+	}
+	return 0;
+}
+
 static int _rank(struct _ws *ws)
 {
 	size_t n = (size_t)ws->nj, (*count)[256];
-	struct _rank_key *a = malloc(sizeof(*a) * (n ? n : 1));
-	struct _rank_key *b = malloc(sizeof(*b) * (n ? n : 1)), *x;
+	struct _rank_key *a, *b, *x;
 
+	if (n && !_rank_packed(ws))
+		return 0;
+	a = malloc(sizeof(*a) * (n ? n : 1));
+	b = malloc(sizeof(*b) * (n ? n : 1));
 	count = calloc(16, sizeof(*count));
 	if (!a || !b || !count) {
 		free(a);
@@ -470,6 +570,28 @@ static int _rank(struct _ws *ws)
 	return 0;
 }
 
+/* From here on a job's working state is indexed by its rank: the passes in
+ * rank order (admission, events, splits, holds) read it in sequence. */
+static void _by_rank(struct _ws *ws)
+{
+	struct _job *j = ws->jr;
+	struct _tm *tm = ws->tmr;
+
+	for (int r = 0; r < ws->nj; r++) {
+		int i = ws->order[r];
+		j[r] = ws->j[i];
+		ws->pos[i] = r;
+	}
+	ws->jr = ws->j;
+	ws->j = j;
+	if (ws->in->mode == ELASTIC_POLICY_THROUGHPUT) {
+		for (int r = 0; r < ws->nj; r++)
+			tm[r] = ws->tm[ws->order[r]];
+		ws->tmr = ws->tm;
+		ws->tm = tm;
+	}
+}
+
 /* Running jobs keep their MIN while it fits (lowest rank stopped first);
  * pending jobs follow in rank order until the first that does not fit. */
 static void _admit(struct _ws *ws)
@@ -477,14 +599,14 @@ static void _admit(struct _ws *ws)
 	int64_t left = ws->capacity;
 
 	for (int r = 0; r < ws->nj; r++) {
-		struct _job *t = &ws->j[ws->order[r]];
+		struct _job *t = &ws->j[r];
 		if (t->cur > 0 && t->lo <= left) {
 			t->admitted = 1;
 			left -= t->lo;
 		}
 	}
 	for (int r = 0; r < ws->nj; r++) {
-		struct _job *t = &ws->j[ws->order[r]];
+		struct _job *t = &ws->j[r];
 		if (t->cur > 0)
 			continue;
 		if (t->lo > left)
@@ -494,8 +616,8 @@ static void _admit(struct _ws *ws)
 	}
 	ws->nact = 0;
 	for (int r = 0; r < ws->nj; r++)
-		if (ws->j[ws->order[r]].admitted)
-			ws->act[ws->nact++] = ws->order[r];
+		if (ws->j[r].admitted)
+			ws->act[ws->nact++] = r;
 }
 
 /* ---- splitting -------------------------------------------------------- */
@@ -567,7 +689,7 @@ static void _events(struct _ws *ws)
 	int n = 0;
 
 	for (int r = 0; r < ws->nj; r++) {
-		uint32_t i = (uint32_t)ws->order[r];
+		uint32_t i = (uint32_t)r;
 		struct _job *t = &ws->j[i];
 		if (!t->admitted)
 			continue;
@@ -1480,7 +1602,7 @@ static int _take(struct _ws *ws, struct _heap *heaps, struct elastic_policy_targ
 static void _keep_or_release(struct _ws *ws, struct elastic_policy_target *tg)
 {
 	for (int i = 0; i < ws->nj; i++) {
-		const struct elastic_policy_job *jb = ws->j[i].in;
+		const struct elastic_policy_job *jb = &ws->in->jobs[i];
 		struct elastic_policy_target *t = &tg[i];
 		int rel = t->cur - t->gpus;
 
@@ -1513,9 +1635,9 @@ static void _keep_or_release(struct _ws *ws, struct elastic_policy_target *tg)
 /* Place every job's target; tg[i].place points at room for its entries. */
 static int _place(struct _ws *ws, struct elastic_policy_target *tg, elastic_error_t *err)
 {
-	struct _heap *heaps = NULL;
-	struct _grow *grow = NULL;
-	int ngrow = 0, maxv = 0, nheaps = 0, rc = -1;
+	struct _heap *heaps = ws->heaps;
+	struct _grow *grow = ws->grow;
+	int ngrow = 0, maxv = 0;
 
 	_keep_or_release(ws, tg);
 
@@ -1523,19 +1645,24 @@ static int _place(struct _ws *ws, struct elastic_policy_target *tg, elastic_erro
 	for (int n = 0; n < ws->nn; n++)
 		if (ws->free[n] > maxv)
 			maxv = ws->free[n];
-	if (!(heaps = calloc(maxv + 1, sizeof(*heaps))))
-		goto nomem;
-	nheaps = maxv + 1;
+	if (maxv + 1 > ws->nheaps) {
+		struct _heap *h = realloc(heaps, sizeof(*h) * (maxv + 1));
+		if (!h)
+			goto nomem;
+		memset(h + ws->nheaps, 0, sizeof(*h) * (maxv + 1 - ws->nheaps));
+		ws->heaps = heaps = h;
+		ws->nheaps = maxv + 1;
+	}
+	for (int v = 0; v <= maxv; v++)
+		heaps[v].n = 0;
 	for (int n = 0; n < ws->nn; n++)
 		if (ws->free[n] > 0 && _heap_push(&heaps[ws->free[n]], n) < 0)
 			goto nomem;
 
-	if (!(grow = malloc(sizeof(*grow) * (ws->nj ? ws->nj : 1))))
-		goto nomem;
 	for (int i = 0; i < ws->nj; i++)
 		if (tg[i].gpus > tg[i].cur)
 			grow[ngrow++] =
-				(struct _grow){tg[i].gpus - tg[i].cur, ws->j[i].rank, i};
+				(struct _grow){tg[i].gpus - tg[i].cur, ws->pos[i], i};
 	qsort(grow, ngrow, sizeof(*grow), _cmp_grow);
 
 	for (int g = 0; g < ngrow; g++) {
@@ -1554,11 +1681,10 @@ static int _place(struct _ws *ws, struct elastic_policy_target *tg, elastic_erro
 			while (maxv > 0 && _heap_top(heaps, ws->free, maxv) < 0)
 				maxv--;
 			if (maxv == 0) {
-				(void)_fail(
+				return _fail(
 					err, EFAULT,
 					"internal error: no free GPU left to place job %u (%d more GPUs)",
 					t->id, rem);
-				goto out;
 			}
 			/* Best fit: the smallest free count that covers rem. */
 			for (v = rem; v <= maxv && node < 0; v++)
@@ -1573,17 +1699,10 @@ static int _place(struct _ws *ws, struct elastic_policy_target *tg, elastic_erro
 	for (int i = 0; i < ws->nj; i++)
 		if (tg[i].nplace > 1)
 			_sort_place(tg[i].place, tg[i].nplace, _BY_NODE);
-	rc = 0;
-	goto out;
+	return 0;
 nomem:
-	(void)_fail(err, ENOMEM, "out of memory placing %d jobs on %d nodes", ws->nj,
-		    ws->nn);
-out:
-	for (int v = 0; v < nheaps; v++)
-		free(heaps[v].a);
-	free(heaps);
-	free(grow);
-	return rc;
+	return _fail(err, ENOMEM, "out of memory placing %d jobs on %d nodes", ws->nj,
+		     ws->nn);
 }
 
 /* ---- the decision ----------------------------------------------------- */
@@ -1591,6 +1710,9 @@ out:
 static void _ws_free(struct _ws *ws)
 {
 	free(ws->j);
+	free(ws->jr);
+	free(ws->pos);
+	free(ws->tmr);
 	free(ws->order);
 	free(ws->tm);
 	free(ws->tj);
@@ -1602,8 +1724,16 @@ static void _ws_free(struct _ws *ws)
 	free(ws->cand);
 	free(ws->rk);
 	free(ws->rord);
+	free(ws->rk64);
+	free(ws->rk64b);
 	free(ws->free);
 	free(ws->stamp);
+	free(ws->grow);
+	free(ws->idset);
+	if (ws->heaps)
+		for (int v = 0; v < ws->nheaps; v++)
+			free(ws->heaps[v].a);
+	free(ws->heaps);
 }
 
 static int _check_top(const struct elastic_policy_input *in,
@@ -1648,64 +1778,165 @@ static int _check_top(const struct elastic_policy_input *in,
 	return 0;
 }
 
+/* Grow p to room for n elements of size (never shrinks, contents not
+ * kept); 0 or -1. */
+static int _reserve(void *pp, size_t *cap, size_t n, size_t size, size_t align)
+{
+	void **p = pp, *q;
+
+	if (n <= *cap && *p)
+		return 0;
+	free(*p);
+	*p = NULL;
+	*cap = 0;
+	if (align) {
+		size_t bytes = (n * size + align - 1) / align * align;
+		q = aligned_alloc(align, bytes);
+	} else {
+		q = malloc(n * size);
+	}
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+/* Room for nj jobs on nn nodes (throughput: its arrays too). */
+static int _ws_reserve(struct elastic_policy_ws *w, int nj, int nn, int throughput)
+{
+	struct _ws *ws = &w->ws;
+	size_t n = nj ? (size_t)nj : 1, c;
+	int rc = 0;
+
+	if (n > w->njcap) {
+		c = 0;
+		rc |= _reserve(&ws->j, &c, n, sizeof(*ws->j), 0);
+		c = 0;
+		rc |= _reserve(&ws->jr, &c, n, sizeof(*ws->jr), 0);
+		c = 0;
+		rc |= _reserve(&ws->pos, &c, n, sizeof(*ws->pos), 0);
+		c = 0;
+		rc |= _reserve(&ws->order, &c, n, sizeof(*ws->order), 0);
+		c = 0;
+		rc |= _reserve(&ws->act, &c, n, sizeof(*ws->act), 0);
+		c = 0;
+		rc |= _reserve(&ws->ev, &c, 2 * n, sizeof(*ws->ev), 0);
+		c = 0;
+		rc |= _reserve(&ws->ev2, &c, 2 * n, sizeof(*ws->ev2), 0);
+		c = 0;
+		rc |= _reserve(&ws->cand, &c, n, sizeof(*ws->cand), 0);
+		c = 0;
+		rc |= _reserve(&ws->rk, &c, n, sizeof(*ws->rk), 0);
+		c = 0;
+		rc |= _reserve(&ws->rord, &c, n, sizeof(*ws->rord), 0);
+		c = 0;
+		rc |= _reserve(&ws->rk64, &c, n, sizeof(*ws->rk64), 0);
+		c = 0;
+		rc |= _reserve(&ws->rk64b, &c, n, sizeof(*ws->rk64b), 0);
+		c = 0;
+		rc |= _reserve(&ws->grow, &c, n, sizeof(*ws->grow), 0);
+		w->njcap = rc ? 0 : n;
+		if (rc)
+			return -1;
+	}
+	if (throughput && n > w->tcap) {
+		c = 0;
+		rc |= _reserve(&ws->tm, &c, n, sizeof(*ws->tm), 0);
+		c = 0;
+		rc |= _reserve(&ws->tmr, &c, n, sizeof(*ws->tmr), 0);
+		c = 0;
+		rc |= _reserve(&ws->tj, &c, n, sizeof(*ws->tj), _Alignof(struct _tj));
+		c = 0;
+		rc |= _reserve(&ws->gheap, &c, n + 1, sizeof(*ws->gheap), 0);
+		c = 0;
+		rc |= _reserve(&ws->tsave, &c, n, sizeof(*ws->tsave), 0);
+		w->tcap = rc ? 0 : n;
+		if (rc)
+			return -1;
+	}
+	if ((size_t)nn > w->nncap) {
+		c = 0;
+		rc |= _reserve(&ws->free, &c, (size_t)nn, sizeof(*ws->free), 0);
+		c = 0;
+		rc |= _reserve(&ws->stamp, &c, (size_t)nn, sizeof(*ws->stamp), 0);
+		w->nncap = rc ? 0 : (size_t)nn;
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+struct elastic_policy_ws *elastic_policy_ws_create(void)
+{
+	return calloc(1, sizeof(struct elastic_policy_ws));
+}
+
+void elastic_policy_ws_destroy(struct elastic_policy_ws *w)
+{
+	if (!w)
+		return;
+	_ws_free(&w->ws);
+	free(w);
+}
+
 int elastic_policy_decide(const struct elastic_policy_input *in,
 			  struct elastic_policy_result **out, elastic_error_t *err)
 {
-	struct _ws ws = {0};
+	struct elastic_policy_ws *w;
+	int rc;
+
+	if (_check_top(in, out, err) < 0)
+		return -1;
+	if (!(w = elastic_policy_ws_create()))
+		return _fail(err, ENOMEM, "out of memory for %d jobs on %d nodes",
+			     in->njobs, in->nnodes);
+	rc = elastic_policy_decide_ws(in, w, out, err);
+	elastic_policy_ws_destroy(w);
+	return rc;
+}
+
+int elastic_policy_decide_ws(const struct elastic_policy_input *in,
+			     struct elastic_policy_ws *w,
+			     struct elastic_policy_result **out, elastic_error_t *err)
+{
 	struct elastic_policy_result *res = NULL;
 	size_t nplaces = 0, size;
+	struct _ws *ws;
 	int nj;
 
 	if (_check_top(in, out, err) < 0)
 		return -1;
-	ws.in = in;
-	ws.nj = nj = in->njobs;
-	ws.nn = in->nnodes;
-	ws.j = calloc(nj ? nj : 1, sizeof(*ws.j));
-	ws.order = calloc(nj ? nj : 1, sizeof(*ws.order));
-	if (in->mode == ELASTIC_POLICY_THROUGHPUT) {
-		ws.tm = malloc(sizeof(*ws.tm) * (nj ? nj : 1));
-		ws.tj = aligned_alloc(_Alignof(struct _tj),
-				      sizeof(*ws.tj) * (nj ? nj : 1));
-		ws.gheap = malloc(sizeof(*ws.gheap) * ((size_t)nj + 1));
-		ws.tsave = malloc(sizeof(*ws.tsave) * (nj ? nj : 1));
-		if (!ws.tm || !ws.tj || !ws.gheap || !ws.tsave) {
-			(void)_fail(err, ENOMEM, "out of memory for %d jobs on %d nodes",
-				    nj, ws.nn);
-			goto fail;
-		}
-	}
-	ws.act = calloc(nj ? nj : 1, sizeof(*ws.act));
-	ws.ev = calloc(nj ? 2 * (size_t)nj : 1, sizeof(*ws.ev));
-	ws.ev2 = calloc(nj ? 2 * (size_t)nj : 1, sizeof(*ws.ev2));
-	ws.cand = calloc(nj ? nj : 1, sizeof(*ws.cand));
-	ws.rk = malloc(sizeof(*ws.rk) * (nj ? nj : 1));
-	ws.rord = malloc(sizeof(*ws.rord) * (nj ? nj : 1));
-	ws.free = calloc(ws.nn, sizeof(*ws.free));
-	ws.stamp = calloc(ws.nn, sizeof(*ws.stamp));
-	if (!ws.j || !ws.order || !ws.act || !ws.ev || !ws.ev2 || !ws.cand || !ws.rk || !ws.rord || !ws.free ||
-	    !ws.stamp) {
-		(void)_fail(err, ENOMEM, "out of memory for %d jobs on %d nodes", nj,
-			    ws.nn);
+	if (!w)
+		return _fail(err, EINVAL, "no policy workspace");
+	if (_ws_reserve(w, in->njobs, in->nnodes, in->mode == ELASTIC_POLICY_THROUGHPUT) <
+	    0)
+		return _fail(err, ENOMEM, "out of memory for %d jobs on %d nodes",
+			     in->njobs, in->nnodes);
+	ws = &w->ws;
+	ws->in = in;
+	ws->nj = nj = in->njobs;
+	ws->nn = in->nnodes;
+	ws->nact = ws->nev = 0;
+	ws->capacity = 0;
+	if (_check_input(ws, err) < 0)
 		goto fail;
-	}
-	if (_check_input(&ws, err) < 0)
-		goto fail;
-	if (_rank(&ws) < 0) {
+	if (_rank(ws) < 0) {
 		(void)_fail(err, ENOMEM, "out of memory ranking %d jobs", nj);
 		goto fail;
 	}
-	_admit(&ws);
+	_by_rank(ws);
+	_admit(ws);
 	if (in->mode != ELASTIC_POLICY_FIFO)
-		_events(&ws);
-	int rounds = _split(&ws);
+		_events(ws);
+	int rounds = _split(ws);
 
 	/* One block: result, targets, then room for every placement. */
 	for (int i = 0; i < nj; i++) {
-		const struct _job *t = &ws.j[i];
+		const struct _job *t = &ws->j[ws->pos[i]];
 		int target = t->admitted ? t->target : 0;
 		int add = target > t->cur ? target - t->cur : 0;
-		nplaces += t->in->nplace + (add < ws.nn ? add : ws.nn);
+		nplaces += t->in->nplace + (add < ws->nn ? add : ws->nn);
 	}
 	size = sizeof(*res) + sizeof(*res->targets) * nj +
 	       sizeof(*res->targets->place) * nplaces;
@@ -1714,7 +1945,7 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 		goto fail;
 	}
 	res->mode = in->mode;
-	res->capacity = ws.capacity;
+	res->capacity = ws->capacity;
 	res->rounds = rounds;
 	res->now = in->now;
 	res->cooldown = in->cooldown;
@@ -1723,7 +1954,7 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 	struct elastic_policy_place *pool =
 		(struct elastic_policy_place *)(res->targets + nj);
 	for (int i = 0; i < nj; i++) {
-		const struct _job *t = &ws.j[i];
+		const struct _job *t = &ws->j[ws->pos[i]];
 		struct elastic_policy_target *tg = &res->targets[i];
 		int add;
 
@@ -1750,24 +1981,22 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 								: ELASTIC_POLICY_SHRINK;
 		}
 		if (in->mode == ELASTIC_POLICY_THROUGHPUT) {
-			const struct _model *m = &ws.tm[i].m;
+			const struct _model *m = &ws->tm[ws->pos[i]].m;
 			tg->eff_cur = t->cur > 0 ? _speedup(m, t->cur) / t->cur : 0;
 			tg->eff = tg->gpus > 0 ? _speedup(m, tg->gpus) / tg->gpus : 0;
 		}
 		res->used += tg->gpus;
 		tg->place = pool;
 		add = tg->gpus > tg->cur ? tg->gpus - tg->cur : 0;
-		pool += t->in->nplace + (add < ws.nn ? add : ws.nn);
+		pool += t->in->nplace + (add < ws->nn ? add : ws->nn);
 	}
 	res->idle = res->capacity - res->used;
-	if (_place(&ws, res->targets, err) < 0)
+	if (_place(ws, res->targets, err) < 0)
 		goto fail;
-	_ws_free(&ws);
 	*out = res;
 	return 0;
 fail:
 	free(res);
-	_ws_free(&ws);
 	return -1;
 }
 

@@ -270,6 +270,24 @@ int elastic_policy_decide(const struct elastic_policy_input *in,
 /* Accepts NULL. */
 void elastic_policy_result_destroy(struct elastic_policy_result *res);
 
+/* A workspace for decisions, kept between them by a caller that decides
+ * often (elasticd): the same result as elastic_policy_decide, without
+ * allocating and faulting in its scratch memory (several MB at cluster
+ * scale) at every decision. The workspace holds nothing of one decision
+ * that the next one reads: any sequence of inputs, of any sizes, gives
+ * the results elastic_policy_decide gives. It grows to the largest input
+ * seen and keeps that memory until destroyed. One thread at a time per
+ * workspace. The result is the caller's as with elastic_policy_decide
+ * (free it with elastic_policy_result_destroy); it does not point into
+ * the workspace. create returns NULL when out of memory; destroy accepts
+ * NULL. */
+struct elastic_policy_ws;
+struct elastic_policy_ws *elastic_policy_ws_create(void);
+void elastic_policy_ws_destroy(struct elastic_policy_ws *ws);
+int elastic_policy_decide_ws(const struct elastic_policy_input *in,
+			     struct elastic_policy_ws *ws,
+			     struct elastic_policy_result **out, elastic_error_t *err);
+
 /* "priority", "fairshare", "fifo", "throughput"; NULL for an unknown value. */
 const char *elastic_policy_mode_name(enum elastic_policy_mode mode);
 
