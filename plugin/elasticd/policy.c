@@ -105,12 +105,10 @@ struct _cand {
 struct _ws {
 	const struct elastic_policy_input *in;
 	int nj, nn;
-	struct _job *j;
+	struct _job *j;	      /* per job, at its rank: j[r] is job order[r] */
 	int *order;	      /* job indices in rank order */
 	int *pos;	      /* per job index: its rank */
-	struct _job *jr;      /* scratch: ws->j in rank order (_by_rank) */
-	struct _tm *tmr;      /* scratch: ws->tm in rank order */
-	struct _tm *tm;	      /* throughput: per job, set in the first round */
+	struct _tm *tm;	      /* throughput: per job, at its rank */
 	struct _tj *tj;	      /* throughput: per active job */
 	_u128 *gheap;	      /* throughput: the gain heap */
 	struct _tsave *tsave; /* throughput: one gain level's jobs */
@@ -307,9 +305,9 @@ static int _check_sizes(const struct elastic_policy_job *jb, elastic_error_t *er
 static int _check_job(struct _ws *ws, int i, elastic_error_t *err)
 {
 	const struct elastic_policy_job *jb = &ws->in->jobs[i];
-	struct _job *t = &ws->j[i];
+	struct _job *t = &ws->j[ws->pos[i]]; /* by rank (_rank comes first) */
 
-	*t = (struct _job){0};
+	*t = (struct _job){.rank = ws->pos[i]};
 	if (jb->id == 0)
 		return _fail(err, EINVAL, "job at index %d: id 0 (Slurm job ids are > 0)",
 			     i);
@@ -510,7 +508,7 @@ static int _rank_packed(struct _ws *ws)
 	for (size_t r = 0; r < n; r++) {
 		int i = (int)(a[r] & ((UINT64_C(1) << bj) - 1));
 		ws->order[r] = i;
-		ws->j[i].rank = (int)r;
+		ws->pos[i] = (int)r;
 	}
 	return 0;
 }
@@ -562,34 +560,12 @@ static int _rank(struct _ws *ws)
 	}
 	for (size_t r = 0; r < n; r++) {
 		ws->order[r] = a[r].job;
-		ws->j[a[r].job].rank = (int)r;
+		ws->pos[a[r].job] = (int)r;
 	}
 	free(a);
 	free(b);
 	free(count);
 	return 0;
-}
-
-/* From here on a job's working state is indexed by its rank: the passes in
- * rank order (admission, events, splits, holds) read it in sequence. */
-static void _by_rank(struct _ws *ws)
-{
-	struct _job *j = ws->jr;
-	struct _tm *tm = ws->tmr;
-
-	for (int r = 0; r < ws->nj; r++) {
-		int i = ws->order[r];
-		j[r] = ws->j[i];
-		ws->pos[i] = r;
-	}
-	ws->jr = ws->j;
-	ws->j = j;
-	if (ws->in->mode == ELASTIC_POLICY_THROUGHPUT) {
-		for (int r = 0; r < ws->nj; r++)
-			tm[r] = ws->tm[ws->order[r]];
-		ws->tmr = ws->tm;
-		ws->tm = tm;
-	}
 }
 
 /* Running jobs keep their MIN while it fits (lowest rank stopped first);
@@ -1022,9 +998,9 @@ static inline double _speedup(const struct _model *m, int n)
  * current size or lo if larger, at most hi). */
 static void _tm_fill(struct _ws *ws, int i)
 {
-	const struct _job *t = &ws->j[i];
+	const struct _job *t = &ws->j[ws->pos[i]];
 	const struct elastic_scaling *sc = t->in->scaling;
-	struct _tm *tm = &ws->tm[i];
+	struct _tm *tm = &ws->tm[ws->pos[i]];
 	int seen_lo, seen_hi;
 
 	elastic_scaling_seen(sc && sc->terms ? sc : NULL, &seen_lo, &seen_hi);
@@ -1710,9 +1686,7 @@ nomem:
 static void _ws_free(struct _ws *ws)
 {
 	free(ws->j);
-	free(ws->jr);
 	free(ws->pos);
-	free(ws->tmr);
 	free(ws->order);
 	free(ws->tm);
 	free(ws->tj);
@@ -1813,8 +1787,6 @@ static int _ws_reserve(struct elastic_policy_ws *w, int nj, int nn, int throughp
 		c = 0;
 		rc |= _reserve(&ws->j, &c, n, sizeof(*ws->j), 0);
 		c = 0;
-		rc |= _reserve(&ws->jr, &c, n, sizeof(*ws->jr), 0);
-		c = 0;
 		rc |= _reserve(&ws->pos, &c, n, sizeof(*ws->pos), 0);
 		c = 0;
 		rc |= _reserve(&ws->order, &c, n, sizeof(*ws->order), 0);
@@ -1843,8 +1815,6 @@ static int _ws_reserve(struct elastic_policy_ws *w, int nj, int nn, int throughp
 	if (throughput && n > w->tcap) {
 		c = 0;
 		rc |= _reserve(&ws->tm, &c, n, sizeof(*ws->tm), 0);
-		c = 0;
-		rc |= _reserve(&ws->tmr, &c, n, sizeof(*ws->tmr), 0);
 		c = 0;
 		rc |= _reserve(&ws->tj, &c, n, sizeof(*ws->tj), _Alignof(struct _tj));
 		c = 0;
@@ -1919,13 +1889,15 @@ int elastic_policy_decide_ws(const struct elastic_policy_input *in,
 	ws->nn = in->nnodes;
 	ws->nact = ws->nev = 0;
 	ws->capacity = 0;
-	if (_check_input(ws, err) < 0)
-		goto fail;
+	/* Ranked first (only ids, submit times and priorities are read, and
+	 * any values sort), so that the checks fill each job's working state
+	 * at its rank: the passes in rank order read it in sequence. */
 	if (_rank(ws) < 0) {
 		(void)_fail(err, ENOMEM, "out of memory ranking %d jobs", nj);
 		goto fail;
 	}
-	_by_rank(ws);
+	if (_check_input(ws, err) < 0)
+		goto fail;
 	_admit(ws);
 	if (in->mode != ELASTIC_POLICY_FIFO)
 		_events(ws);
