@@ -1588,7 +1588,8 @@ static void _keep_or_release(struct _ws *ws, struct elastic_policy_target *tg)
 				ws->free[jb->place[k].node] += jb->place[k].gpus;
 			continue;
 		}
-		memcpy(t->place, jb->place, sizeof(*t->place) * jb->nplace);
+		if (jb->nplace) /* place may be NULL then */
+			memcpy(t->place, jb->place, sizeof(*t->place) * jb->nplace);
 		t->nplace = jb->nplace;
 		if (rel <= 0)
 			continue;
