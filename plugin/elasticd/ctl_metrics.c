@@ -47,6 +47,18 @@ static void _le(FILE *f, double v)
 	fprintf(f, "%s%s", b, strpbrk(b, ".e") ? "" : ".0");
 }
 
+/* The end of bucket b's line of a histogram with nb buckets (bounds le, the
+ * last +Inf): its bound, then its cumulative count. */
+static void _bucket_end(FILE *f, int b, int nb, const double *le, uint64_t cum)
+{
+	fputs("le=\"", f);
+	if (b < nb - 1)
+		_le(f, le[b]);
+	else
+		fputs("+Inf", f);
+	fprintf(f, "\"} %" PRIu64 "\n", cum);
+}
+
 /* Per job that reported: re-forms by cause, resizes in place by kind
  * (counters) and recovery seconds (histogram), as elastic-run last said:
  * its counts are cumulative, 0 until it sends any. */
@@ -79,12 +91,9 @@ static void _recovery_families(const struct ed_ctl *c, FILE *f)
 		for (int b = 0; b < ELASTIC_RECOVERY_BUCKETS; b++) {
 			cum += rt->rec.bucket[b];
 			_job_labels(f, "slurm_elastic_job_recovery_seconds_bucket", rt);
-			fputs(",le=\"", f);
-			if (b < ELASTIC_RECOVERY_BUCKETS - 1)
-				_le(f, elastic_recovery_le[b]);
-			else
-				fputs("+Inf", f);
-			fprintf(f, "\"} %" PRIu64 "\n", cum);
+			fputc(',', f);
+			_bucket_end(f, b, ELASTIC_RECOVERY_BUCKETS, elastic_recovery_le,
+				    cum);
 		}
 		_job_labels(f, "slurm_elastic_job_recovery_seconds_sum", rt);
 		fprintf(f, "} %.3f\n", (double)rt->rec.sum_ms / 1e3);
@@ -254,12 +263,8 @@ void ed_ctl_metrics(void *arg, FILE *f)
 	uint64_t cum = 0;
 	for (int b = 0; b < ED_TICK_BUCKETS; b++) {
 		cum += c->tick_bucket[b];
-		fputs("slurm_elastic_tick_seconds_bucket{le=\"", f);
-		if (b < ED_TICK_BUCKETS - 1)
-			_le(f, ed_tick_le[b]);
-		else
-			fputs("+Inf", f);
-		fprintf(f, "\"} %" PRIu64 "\n", cum);
+		fputs("slurm_elastic_tick_seconds_bucket{", f);
+		_bucket_end(f, b, ED_TICK_BUCKETS, ed_tick_le, cum);
 	}
 	fprintf(f, "slurm_elastic_tick_seconds_sum %.6f\n", c->tick_sum_s);
 	fprintf(f, "slurm_elastic_tick_seconds_count %" PRIu64 "\n", c->ticks);
