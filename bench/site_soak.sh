@@ -34,7 +34,8 @@
 #   SOAK_NODE_DOWN_S (60), SOAK_COOLDOWN_S (120: elastic.conf's CoolDown),
 #   SOAK_MAX_RANKS (200), SOAK_TAIL_S (how long the elastic jobs may run on
 #   after MINUTES; default half the run, at least 600). BENCH_KEEP=1 leaves
-#   the cluster up. The run's files stay in the root's /tmp/site_soak.*.
+#   the cluster up. The run's files stay in the root's
+#   /tmp/site_soak-inner.*; /tmp/site_soak.dir names the latest.
 set -euo pipefail
 case "${1:-}" in -h | --help) sed -n '3,/^set -euo/p' "$0" | sed '$d' | cut -c3-; exit 0 ;; esac
 minutes=${1:-60}
