@@ -443,6 +443,22 @@ static unsigned _bitlen(uint64_t v)
 	return v ? 64 - (unsigned)__builtin_clzll(v) : 0;
 }
 
+/* One 11-bit digit of an LSD radix sort: its counts turned into the first
+ * position of each value; 0 when every key has the digit of the first (the
+ * pass would move nothing and is skipped). */
+static int _radix11_offsets(uint32_t *count, uint32_t first, size_t n)
+{
+	uint32_t pos = 0;
+
+	if (count[first] == n)
+		return 0;
+	for (int v = 0; v < 2048; v++) {
+		uint32_t c = count[v];
+		count[v] = pos;
+		pos += c;
+	}
+	return 1;
+}
 /* The same order by one 64-bit key per job when it fits (as it does for
  * real clusters): each field less its smallest value, in as many bits as
  * its range needs, above the job's index; a stable LSD radix sort of the
@@ -491,14 +507,8 @@ static int _rank_packed(struct _ws *ws)
 	}
 	for (unsigned d = 0; d < ndig; d++) {
 		unsigned shift = bj + 11 * d;
-		uint32_t pos = 0;
-		if (count[d][(a[0] >> shift) & 2047] == n)
-			continue; /* this digit is the same everywhere */
-		for (int v = 0; v < 2048; v++) {
-			uint32_t c = count[d][v];
-			count[d][v] = pos;
-			pos += c;
-		}
+		if (!_radix11_offsets(count[d], (a[0] >> shift) & 2047, n))
+			continue;
 		for (size_t i = 0; i < n; i++)
 			b[count[d][(a[i] >> shift) & 2047]++] = a[i];
 		x = a;
@@ -654,14 +664,42 @@ static uint32_t _level_key(uint64_t v, uint64_t w)
 	return (uint32_t)(k >> 32);
 }
 
+/* Stable LSD radix sort of a[0..n) by key, in 11-bit digits (b: room for n
+ * more); a digit the same everywhere costs no move pass. Returns the array
+ * that holds the result; *other is the other one. */
+static struct _event *_key_sort(struct _event *a, struct _event *b, int n,
+				struct _event **other)
+{
+	uint32_t count[3][2048];
+	struct _event *x;
+
+	memset(count, 0, sizeof(count));
+	for (int e = 0; e < n; e++) {
+		count[0][a[e].key & 2047]++;
+		count[1][(a[e].key >> 11) & 2047]++;
+		count[2][a[e].key >> 22]++;
+	}
+	for (int d = 0; d < 3 && n; d++) {
+		int shift = 11 * d;
+		if (!_radix11_offsets(count[d], (a[0].key >> shift) & 2047, (size_t)n))
+			continue;
+		for (int e = 0; e < n; e++)
+			b[count[d][(a[e].key >> shift) & 2047]++] = a[e];
+		x = a;
+		a = b;
+		b = x;
+	}
+	*other = b;
+	return a;
+}
+
 /* Events in exact level order, in O(n) for all but pathological inputs: a
- * stable LSD radix sort of 8-byte (key, job) pairs made in rank order, then
+ * stable radix sort (_key_sort) of 8-byte (key, job) pairs made in rank order, then
  * each run of equal keys is checked and, only where needed, merge-sorted
  * exactly. */
 static void _events(struct _ws *ws)
 {
-	struct _event *a = ws->ev, *b = ws->ev2, *x;
-	size_t count[256];
+	struct _event *a = ws->ev, *b = ws->ev2;
 	int n = 0;
 
 	for (int r = 0; r < ws->nj; r++) {
@@ -672,24 +710,7 @@ static void _events(struct _ws *ws)
 		a[n++] = (struct _event){_level_key(t->lo, t->w), i << 1};
 		a[n++] = (struct _event){_level_key(t->hi, t->w), i << 1 | 1};
 	}
-	for (int shift = 0; shift < 32; shift += 8) {
-		size_t pos = 0;
-		memset(count, 0, sizeof(count));
-		for (int e = 0; e < n; e++)
-			count[(a[e].key >> shift) & 0xff]++;
-		if (n && count[(a[0].key >> shift) & 0xff] == (size_t)n)
-			continue; /* this digit is the same everywhere */
-		for (int d = 0; d < 256; d++) {
-			size_t c = count[d];
-			count[d] = pos;
-			pos += c;
-		}
-		for (int e = 0; e < n; e++)
-			b[count[(a[e].key >> shift) & 0xff]++] = a[e];
-		x = a;
-		a = b;
-		b = x;
-	}
+	a = _key_sort(a, b, n, &b);
 	for (int s = 0, e; s < n; s = e) {
 		int sorted = 1;
 		for (e = s + 1; e < n && a[e].key == a[s].key; e++)
@@ -770,37 +791,17 @@ static int _step(struct _job *t, int *left)
  * deficit or rank). */
 static int _round_order(struct _ws *ws)
 {
-	struct _event *a = ws->ev2, *b = ws->rk, *x; /* ev2: free after _events */
-	uint32_t count[3][2048];
+	struct _event *a = ws->ev2, *b = ws->rk; /* ev2: free after _events */
 	int n = 0;
 
-	memset(count, 0, sizeof(count));
 	for (int i = 0; i < ws->nact; i++) {
 		const struct _job *t = &ws->j[ws->act[i]];
 		if (t->target < t->hi) {
 			uint32_t k = _cand_key(t);
 			a[n++] = (struct _event){k, (uint32_t)ws->act[i]};
-			count[0][k & 2047]++;
-			count[1][(k >> 11) & 2047]++;
-			count[2][k >> 22]++;
 		}
 	}
-	for (int d = 0; d < 3 && n; d++) {
-		int shift = 11 * d;
-		uint32_t pos = 0;
-		if (count[d][(a[0].key >> shift) & 2047] == (uint32_t)n)
-			continue; /* this digit is the same everywhere */
-		for (int v = 0; v < 2048; v++) {
-			uint32_t c = count[d][v];
-			count[d][v] = pos;
-			pos += c;
-		}
-		for (int e = 0; e < n; e++)
-			b[count[d][(a[e].key >> shift) & 2047]++] = a[e];
-		x = a;
-		a = b;
-		b = x;
-	}
+	a = _key_sort(a, b, n, &b);
 	for (int s = 0, e; s < n; s = e) {
 		int sorted = 1;
 		for (e = s + 1; e < n && a[e].key == a[s].key; e++)
