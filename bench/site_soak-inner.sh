@@ -61,11 +61,17 @@ mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 "$train" --quiet --ep
 	--samples 256 --global-batch 128 --step-sleep 5000000 >/dev/null 2>&1 &
 mp=$!
 sleep 4
-rss_kb=$(for p in $(pgrep -P "$(pgrep -P $mp | head -n1)" 2>/dev/null) $(pgrep -x elastic_train); do
+# (its two ranks: this root's trainers with the probe's pause, not the
+# trainers of another root's cluster)
+probe=$(for p in $(t_pgrep -x elastic_train); do
+	tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -q -- '--step-sleep 5000000' && echo "$p"
+done)
+rss_kb=$(for p in $probe; do
 	awk '/^VmRSS:/ { print $2 }' /proc/$p/status 2>/dev/null
 done | sort -n | tail -n1)
-kill $mp 2>/dev/null; wait $mp 2>/dev/null || true
-pkill -x elastic_train 2>/dev/null || true
+# shellcheck disable=SC2086
+kill $mp $probe 2>/dev/null
+wait $mp 2>/dev/null || true
 avail_kb=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
 fit=$((avail_kb / 2 / ${rss_kb:-30000}))
 [ $fit -lt "$max_ranks" ] && max_ranks=$fit
