@@ -755,19 +755,33 @@ out:
 const double ed_tick_le[ED_TICK_BUCKETS - 1] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
 						0.1,   0.2,   0.5,   1,	   2,	 5};
 
+const char *const ed_tick_phase[ED_PHASES] = {"observe", "decide", "act"};
+
+static double _mono_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Adds the time since *t to the tick's phase ph, and starts the next. */
+static void _phase(struct ed_ctl *c, int ph, double *t)
+{
+	double now = _mono_s();
+	c->tick_phase_s[ph] += now - *t;
+	*t = now;
+}
+
 static void _tick(struct ed_ctl *c);
 
 /* A tick, timed for the metrics' histogram (slurm_elastic_tick_seconds). */
 void ed_ctl_tick(struct ed_ctl *c)
 {
-	struct timespec a, b;
-	double s;
+	double a = _mono_s(), s;
 	int k = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &a);
 	_tick(c);
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	s = _mono_s() - a;
 	while (k < ED_TICK_BUCKETS - 1 && s > ed_tick_le[k])
 		k++;
 	c->tick_bucket[k]++;
@@ -787,18 +801,24 @@ static void _tick(struct ed_ctl *c)
 	uint64_t now_ms = ed_now_ms();
 	time_t now = (time_t)(now_ms / 1000);
 	int *grown = NULL, from;
+	double t = _mono_s();
 
 	c->last_tick_ms = now_ms;
 	c->tick_wanted = 0;
-	if (_observe(c, &s, now) < 0)
+	if (_observe(c, &s, now) < 0) {
+		_phase(c, ED_PHASE_OBSERVE, &t);
 		return;
+	}
+	_phase(c, ED_PHASE_OBSERVE, &t);
 	_ending_settle(c, &s, now_ms);
 	grown = calloc((size_t)s.njobs + 1, sizeof(*grown));
 	if (!grown || _rc_input(c, &s, now_ms, &in) < 0)
 		goto out;
 	if (ed_rc_grants(&in, &rc) < 0)
 		goto out;
+	_phase(c, ED_PHASE_DECIDE, &t);
 	_act(c, &s, &rc, 0, grown, now_ms);
+	_phase(c, ED_PHASE_ACT, &t);
 	_keep_holdings(c, &s, &rc);
 	if (_plan(c, &s, &rc, now, &plan, &err) < 0) {
 		if (strcmp(err.text, c->last_plan_error) != 0)
@@ -809,11 +829,14 @@ static void _tick(struct ed_ctl *c)
 	c->last_plan_error[0] = '\0';
 	from = rc.nacts;
 	if (ed_rc_moves(&in, &plan, &rc) == 0) {
+		_phase(c, ED_PHASE_DECIDE, &t);
 		_act(c, &s, &rc, from, grown, now_ms);
+		_phase(c, ED_PHASE_ACT, &t);
 		_keep_states(c, &s, &plan, &rc, grown);
 	}
 	ed_plan_free(&plan);
 out:
+	_phase(c, ED_PHASE_DECIDE, &t);
 	ed_rc_free(&rc);
 	free((void *)in.jobs);
 	free((void *)in.rels);

@@ -72,6 +72,10 @@ struct ed_ending {
  * +Inf, written as such). */
 #define ED_TICK_BUCKETS 13
 extern const double ed_tick_le[ED_TICK_BUCKETS - 1];
+/* The parts of a tick that are timed: reading slurmctld, the policy's
+ * decision, and acting on Slurm (grants submitted, marked, cancelled). */
+enum { ED_PHASE_OBSERVE, ED_PHASE_DECIDE, ED_PHASE_ACT, ED_PHASES };
+extern const char *const ed_tick_phase[ED_PHASES];
 
 struct ed_ctl {
 	struct ed_ctl_conf conf;
@@ -106,6 +110,8 @@ struct ed_ctl {
 	uint64_t tick_bucket[ED_TICK_BUCKETS];
 	double tick_sum_s;
 	uint64_t ticks;
+	/* and where their time went (ed_tick_phase) */
+	double tick_phase_s[ED_PHASES];
 	int active;   /* holds the controller role (ed_ctl_set_active) */
 	int stood_by; /* stood by since its start: state to read again */
 };

@@ -268,6 +268,11 @@ void ed_ctl_metrics(void *arg, FILE *f)
 	}
 	fprintf(f, "slurm_elastic_tick_seconds_sum %.6f\n", c->tick_sum_s);
 	fprintf(f, "slurm_elastic_tick_seconds_count %" PRIu64 "\n", c->ticks);
+	_family(f, "slurm_elastic_tick_phase_seconds", "counter",
+		"Time the ticks spent reading slurmctld (observe), deciding, and acting on Slurm");
+	for (int p = 0; p < ED_PHASES; p++)
+		fprintf(f, "slurm_elastic_tick_phase_seconds_total{phase=\"%s\"} %.6f\n",
+			ed_tick_phase[p], c->tick_phase_s[p]);
 	_gauge(f, "slurm_elastic_controller_active",
 	       "1 when this elasticd holds the controller role, 0 while it stands by",
 	       c->active);
