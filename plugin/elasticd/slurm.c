@@ -188,8 +188,9 @@ static uint64_t _jobs_fp; /* fingerprint of that list (see _fingerprint) */
 
 /* How elasticd asks for jobs. Targeted (the default): per tick the nodes,
  * one job-state RPC for the ids after the last job seen (new jobs: Slurm
- * numbers them in order), and one load per new job, per elastic job and per
- * grant; between ticks only the elastic jobs and grants. slurmctld's work
+ * numbers them in order), one load per new job and per elastic job, one
+ * job-state RPC over the grants and a load per grant whose state changed;
+ * between ticks only the elastic jobs and grants. slurmctld's work
  * then grows with elasticd's own jobs and the new ones, not with the queue.
  * ELASTICD_QUERY=full: the whole job list per tick and the change check
  * against it (for benches that compare both; and the fallback when the
@@ -227,6 +228,18 @@ static int _nwatch_jobs, _nwatch_grants, _watch_valid;
  * cancel or its time limit, which the next tick sees. */
 static int _watch_grants_pending;
 static uint64_t _watch_fp, _watch_fp_grants;
+/* Targeted: each watched grant's record as last loaded, by id. A grant's
+ * record changes only with its state (pending, running, completing, ended)
+ * and with the release mark elasticd writes itself (which drops the record
+ * here), so a tick asks one job-state RPC about all grants and loads again
+ * only those whose state changed: with hundreds of grants that is one RPC
+ * instead of hundreds. */
+struct grant_rec {
+	uint32_t id, state;
+	job_info_msg_t *m;
+};
+static struct grant_rec *_grec;
+static int _ngrec;
 
 /* slurmctld's StateSaveLocation (SlurmUser writes there): NULL if unset. */
 static char *_state_dir;
@@ -263,8 +276,18 @@ int ed_slurm_init(elastic_error_t *err)
 	return 0;
 }
 
+static void _grec_clear(void)
+{
+	for (int i = 0; i < _ngrec; i++)
+		slurm_free_job_info_msg(_grec[i].m);
+	free(_grec);
+	_grec = NULL;
+	_ngrec = 0;
+}
+
 void ed_slurm_fini(void)
 {
+	_grec_clear();
 	free(_young);
 	free(_watch_jobs);
 	free(_watch_grants);
@@ -517,6 +540,24 @@ static void _jobset_free(struct jobset *J)
 	memset(J, 0, sizeof(*J));
 }
 
+/* Adds m's jobs to J; m stays its owner's (the grant records). */
+static int _jobset_ref(struct jobset *J, const job_info_msg_t *m)
+{
+	if (J->n + m->record_count > J->cap) {
+		uint32_t cap = J->cap ? 2 * J->cap : 64;
+		while (cap < J->n + m->record_count)
+			cap *= 2;
+		const slurm_job_info_t **nv = realloc(J->v, cap * sizeof(*nv));
+		if (!nv)
+			return -1;
+		J->v = nv;
+		J->cap = cap;
+	}
+	for (uint32_t i = 0; i < m->record_count; i++)
+		J->v[J->n++] = &m->job_array[i];
+	return 0;
+}
+
 /* Adds m's jobs to J, which then owns m (freed with J even on failure). */
 static int _jobset_add(struct jobset *J, job_info_msg_t *m)
 {
@@ -531,19 +572,7 @@ static int _jobset_add(struct jobset *J, job_info_msg_t *m)
 		J->capmsgs = cap;
 	}
 	J->msgs[J->nmsgs++] = m;
-	if (J->n + m->record_count > J->cap) {
-		uint32_t cap = J->cap ? 2 * J->cap : 64;
-		while (cap < J->n + m->record_count)
-			cap *= 2;
-		const slurm_job_info_t **nv = realloc(J->v, cap * sizeof(*nv));
-		if (!nv)
-			return -1;
-		J->v = nv;
-		J->cap = cap;
-	}
-	for (uint32_t i = 0; i < m->record_count; i++)
-		J->v[J->n++] = &m->job_array[i];
-	return 0;
+	return _jobset_ref(J, m);
 }
 
 static int _jobset_full(struct jobset *J, elastic_error_t *err)
@@ -580,16 +609,129 @@ static int _probe(uint32_t *ids, int *more)
 }
 #endif
 
-/* Targeted: the new jobs (probed by id), the watched elastic jobs and
- * grants and the young jobs, each loaded. Replaces _young. -1 (nothing
+#if HAVE_DECL_SLURM_LOAD_JOB_STATE
+static int _grec_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const struct grant_rec *)a)->id,
+		 y = ((const struct grant_rec *)b)->id;
+	return (x > y) - (x < y);
+}
+
+/* The watched grants' records, brought up to date (see _grec) and added to
+ * J, which does not own them. -1: an RPC failed (the whole list is asked
+ * for instead; the records kept stay as they were). */
+static int _grants_refresh(struct jobset *J)
+{
+	slurm_selected_step_t *sel = NULL;
+	job_state_response_msg_t *st = NULL;
+	struct grant_rec *v = NULL;
+	unsigned char *kept = NULL; /* v[i] moved from _grec */
+	int nv = 0, ret = -1;
+
+	if (!_nwatch_grants) {
+		_grec_clear();
+		return 0;
+	}
+	if (!(sel = calloc(_nwatch_grants, sizeof(*sel))))
+		return -1;
+	for (int i = 0; i < _nwatch_grants; i++) {
+		sel[i] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
+		sel[i].step_id.job_id = _watch_grants[i];
+	}
+	if (slurm_load_job_state(_nwatch_grants, sel, &st) != SLURM_SUCCESS) {
+		free(sel);
+		if (errno != ESLURM_INVALID_JOB_ID)
+			return -1;
+		_grec_clear(); /* none of them is known any more */
+		return 0;
+	}
+	free(sel);
+	v = calloc(st->jobs_count + 1, sizeof(*v));
+	kept = calloc(st->jobs_count + 1, 1);
+	if (!v || !kept)
+		goto out;
+	for (uint32_t i = 0; i < st->jobs_count; i++) {
+		struct grant_rec key = {.id = st->jobs[i].job_id}, *r;
+		job_info_msg_t *m = NULL;
+		int dup = 0;
+		for (int k = 0; k < nv && !dup; k++)
+			dup = v[k].id == key.id;
+		if (dup)
+			continue;
+		r = _ngrec ? bsearch(&key, _grec, _ngrec, sizeof(*_grec), _grec_cmp)
+			   : NULL;
+		if (r && r->m && r->state == st->jobs[i].state) {
+			kept[nv] = 1; /* unchanged */
+			v[nv++] = *r;
+			r->m = NULL;
+			continue;
+		}
+		if (elastic__slurm_load_job(key.id, &m,
+					    SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) !=
+		    SLURM_SUCCESS) {
+			if (errno == ESLURM_INVALID_JOB_ID)
+				continue; /* purged since */
+			goto out;
+		}
+		if (!m->record_count) {
+			slurm_free_job_info_msg(m);
+			continue;
+		}
+		v[nv].id = key.id;
+		v[nv].state = m->job_array[0].job_state;
+		v[nv++].m = m;
+	}
+	ret = 0;
+out:
+	if (ret == 0) {
+		_grec_clear();
+		qsort(v, nv, sizeof(*v), _grec_cmp);
+		_grec = v;
+		_ngrec = nv;
+		for (int i = 0; i < nv && ret == 0; i++)
+			ret = _jobset_ref(J, v[i].m);
+	} else if (v) {
+		for (int i = 0; i < nv; i++) {
+			struct grant_rec *r = NULL;
+			if (kept[i])
+				r = bsearch(&v[i], _grec, _ngrec, sizeof(*_grec),
+					    _grec_cmp);
+			if (r)
+				r->m = v[i].m; /* back where it was */
+			else
+				slurm_free_job_info_msg(v[i].m);
+		}
+		free(v);
+	}
+	free(kept);
+	slurm_free_job_state_response_msg(st);
+	return ret;
+}
+
+/* elasticd changed the grant's record (its release mark): it is loaded
+ * again at the next tick. */
+static void _grec_drop(uint32_t id)
+{
+	struct grant_rec key = {.id = id}, *r;
+	r = _ngrec ? bsearch(&key, _grec, _ngrec, sizeof(*_grec), _grec_cmp) : NULL;
+	if (r) {
+		slurm_free_job_info_msg(r->m);
+		memmove(r, r + 1, (size_t)(_grec + _ngrec - (r + 1)) * sizeof(*r));
+		_ngrec--;
+	}
+}
+#endif
+
+/* Targeted: the new jobs (probed by id), the watched elastic jobs and the
+ * young jobs, each loaded, and the grants (_grants_refresh). Replaces
+ * _young. -1 (nothing
  * kept) when a whole list is the better question: the RPC failed, nothing
  * was read yet, the next id is not known, it is time for the periodic
  * whole read, or too many jobs are new. */
 static int _jobset_targeted(struct jobset *J, const char *prefix)
 {
 #if HAVE_DECL_SLURM_LOAD_JOB_STATE
-	int cap = _nwatch_jobs + _nwatch_grants + _nyoung + TARGETED_MAX_LOADS +
-		  ELASTIC_SLURM_PROBE_IDS;
+	int cap = _nwatch_jobs + _nyoung + TARGETED_MAX_LOADS + ELASTIC_SLURM_PROBE_IDS;
 	uint32_t *ids = NULL, *young = NULL;
 	int n = 0, nyoung = 0, nnew = 0, more = 1, got;
 	time_t now = time(NULL);
@@ -602,10 +744,10 @@ static int _jobset_targeted(struct jobset *J, const char *prefix)
 		goto fail;
 	for (int i = 0; i < _nwatch_jobs; i++)
 		ids[n++] = _watch_jobs[i];
-	for (int i = 0; i < _nwatch_grants; i++)
-		ids[n++] = _watch_grants[i];
 	for (int i = 0; i < _nyoung; i++)
 		ids[n++] = _young[i];
+	if (_grants_refresh(J) < 0)
+		goto fail;
 	while (more) {
 		if ((got = _probe(ids + n, &more)) < 0)
 			goto fail;
@@ -1179,6 +1321,9 @@ int ed_slurm_mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
 {
 	if (_gate(err) < 0)
 		return -1;
+#if HAVE_DECL_SLURM_LOAD_JOB_STATE
+	_grec_drop(grant);
+#endif
 	int r = _mark_release(grant, job, by_ms, err);
 	_called(r == 0);
 	return r;

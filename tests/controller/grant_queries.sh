@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# tests/controller/grant_queries.sh: a tick asks slurmctld about elasticd's
+# grants in one job-state RPC and loads again only a grant whose state
+# changed (at site size, loading every grant each tick made the tick 5x
+# slower). One elastic job 1-4 with one GPU free on each of the 4 nodes
+# (plain jobs hold the other 3): its leader and three 1-GPU grants. Over 10 s
+# of ticks (TickSeconds=1, hints from job_submit/elastic, so nothing is
+# polled between ticks) slurmctld answers at most one single-job load per
+# tick (the elastic job) beside the grant scripts' own (sdiag, all users);
+# a load per grant would be four per tick. A grant cancelled by hand is
+# then seen ended and replaced: the job holds 4 GPUs again, in a new grant.
+. "${top_srcdir:-/src}/tests/lib.sh"
+. "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
+ctl_setup
+scontrol show config | grep -Eq '^JobSubmitPlugins += .*elastic' ||
+	t_skip "job_submit/elastic is not loaded in this cluster"
+ctl_conf PolicyMode=priority TickSeconds=1 "MetricsAddress=127.0.0.1:0"
+mapfile -t nodes < <(sinfo -h -N -o %N | sort -u)
+[ "${#nodes[@]}" = 4 ] || t_skip "needs 4 nodes (has ${#nodes[@]})"
+ctl_block_gpus 3 "${nodes[@]}"
+ctl_start
+port=$(sed -n 's/.*serving OpenMetrics on .* (port \([0-9]*\)).*/\1/p' "$T_DIR/elasticd.log")
+ticks() {
+	python3 -c 'import sys, urllib.request
+for l in urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10).read().decode().splitlines():
+    if l.startswith("slurm_elastic_tick_seconds_count "): print(l.split()[1])' "$port"
+}
+
+j=$(ctl_job alice acct_a 1 4 10 3000)
+ctl_client alice "$j"
+ctl_wait_split 60 "$j=4"
+grants=$(squeue -h -n "elastic:$j" -t R -o %i | sort)
+[ "$(echo "$grants" | wc -l)" = 3 ] || t_fail "job $j holds 4 GPUs in $(echo "$grants" | wc -l) grants, not 3"
+end=$((SECONDS + 30))
+until grep -q "hints arrive from job_submit/elastic" "$T_DIR/elasticd.log"; do
+	[ $SECONDS -lt $end ] || t_fail "no hint from job_submit/elastic reached elasticd in 30 s"
+	sleep 0.2
+done
+t_log "job $j: 4 GPUs, grants $(tr "\n" " " <<<"$grants")after ${CTL_WAITED}s"
+
+sleep 2
+t0=$(ticks)
+sdiag --reset >/dev/null
+sleep 10
+loads=$(sdiag | awk '/^Remote Procedure Call statistics by message type/ { m = 1 }
+	m && $1 == "REQUEST_JOB_INFO_SINGLE" { for (i = 1; i <= NF; i++) if ($i ~ /^count:/) print substr($i, 7); exit }')
+states=$(sdiag | awk '/^Remote Procedure Call statistics by message type/ { m = 1 }
+	m && $1 == "REQUEST_JOB_STATE" { for (i = 1; i <= NF; i++) if ($i ~ /^count:/) print substr($i, 7); exit }')
+n=$(($(ticks) - t0))
+# each grant script asks squeue about the job every 10 s: one load or two
+limit=$((n + 2 * 3 + 4))
+t_log "10 s: $n ticks, ${loads:-0} single-job loads (at most $limit), ${states:-0} job-state RPCs"
+[ "$n" -ge 5 ] || t_fail "only $n ticks in 10 s at TickSeconds=1"
+[ "${loads:-0}" -le "$limit" ] || t_fail "${loads} single-job loads in $n ticks: the grants are loaded each tick"
+
+g=$(echo "$grants" | head -n 1)
+scancel "$g" || t_fail "cannot cancel grant $g"
+end=$((SECONDS + 30))
+while [ "$(squeue -h -j "$g" -t R,CG -o %i 2>/dev/null)" = "$g" ]; do
+	[ $SECONDS -lt $end ] || t_fail "grant $g still there 30 s after scancel"
+	sleep 0.1
+done
+ctl_wait_split 30 "$j=4"
+now=$(squeue -h -n "elastic:$j" -t R -o %i | sort)
+echo "$now" | grep -qx "$g" && t_fail "grant $g still counted after its end"
+t_log "grant $g cancelled: job $j back to 4 GPUs after ${CTL_WAITED}s, grants $(tr "\n" " " <<<"$now")"
+t_log "PASS"
