@@ -188,8 +188,8 @@ static uint64_t _jobs_fp; /* fingerprint of that list (see _fingerprint) */
 
 /* How elasticd asks for jobs. Targeted (the default): per tick the nodes,
  * one job-state RPC for the ids after the last job seen (new jobs: Slurm
- * numbers them in order), one load per new job and per elastic job, one
- * job-state RPC over the grants and a load per grant whose state changed;
+ * numbers them in order), one load per new job, one job-state RPC over
+ * the elastic jobs and grants and a load of each that changed (struct rec);
  * between ticks only the elastic jobs and grants. slurmctld's work
  * then grows with elasticd's own jobs and the new ones, not with the queue.
  * ELASTICD_QUERY=full: the whole job list per tick and the change check
@@ -228,18 +228,29 @@ static int _nwatch_jobs, _nwatch_grants, _watch_valid;
  * cancel or its time limit, which the next tick sees. */
 static int _watch_grants_pending;
 static uint64_t _watch_fp, _watch_fp_grants;
-/* Targeted: each watched grant's record as last loaded, by id. A grant's
- * record changes only with its state (pending, running, completing, ended)
- * and with the release mark elasticd writes itself (which drops the record
- * here), so a tick asks one job-state RPC about all grants and loads again
- * only those whose state changed: with hundreds of grants that is one RPC
- * instead of hundreds. */
-struct grant_rec {
+/* Targeted: the watched grants' and elastic jobs' records as last loaded,
+ * by id. A grant's record changes only with its state (pending, running,
+ * completing, ended) and with the release mark elasticd writes itself
+ * (which drops it here). An elastic job's also changes with an update (its
+ * priority, limits or tag: the between-tick check, on a hint or by polling,
+ * finds that and drops its record) and with slurmctld's periodic priority
+ * calculation, so it is also read again once REC_FRESH_S old, a few a
+ * tick. A tick asks one job-state RPC about all of them and loads only
+ * what changed: with hundreds of grants and tens of elastic jobs a few
+ * RPCs, not hundreds. */
+struct rec {
 	uint32_t id, state;
+	time_t at;     /* when it was loaded */
+	uint64_t hash; /* _watch_hash_job of it */
 	job_info_msg_t *m;
+	int fresh; /* loaded by this tick (in the tick's new list only) */
 };
-static struct grant_rec *_grec;
-static int _ngrec;
+struct recs {
+	struct rec *v; /* sorted by id */
+	int n;
+};
+static struct recs _grants_kept, _jobs_kept;
+#define REC_FRESH_S 10
 
 /* slurmctld's StateSaveLocation (SlurmUser writes there): NULL if unset. */
 static char *_state_dir;
@@ -276,18 +287,41 @@ int ed_slurm_init(elastic_error_t *err)
 	return 0;
 }
 
-static void _grec_clear(void)
+static void _recs_clear(struct recs *R)
 {
-	for (int i = 0; i < _ngrec; i++)
-		slurm_free_job_info_msg(_grec[i].m);
-	free(_grec);
-	_grec = NULL;
-	_ngrec = 0;
+	for (int i = 0; i < R->n; i++)
+		slurm_free_job_info_msg(R->v[i].m);
+	free(R->v);
+	R->v = NULL;
+	R->n = 0;
+}
+
+static int _rec_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const struct rec *)a)->id, y = ((const struct rec *)b)->id;
+	return (x > y) - (x < y);
+}
+
+static struct rec *_recs_find(const struct recs *R, uint32_t id)
+{
+	struct rec key = {.id = id};
+	return R->n ? bsearch(&key, R->v, R->n, sizeof(*R->v), _rec_cmp) : NULL;
+}
+
+static void _recs_drop(struct recs *R, uint32_t id)
+{
+	struct rec *r = _recs_find(R, id);
+	if (r) {
+		slurm_free_job_info_msg(r->m);
+		memmove(r, r + 1, (size_t)(R->v + R->n - (r + 1)) * sizeof(*r));
+		R->n--;
+	}
 }
 
 void ed_slurm_fini(void)
 {
-	_grec_clear();
+	_recs_clear(&_grants_kept);
+	_recs_clear(&_jobs_kept);
 	free(_young);
 	free(_watch_jobs);
 	free(_watch_grants);
@@ -610,63 +644,112 @@ static int _probe(uint32_t *ids, int *more)
 #endif
 
 #if HAVE_DECL_SLURM_LOAD_JOB_STATE
-static int _grec_cmp(const void *a, const void *b)
+static int _u32_cmp(const void *a, const void *b)
 {
-	uint32_t x = ((const struct grant_rec *)a)->id,
-		 y = ((const struct grant_rec *)b)->id;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 	return (x > y) - (x < y);
 }
 
-/* The watched grants' records, brought up to date (see _grec) and added to
- * J, which does not own them. -1: an RPC failed (the whole list is asked
- * for instead; the records kept stay as they were). */
-static int _grants_refresh(struct jobset *J)
+/* v (n records, the fresh ones loaded by this tick) becomes R's list, each
+ * id once (an array's tasks may answer twice); what R kept and v does not
+ * carry is freed. */
+static void _recs_commit(struct recs *R, struct rec *v, int n)
 {
-	slurm_selected_step_t *sel = NULL;
-	job_state_response_msg_t *st = NULL;
-	struct grant_rec *v = NULL;
-	unsigned char *kept = NULL; /* v[i] moved from _grec */
-	int nv = 0, ret = -1;
-
-	if (!_nwatch_grants) {
-		_grec_clear();
-		return 0;
-	}
-	if (!(sel = calloc(_nwatch_grants, sizeof(*sel))))
-		return -1;
-	for (int i = 0; i < _nwatch_grants; i++) {
-		sel[i] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
-		sel[i].step_id.job_id = _watch_grants[i];
-	}
-	if (slurm_load_job_state(_nwatch_grants, sel, &st) != SLURM_SUCCESS) {
-		free(sel);
-		if (errno != ESLURM_INVALID_JOB_ID)
-			return -1;
-		_grec_clear(); /* none of them is known any more */
-		return 0;
-	}
-	free(sel);
-	v = calloc(st->jobs_count + 1, sizeof(*v));
-	kept = calloc(st->jobs_count + 1, 1);
-	if (!v || !kept)
-		goto out;
-	for (uint32_t i = 0; i < st->jobs_count; i++) {
-		struct grant_rec key = {.id = st->jobs[i].job_id}, *r;
-		job_info_msg_t *m = NULL;
-		int dup = 0;
-		for (int k = 0; k < nv && !dup; k++)
-			dup = v[k].id == key.id;
-		if (dup)
-			continue;
-		r = _ngrec ? bsearch(&key, _grec, _ngrec, sizeof(*_grec), _grec_cmp)
-			   : NULL;
-		if (r && r->m && r->state == st->jobs[i].state) {
-			kept[nv] = 1; /* unchanged */
-			v[nv++] = *r;
-			r->m = NULL;
+	int w = 0;
+	qsort(v, n, sizeof(*v), _rec_cmp);
+	for (int i = 0; i < n; i++) {
+		if (w && v[i].id == v[w - 1].id) {
+			if (v[i].fresh)
+				slurm_free_job_info_msg(v[i].m);
 			continue;
 		}
-		if (elastic__slurm_load_job(key.id, &m,
+		v[w++] = v[i];
+	}
+	for (int i = 0; i < w; i++) {
+		struct rec *o;
+		if (v[i].fresh)
+			v[i].fresh = 0;
+		else if ((o = _recs_find(R, v[i].id)) != NULL)
+			o->m = NULL; /* carried over */
+	}
+	_recs_clear(R);
+	R->v = v;
+	R->n = w;
+}
+
+static void _recs_abandon(struct rec *v, int n)
+{
+	for (int i = 0; v && i < n; i++)
+		if (v[i].fresh)
+			slurm_free_job_info_msg(v[i].m);
+	free(v);
+}
+
+/* The watched elastic jobs' and grants' records, brought up to date (see
+ * struct rec) and added to J, which does not own them. -1: an RPC failed
+ * (the whole list is asked for instead; the records kept stay as they
+ * were). */
+static int _records_refresh(struct jobset *J, time_t now)
+{
+	int nw = _nwatch_jobs + _nwatch_grants, nj = 0, ng = 0, aged = 0, ret = -1, k = 0;
+	int aged_max = _nwatch_jobs / 8 > 2 ? _nwatch_jobs / 8 : 2;
+	slurm_selected_step_t *sel = NULL;
+	job_state_response_msg_t *st = NULL;
+	struct rec *vj = NULL, *vg = NULL;
+	uint32_t *wj = NULL, *wg = NULL; /* the watch lists, sorted */
+
+	if (!nw) {
+		_recs_clear(&_jobs_kept);
+		_recs_clear(&_grants_kept);
+		return 0;
+	}
+	sel = calloc(nw, sizeof(*sel));
+	wj = malloc((_nwatch_jobs + 1) * sizeof(*wj));
+	wg = malloc((_nwatch_grants + 1) * sizeof(*wg));
+	if (!sel || !wj || !wg)
+		goto out;
+	for (int i = 0; i < _nwatch_jobs; i++)
+		wj[i] = _watch_jobs[i];
+	for (int i = 0; i < _nwatch_grants; i++)
+		wg[i] = _watch_grants[i];
+	qsort(wj, _nwatch_jobs, sizeof(*wj), _u32_cmp);
+	qsort(wg, _nwatch_grants, sizeof(*wg), _u32_cmp);
+	for (int i = 0; i < _nwatch_jobs + _nwatch_grants; i++) {
+		sel[k] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
+		sel[k++].step_id.job_id = i < _nwatch_jobs
+						  ? _watch_jobs[i]
+						  : _watch_grants[i - _nwatch_jobs];
+	}
+	if (slurm_load_job_state(nw, sel, &st) != SLURM_SUCCESS) {
+		st = NULL;
+		if (errno == ESLURM_INVALID_JOB_ID) { /* none of them is known any more */
+			_recs_clear(&_jobs_kept);
+			_recs_clear(&_grants_kept);
+			ret = 0;
+		}
+		goto out;
+	}
+	vj = calloc(st->jobs_count + 1, sizeof(*vj));
+	vg = calloc(st->jobs_count + 1, sizeof(*vg));
+	if (!vj || !vg)
+		goto out;
+	for (uint32_t i = 0; i < st->jobs_count; i++) {
+		uint32_t id = st->jobs[i].job_id;
+		int isjob = bsearch(&id, wj, _nwatch_jobs, sizeof(*wj), _u32_cmp) != NULL;
+		struct rec *v = isjob ? vj : vg, *o;
+		int *nv = isjob ? &nj : &ng;
+		job_info_msg_t *m = NULL;
+
+		if (!isjob && !bsearch(&id, wg, _nwatch_grants, sizeof(*wg), _u32_cmp))
+			continue; /* another task of an array asked for */
+		o = _recs_find(isjob ? &_jobs_kept : &_grants_kept, id);
+		if (o && o->state == st->jobs[i].state &&
+		    (!isjob || now - o->at < REC_FRESH_S || aged >= aged_max)) {
+			v[(*nv)++] = *o; /* unchanged */
+			continue;
+		}
+		aged += o && o->state == st->jobs[i].state;
+		if (elastic__slurm_load_job(id, &m,
 					    SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) !=
 		    SLURM_SUCCESS) {
 			if (errno == ESLURM_INVALID_JOB_ID)
@@ -677,53 +760,42 @@ static int _grants_refresh(struct jobset *J)
 			slurm_free_job_info_msg(m);
 			continue;
 		}
-		v[nv].id = key.id;
-		v[nv].state = m->job_array[0].job_state;
-		v[nv++].m = m;
+		v[*nv] = (struct rec){.id = id,
+				      .state = m->job_array[0].job_state,
+				      .at = now,
+				      .m = m,
+				      .fresh = 1};
+		for (uint32_t r = 0; r < m->record_count; r++)
+			if (m->job_array[r].job_id == id) {
+				v[*nv].state = m->job_array[r].job_state;
+				v[*nv].hash = _watch_hash_job(&m->job_array[r]);
+			}
+		(*nv)++;
 	}
 	ret = 0;
 out:
-	if (ret == 0) {
-		_grec_clear();
-		qsort(v, nv, sizeof(*v), _grec_cmp);
-		_grec = v;
-		_ngrec = nv;
-		for (int i = 0; i < nv && ret == 0; i++)
-			ret = _jobset_ref(J, v[i].m);
-	} else if (v) {
-		for (int i = 0; i < nv; i++) {
-			struct grant_rec *r = NULL;
-			if (kept[i])
-				r = bsearch(&v[i], _grec, _ngrec, sizeof(*_grec),
-					    _grec_cmp);
-			if (r)
-				r->m = v[i].m; /* back where it was */
-			else
-				slurm_free_job_info_msg(v[i].m);
-		}
-		free(v);
+	if (ret == 0 && vj && vg) {
+		_recs_commit(&_jobs_kept, vj, nj);
+		_recs_commit(&_grants_kept, vg, ng);
+		for (int i = 0; i < _jobs_kept.n && ret == 0; i++)
+			ret = _jobset_ref(J, _jobs_kept.v[i].m);
+		for (int i = 0; i < _grants_kept.n && ret == 0; i++)
+			ret = _jobset_ref(J, _grants_kept.v[i].m);
+	} else {
+		_recs_abandon(vj, nj);
+		_recs_abandon(vg, ng);
 	}
-	free(kept);
-	slurm_free_job_state_response_msg(st);
+	free(sel);
+	free(wj);
+	free(wg);
+	if (st)
+		slurm_free_job_state_response_msg(st);
 	return ret;
-}
-
-/* elasticd changed the grant's record (its release mark): it is loaded
- * again at the next tick. */
-static void _grec_drop(uint32_t id)
-{
-	struct grant_rec key = {.id = id}, *r;
-	r = _ngrec ? bsearch(&key, _grec, _ngrec, sizeof(*_grec), _grec_cmp) : NULL;
-	if (r) {
-		slurm_free_job_info_msg(r->m);
-		memmove(r, r + 1, (size_t)(_grec + _ngrec - (r + 1)) * sizeof(*r));
-		_ngrec--;
-	}
 }
 #endif
 
-/* Targeted: the new jobs (probed by id), the watched elastic jobs and the
- * young jobs, each loaded, and the grants (_grants_refresh). Replaces
+/* Targeted: the new jobs (probed by id) and the young jobs, each loaded,
+ * and the watched elastic jobs and grants (_records_refresh). Replaces
  * _young. -1 (nothing
  * kept) when a whole list is the better question: the RPC failed, nothing
  * was read yet, the next id is not known, it is time for the periodic
@@ -731,7 +803,7 @@ static void _grec_drop(uint32_t id)
 static int _jobset_targeted(struct jobset *J, const char *prefix)
 {
 #if HAVE_DECL_SLURM_LOAD_JOB_STATE
-	int cap = _nwatch_jobs + _nyoung + TARGETED_MAX_LOADS + ELASTIC_SLURM_PROBE_IDS;
+	int cap = _nyoung + TARGETED_MAX_LOADS + ELASTIC_SLURM_PROBE_IDS;
 	uint32_t *ids = NULL, *young = NULL;
 	int n = 0, nyoung = 0, nnew = 0, more = 1, got;
 	time_t now = time(NULL);
@@ -742,11 +814,9 @@ static int _jobset_targeted(struct jobset *J, const char *prefix)
 	young = malloc(cap * sizeof(*young));
 	if (!ids || !young)
 		goto fail;
-	for (int i = 0; i < _nwatch_jobs; i++)
-		ids[n++] = _watch_jobs[i];
 	for (int i = 0; i < _nyoung; i++)
 		ids[n++] = _young[i];
-	if (_grants_refresh(J) < 0)
+	if (_records_refresh(J, now) < 0)
 		goto fail;
 	while (more) {
 		if ((got = _probe(ids + n, &more)) < 0)
@@ -1120,11 +1190,22 @@ static int _jobs_changed_watched(int jobs)
 	for (int i = 0; jobs && i < _nwatch_jobs; i++) {
 		job_info_msg_t *m = NULL;
 		if (elastic__slurm_load_job(_watch_jobs[i], &m, SHOW_ALL | SHOW_LOCAL) !=
-		    SLURM_SUCCESS)
-			return errno == ESLURM_INVALID_JOB_ID; /* gone; or no answer */
+		    SLURM_SUCCESS) {
+			if (errno != ESLURM_INVALID_JOB_ID)
+				return 0;			 /* no answer */
+			_recs_drop(&_jobs_kept, _watch_jobs[i]); /* gone */
+			return 1;
+		}
 		for (uint32_t r = 0; r < m->record_count; r++)
-			if (m->job_array[r].job_id == _watch_jobs[i])
-				fp += _watch_hash_job(&m->job_array[r]);
+			if (m->job_array[r].job_id == _watch_jobs[i]) {
+				/* changed (an update, priorities recalculated):
+				 * the next tick reads it again */
+				uint64_t h = _watch_hash_job(&m->job_array[r]);
+				struct rec *o = _recs_find(&_jobs_kept, _watch_jobs[i]);
+				if (o && o->hash != h)
+					_recs_drop(&_jobs_kept, _watch_jobs[i]);
+				fp += h;
+			}
 		slurm_free_job_info_msg(m);
 	}
 #if HAVE_DECL_SLURM_LOAD_JOB_STATE
@@ -1321,9 +1402,7 @@ int ed_slurm_mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
 {
 	if (_gate(err) < 0)
 		return -1;
-#if HAVE_DECL_SLURM_LOAD_JOB_STATE
-	_grec_drop(grant);
-#endif
+	_recs_drop(&_grants_kept, grant);
 	int r = _mark_release(grant, job, by_ms, err);
 	_called(r == 0);
 	return r;
