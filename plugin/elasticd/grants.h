@@ -45,7 +45,8 @@ unsigned elastic__grant_minutes(long lead_start, unsigned lead_limit, long now,
 
 /* The batch script of a grant for lead job `lead`, into buf (len bytes):
  * it holds the GPUs and ends by itself once squeue says the lead is no
- * longer running (polled every poll_s seconds), so that a grant does not
+ * longer running (polled every poll_s seconds, one job-state RPC a poll
+ * where squeue has --only-job-state), so that a grant does not
  * outlive its lead while elasticd is down. An unreachable slurmctld keeps
  * it (the time limit still ends it). Returns the length, or -1 if buf is
  * too small. */

@@ -224,7 +224,8 @@ static void grant_script(void **state)
 
 	(void)state;
 	assert_true(elastic__grant_script(buf, sizeof(buf), 4242, 10) > 0);
-	assert_non_null(strstr(buf, "squeue -h -j 4242 -o %T"));
+	assert_non_null(strstr(buf, "q='squeue --local --only-job-state'\n"));
+	assert_non_null(strstr(buf, "s=$($q -h -j 4242 -o %T 2>&1)"));
 	assert_non_null(strstr(buf, "\tsleep 10 & wait $!\n"));
 	/* SIGURG (ignored by default, so an older grant outlives it) ends it
 	 * with exit 0 from the wait */
