@@ -677,6 +677,30 @@ static void _recs_commit(struct recs *R, struct rec *v, int n)
 	R->n = w;
 }
 
+/* Keeps m, the one record of job id loaded now, in R (which owns it then;
+ * 0), or leaves it to the caller (-1: no memory). */
+static int _recs_put(struct recs *R, uint32_t id, job_info_msg_t *m, time_t now)
+{
+	struct rec *nv;
+	int at = R->n;
+
+	if (_recs_find(R, id))
+		return -1;
+	if (!(nv = realloc(R->v, (R->n + 1) * sizeof(*nv))))
+		return -1;
+	R->v = nv;
+	while (at > 0 && R->v[at - 1].id > id)
+		at--;
+	memmove(R->v + at + 1, R->v + at, (size_t)(R->n - at) * sizeof(*R->v));
+	R->v[at] = (struct rec){.id = id,
+				.state = m->job_array[0].job_state,
+				.at = now,
+				.hash = _watch_hash_job(&m->job_array[0]),
+				.m = m};
+	R->n++;
+	return 0;
+}
+
 static void _recs_abandon(struct rec *v, int n)
 {
 	for (int i = 0; v && i < n; i++)
@@ -852,6 +876,14 @@ static int _jobset_targeted(struct jobset *J, const char *prefix)
 			if (fresh)
 				young[nyoung++] = ids[i];
 			slurm_free_job_info_msg(m);
+		} else if (m->record_count == 1 && m->job_array[0].job_id == ids[i] &&
+			   _recs_put(_kind(&m->job_array[0], prefix) == KIND_GRANT
+					     ? &_grants_kept
+					     : &_jobs_kept,
+				     ids[i], m, now) == 0) {
+			/* a new grant or elastic job: kept for the next ticks */
+			if (_jobset_ref(J, m) < 0)
+				goto fail;
 		} else if (_jobset_add(J, m) < 0) {
 			goto fail;
 		}
