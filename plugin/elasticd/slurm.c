@@ -302,6 +302,12 @@ static int _rec_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static int _u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
 static struct rec *_recs_find(const struct recs *R, uint32_t id)
 {
 	struct rec key = {.id = id};
@@ -574,7 +580,7 @@ static void _jobset_free(struct jobset *J)
 	memset(J, 0, sizeof(*J));
 }
 
-/* Adds m's jobs to J; m stays its owner's (the grant records). */
+/* Adds m's jobs to J; m stays its owner's (the records kept, struct rec). */
 static int _jobset_ref(struct jobset *J, const job_info_msg_t *m)
 {
 	if (J->n + m->record_count > J->cap) {
@@ -644,10 +650,45 @@ static int _probe(uint32_t *ids, int *more)
 #endif
 
 #if HAVE_DECL_SLURM_LOAD_JOB_STATE
-static int _u32_cmp(const void *a, const void *b)
+/* One job-state RPC over the ids a[0..na) and b[0..nb): 0 and *st, or -1
+ * (errno: ESLURM_INVALID_JOB_ID when slurmctld knows none of them). */
+static int _job_states(const uint32_t *a, int na, const uint32_t *b, int nb,
+		       job_state_response_msg_t **st)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return (x > y) - (x < y);
+	slurm_selected_step_t *sel = calloc((size_t)(na + nb) + 1, sizeof(*sel));
+	int rc, e;
+
+	*st = NULL;
+	if (!sel) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int i = 0; i < na + nb; i++) {
+		sel[i] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
+		sel[i].step_id.job_id = i < na ? a[i] : b[i - na];
+	}
+	rc = slurm_load_job_state(na + nb, sel, st);
+	e = errno;
+	free(sel);
+	if (rc != SLURM_SUCCESS) {
+		*st = NULL;
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+/* The record to keep of job id from m, a load of it made at now (its state
+ * and fingerprint from the job's own entry). */
+static struct rec _rec_of(uint32_t id, job_info_msg_t *m, time_t now)
+{
+	struct rec r = {.id = id, .state = m->job_array[0].job_state, .at = now, .m = m};
+	for (uint32_t k = 0; k < m->record_count; k++)
+		if (m->job_array[k].job_id == id) {
+			r.state = m->job_array[k].job_state;
+			r.hash = _watch_hash_job(&m->job_array[k]);
+		}
+	return r;
 }
 
 /* v (n records, the fresh ones loaded by this tick) becomes R's list, each
@@ -692,11 +733,7 @@ static int _recs_put(struct recs *R, uint32_t id, job_info_msg_t *m, time_t now)
 	while (at > 0 && R->v[at - 1].id > id)
 		at--;
 	memmove(R->v + at + 1, R->v + at, (size_t)(R->n - at) * sizeof(*R->v));
-	R->v[at] = (struct rec){.id = id,
-				.state = m->job_array[0].job_state,
-				.at = now,
-				.hash = _watch_hash_job(&m->job_array[0]),
-				.m = m};
+	R->v[at] = _rec_of(id, m, now);
 	R->n++;
 	return 0;
 }
@@ -715,37 +752,18 @@ static void _recs_abandon(struct rec *v, int n)
  * were). */
 static int _records_refresh(struct jobset *J, time_t now)
 {
-	int nw = _nwatch_jobs + _nwatch_grants, nj = 0, ng = 0, aged = 0, ret = -1, k = 0;
+	int nj = 0, ng = 0, aged = 0, ret = -1;
 	int aged_max = _nwatch_jobs / 8 > 2 ? _nwatch_jobs / 8 : 2;
-	slurm_selected_step_t *sel = NULL;
 	job_state_response_msg_t *st = NULL;
 	struct rec *vj = NULL, *vg = NULL;
-	uint32_t *wj = NULL, *wg = NULL; /* the watch lists, sorted */
 
-	if (!nw) {
+	if (!_nwatch_jobs && !_nwatch_grants) {
 		_recs_clear(&_jobs_kept);
 		_recs_clear(&_grants_kept);
 		return 0;
 	}
-	sel = calloc(nw, sizeof(*sel));
-	wj = malloc((_nwatch_jobs + 1) * sizeof(*wj));
-	wg = malloc((_nwatch_grants + 1) * sizeof(*wg));
-	if (!sel || !wj || !wg)
-		goto out;
-	for (int i = 0; i < _nwatch_jobs; i++)
-		wj[i] = _watch_jobs[i];
-	for (int i = 0; i < _nwatch_grants; i++)
-		wg[i] = _watch_grants[i];
-	qsort(wj, _nwatch_jobs, sizeof(*wj), _u32_cmp);
-	qsort(wg, _nwatch_grants, sizeof(*wg), _u32_cmp);
-	for (int i = 0; i < _nwatch_jobs + _nwatch_grants; i++) {
-		sel[k] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
-		sel[k++].step_id.job_id = i < _nwatch_jobs
-						  ? _watch_jobs[i]
-						  : _watch_grants[i - _nwatch_jobs];
-	}
-	if (slurm_load_job_state(nw, sel, &st) != SLURM_SUCCESS) {
-		st = NULL;
+	if (_job_states(_watch_jobs, _nwatch_jobs, _watch_grants, _nwatch_grants, &st) <
+	    0) {
 		if (errno == ESLURM_INVALID_JOB_ID) { /* none of them is known any more */
 			_recs_clear(&_jobs_kept);
 			_recs_clear(&_grants_kept);
@@ -759,12 +777,14 @@ static int _records_refresh(struct jobset *J, time_t now)
 		goto out;
 	for (uint32_t i = 0; i < st->jobs_count; i++) {
 		uint32_t id = st->jobs[i].job_id;
-		int isjob = bsearch(&id, wj, _nwatch_jobs, sizeof(*wj), _u32_cmp) != NULL;
+		int isjob = bsearch(&id, _watch_jobs, _nwatch_jobs, sizeof(*_watch_jobs),
+				    _u32_cmp) != NULL;
 		struct rec *v = isjob ? vj : vg, *o;
 		int *nv = isjob ? &nj : &ng;
 		job_info_msg_t *m = NULL;
 
-		if (!isjob && !bsearch(&id, wg, _nwatch_grants, sizeof(*wg), _u32_cmp))
+		if (!isjob && !bsearch(&id, _watch_grants, _nwatch_grants,
+				       sizeof(*_watch_grants), _u32_cmp))
 			continue; /* another task of an array asked for */
 		o = _recs_find(isjob ? &_jobs_kept : &_grants_kept, id);
 		if (o && o->state == st->jobs[i].state &&
@@ -784,17 +804,8 @@ static int _records_refresh(struct jobset *J, time_t now)
 			slurm_free_job_info_msg(m);
 			continue;
 		}
-		v[*nv] = (struct rec){.id = id,
-				      .state = m->job_array[0].job_state,
-				      .at = now,
-				      .m = m,
-				      .fresh = 1};
-		for (uint32_t r = 0; r < m->record_count; r++)
-			if (m->job_array[r].job_id == id) {
-				v[*nv].state = m->job_array[r].job_state;
-				v[*nv].hash = _watch_hash_job(&m->job_array[r]);
-			}
-		(*nv)++;
+		v[*nv] = _rec_of(id, m, now);
+		v[(*nv)++].fresh = 1;
 	}
 	ret = 0;
 out:
@@ -809,9 +820,6 @@ out:
 		_recs_abandon(vj, nj);
 		_recs_abandon(vg, ng);
 	}
-	free(sel);
-	free(wj);
-	free(wg);
 	if (st)
 		slurm_free_job_state_response_msg(st);
 	return ret;
@@ -933,8 +941,8 @@ static void _probe_from(const struct jobset *J, const int *kind)
 	_nyoung = n;
 }
 
-/* The elastic jobs and grants the between-tick check watches, and their
- * fingerprint now. */
+/* The elastic jobs and grants the between-tick check watches (each list
+ * sorted, for _records_refresh), and their fingerprint now. */
 static void _watch_from(const struct jobset *J, const int *kind)
 {
 	uint32_t *wj = malloc((J->n + 1) * sizeof(*wj));
@@ -958,6 +966,8 @@ static void _watch_from(const struct jobset *J, const int *kind)
 			pending += (J->v[i]->job_state & JOB_STATE_BASE) == JOB_PENDING;
 		}
 	}
+	qsort(wj, nj, sizeof(*wj), _u32_cmp);
+	qsort(wg, ng, sizeof(*wg), _u32_cmp);
 	free(_watch_jobs);
 	free(_watch_grants);
 	_watch_jobs = wj;
@@ -1242,19 +1252,9 @@ static int _jobs_changed_watched(int jobs)
 	}
 #if HAVE_DECL_SLURM_LOAD_JOB_STATE
 	if (_nwatch_grants && _watch_grants_pending) {
-		slurm_selected_step_t *sel = calloc(_nwatch_grants, sizeof(*sel));
 		job_state_response_msg_t *st = NULL;
-		if (!sel)
-			return 0;
-		for (int i = 0; i < _nwatch_grants; i++) {
-			sel[i] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
-			sel[i].step_id.job_id = _watch_grants[i];
-		}
-		if (slurm_load_job_state(_nwatch_grants, sel, &st) != SLURM_SUCCESS) {
-			free(sel);
+		if (_job_states(_watch_grants, _nwatch_grants, NULL, 0, &st) < 0)
 			return errno == ESLURM_INVALID_JOB_ID;
-		}
-		free(sel);
 		for (uint32_t i = 0; i < st->jobs_count; i++)
 			fpg += _watch_hash_grant(st->jobs[i].job_id, st->jobs[i].state);
 		slurm_free_job_state_response_msg(st);
