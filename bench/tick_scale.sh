@@ -48,11 +48,6 @@ gpus=$(scontrol show node "${nodes[0]}" | sed -n 's/.*Gres=gpu:\([0-9]*\).*/\1/p
 [ "$block" -lt "$gpus" ] || t_fail "--block $block leaves no GPU of $gpus on a node"
 [ "$block" -gt 0 ] && ctl_block_gpus "$block" "${nodes[@]}"
 
-metrics() {
-	local port
-	port=$(sed -n 's/.*serving OpenMetrics on .* (port \([0-9]*\)).*/\1/p' "$T_DIR/elasticd.log" | tail -n 1)
-	python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10).read().decode())' "$port"
-}
 running_grants() { squeue -h -t R -o '%j' | grep -c '^elastic:' || true; }
 
 ids=()
@@ -78,7 +73,7 @@ for mode in $modes; do
 		if [ "$n" = "$last" ]; then same=$((same + 1)); else same=0 last=$n; fi
 		sleep 1
 	done
-	metrics >"$T_DIR/m0.$mode"
+	ctl_scrape >"$T_DIR/m0.$mode"
 	t0=$SECONDS
 	k=0
 	while [ $((SECONDS - t0)) -lt "$window" ]; do
@@ -89,7 +84,7 @@ for mode in $modes; do
 		k=$((k + 1))
 		sleep 5
 	done
-	metrics >"$T_DIR/m1.$mode"
+	ctl_scrape >"$T_DIR/m1.$mode"
 	held=$(running_grants)
 	kill "$CTL_PID"
 	wait "$CTL_PID" 2>/dev/null

@@ -100,6 +100,16 @@ ctl_start() {
 
 ctl_alive() { kill -0 "$CTL_PID" 2>/dev/null; }
 
+# elasticd's OpenMetrics text (ctl_conf ... "MetricsAddress=127.0.0.1:0"),
+# from the port its log names last (a restarted elasticd's).
+ctl_scrape() {
+	local port
+	port=$(sed -n 's/.*serving OpenMetrics on .* (port \([0-9]*\)).*/\1/p' "$T_DIR/elasticd.log" | tail -n 1)
+	[ -n "$port" ] || t_fail "elasticd does not say where it serves OpenMetrics"
+	python3 -c 'import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode())' "$port"
+}
+
 ctl_kill9() {
 	kill -9 "$CTL_PID"
 	wait "$CTL_PID" 2>/dev/null || true

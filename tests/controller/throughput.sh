@@ -30,9 +30,7 @@ port=$(sed -n 's/.*serving OpenMetrics on .* (port \([0-9]*\)).*/\1/p' "$T_DIR/e
 [ -n "$port" ] || t_fail "elasticd does not say where it serves OpenMetrics"
 # The scrape's lines that start with PREFIX (fixed string); 1 if none.
 metric() { # prefix
-	python3 -c 'import sys, urllib.request
-sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode())' \
-		"$port" | grep -F "$1" | grep -v '^#'
+	ctl_scrape | grep -F "$1" | grep -v '^#'
 }
 job() { # name user account epochs sleeps
 	ctl_train_job "$1" "$2" "$3" "--epochs $4 $targs $5 --compare $T_DIR/ref-$4.model" "" \

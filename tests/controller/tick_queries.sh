@@ -24,12 +24,7 @@ mapfile -t nodes < <(sinfo -h -N -o %N | sort -u)
 [ "${#nodes[@]}" = 4 ] || t_skip "needs 4 nodes (has ${#nodes[@]})"
 ctl_block_gpus 3 "${nodes[@]}"
 ctl_start
-port=$(sed -n 's/.*serving OpenMetrics on .* (port \([0-9]*\)).*/\1/p' "$T_DIR/elasticd.log")
-ticks() {
-	python3 -c 'import sys, urllib.request
-for l in urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10).read().decode().splitlines():
-    if l.startswith("slurm_elastic_tick_seconds_count "): print(l.split()[1])' "$port"
-}
+ticks() { ctl_scrape | sed -n 's/^slurm_elastic_tick_seconds_count //p'; }
 sdiag_count() { # message type
 	sdiag | awk -v t="$1" '/^Remote Procedure Call statistics by message type/ { m = 1 }
 		m && $1 == t { for (i = 1; i <= NF; i++) if ($i ~ /^count:/) print substr($i, 7); exit }'
