@@ -805,11 +805,10 @@ static void _tick(struct ed_ctl *c)
 
 	c->last_tick_ms = now_ms;
 	c->tick_wanted = 0;
-	if (_observe(c, &s, now) < 0) {
-		_phase(c, ED_PHASE_OBSERVE, &t);
-		return;
-	}
+	int observed = _observe(c, &s, now) == 0;
 	_phase(c, ED_PHASE_OBSERVE, &t);
+	if (!observed)
+		return;
 	_ending_settle(c, &s, now_ms);
 	grown = calloc((size_t)s.njobs + 1, sizeof(*grown));
 	if (!grown || _rc_input(c, &s, now_ms, &in) < 0)

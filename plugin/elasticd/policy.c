@@ -459,6 +459,7 @@ static int _radix11_offsets(uint32_t *count, uint32_t first, size_t n)
 	}
 	return 1;
 }
+
 /* The same order by one 64-bit key per job when it fits (as it does for
  * real clusters): each field less its smallest value, in as many bits as
  * its range needs, above the job's index; a stable LSD radix sort of the
