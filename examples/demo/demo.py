@@ -923,8 +923,9 @@ def main():
                    "$ELASTIC_TESTBED_DIR/jobs)")
     p.add_argument("--build", default=os.environ.get("ELASTIC_BUILD_DIR", "/src/build-testbed"),
                    help="build tree with elasticd, elastic-run, elastic_train")
-    p.add_argument("--epochs1", type=int, default=40,
-                   help="job 1's epochs (40, 32 steps each: it must last through step 4)")
+    p.add_argument("--epochs1", type=int, default=60,
+                   help="job 1's epochs (60, 32 steps each: it must last through step 4, "
+                   "however slowly job 2's PyTorch ranks start)")
     p.add_argument("--epochs2", type=int, default=9, help="job 2's epochs (9)")
     p.add_argument("--torch-job", type=int, choices=(0, 1, 2), default=2,
                    help="the job that trains the PyTorch example (examples/pytorch: an MLP on "
