@@ -24,6 +24,25 @@ t_mpi_scratch() {
 	export TMPDIR=$T_DIR/tmp OMPI_MCA_btl_sm_backing_directory=$T_DIR/sm
 }
 
+# A warm interpreter for script, as elastic-run starts one on each node of
+# a job (python3 -m slurm_elastic.warm), listening before this returns;
+# ranks started by $MPIRUN with -x SLURMD_NODENAME -x ELASTIC_RUN_WARM
+# through elastic-run --rank are forked by it. Its pid in $zygote, its
+# output in $T_DIR/zygote.out; it is killed when the test ends.
+py_zygote() { # name script
+	export SLURMD_NODENAME=$1 ELASTIC_RUN_WARM=elastic-warm-$1.$$
+	python3 -m slurm_elastic.warm -v "$ELASTIC_RUN_WARM.$SLURMD_NODENAME" "$2" </dev/null \
+		>"$T_DIR/zygote.out" 2>&1 &
+	zygote=$!
+	trap 'rc=$?; kill $zygote 2>/dev/null; t_cleanup $rc' EXIT
+	local end=$((SECONDS + 120))
+	until grep -q "@$ELASTIC_RUN_WARM.$SLURMD_NODENAME" /proc/net/unix; do
+		[ $SECONDS -lt $end ] && kill -0 $zygote 2>/dev/null ||
+			{ cat "$T_DIR/zygote.out"; t_fail "the warm interpreter did not start"; }
+		sleep 0.1
+	done
+}
+
 # run scenario $2 of script $1 on $3 ranks; output in $T_DIR/<scenario>
 t_py() { # script scenario np [args...]
 	local script=$1 sc=$2 np=$3

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # tests/python/ddp.sh: DDP scripts as torch users write them, over slurm_elastic.torch,
-# under mpirun --with-ft ulfm on one host (tests/python/ddp_checks.py): mean loss, no seed
+# under mpirun --with-ft ulfm on one host (tests/python/ddp_checks.py), the ranks forked by
+# a warm interpreter through elastic-run's rank wrapper as in a job (the two reference runs
+# and the example start cold): mean loss, no seed
 # on ranks other than 0, SGD with momentum and two param groups, a per-step StepLR,
 # clipping, an in-step edit of a weight, a DataLoader with 2 workers, a tracked counter.
 #  - 1 and 3 ranks (uneven shares of a 40-sample global batch) train the same model;
@@ -30,13 +32,20 @@ t_scratch
 t_mpi_scratch
 export EPOCHS=3
 
+# The ranks start as elastic-run starts them in a job: forked by a warm
+# interpreter (python3 -m slurm_elastic.warm, torch and ddp_checks.py's
+# imports done once) through the rank wrapper, elastic-run --rank. The
+# references, exact1 and exact, and the example start cold (COLD=1).
+export ELASTIC_RUN_VERBOSE=1
+py_zygote ddptest "$here/ddp_checks.py"
 run() { # scenario np [VAR=value...]: mpirun's status in $status
-	local sc=$1 np=$2
+	local sc=$1 np=$2 wrap="$top_builddir/launcher/elastic-run --rank"
 	shift 2
 	status=0
+	[ -n "${COLD:-}" ] && wrap=""
 	timeout -s KILL 180 env "$@" $MPIRUN -x KILL_STEP -x KILL_RANK -x EPOCHS -x RAISE_STEP \
-		-x HANG_STEP -x HANG_RANK -x HANG_TIMEOUT -np "$np" \
-		${WRAP:-} python3 "$here/ddp_checks.py" "$sc" "$T_DIR" >"$T_DIR/$sc.out" 2>&1 || status=$?
+		-x HANG_STEP -x HANG_RANK -x HANG_TIMEOUT -x SLURMD_NODENAME -x ELASTIC_RUN_WARM -x ELASTIC_RUN_VERBOSE -np "$np" \
+		$wrap python3 "$here/ddp_checks.py" "$sc" "$T_DIR" >"$T_DIR/$sc.out" 2>&1 || status=$?
 }
 ok() { # scenario ranks-that-must-pass
 	local n
@@ -44,9 +53,9 @@ ok() { # scenario ranks-that-must-pass
 	[ "$n" = "$2" ] || { grep -v '^USED\|^LR' "$T_DIR/$1.out" | tail -n 40; t_fail "$1: $n of $2 ranks passed"; }
 }
 
-run exact1 1
+COLD=1 run exact1 1
 ok exact1 1
-run exact 3
+COLD=1 run exact 3
 ok exact 3
 run exact_kill 3 KILL_RANK=2 KILL_STEP=20
 ok exact_kill 2
@@ -111,7 +120,7 @@ tails="exact_tail_kill"
 # rank wrapper reports a leaver's exit to mpirun as elastic-run's ranks do
 if t_runtime_in_place; then
 	printf '%s 2\n%s 3\n' "$(hostname)" "$(hostname)" >"$T_DIR/leave"
-	WRAP="$top_builddir/launcher/elastic-run --rank" run exact_tail_shrink 4 SHRINK_STEP=10 \
+	run exact_tail_shrink 4 SHRINK_STEP=10 \
 		ELASTIC_RUN_LEAVE=$T_DIR/leave
 	ok exact_tail_shrink 2
 	t_grep '^LR step 11 .* size 2$' "$T_DIR/exact_tail_shrink.out" "the ranks shrank in place to 2 after step 10"
@@ -168,5 +177,7 @@ python3 -c 'import sklearn' 2>/dev/null && {
 	[ -s "$T_DIR/resnet.pt" ] || t_fail "the example saved no model"
 	t_log "example: $n lines changed from the torchrun script; $(tail -n1 "$T_DIR/resnet.out")"
 }
+n=$(cat "$T_DIR"/*.out | grep -c "started warm: pid" || true)
+t_log "$n ranks forked by the warm interpreter"
 t_log "PASS: DDP scripts: 1 and 3 ranks agree; a rank killed and healed around changes neither the model, the LR schedule nor the samples trained; BatchNorm buffers equal everywhere; misuse refused"
 exit 0

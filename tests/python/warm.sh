@@ -13,16 +13,8 @@ py_need_torch
 t_scratch
 t_mpi_scratch
 ex=$top_srcdir/examples/pytorch/train_digits.py
-export SLURMD_NODENAME=warmtest ELASTIC_RUN_VERBOSE=1 ELASTIC_RUN_WARM=elastic-warm-test.$$
-python3 -m slurm_elastic.warm -v "$ELASTIC_RUN_WARM.$SLURMD_NODENAME" "$ex" </dev/null \
-	>"$T_DIR/zygote.out" 2>&1 &
-zygote=$!
-trap 'rc=$?; kill $zygote 2>/dev/null; t_cleanup $rc' EXIT
-end=$((SECONDS + 120))
-until grep -q "@$ELASTIC_RUN_WARM.$SLURMD_NODENAME" /proc/net/unix; do
-	[ $SECONDS -lt $end ] && kill -0 $zygote 2>/dev/null || { cat "$T_DIR/zygote.out"; t_fail "the zygote did not start"; }
-	sleep 0.1
-done
+export ELASTIC_RUN_VERBOSE=1
+py_zygote warmtest "$ex"
 t_log "$(cat "$T_DIR/zygote.out")"
 run() { # out ranks args...
 	local out=$1 np=$2
