@@ -71,7 +71,9 @@ t0=$SECONDS
 # 2-4 times as slowly (import torch, sklearn) while job 1 goes on at its
 # pace. With 40 epochs job 1 ended before step 4 on sid (2 runs of 2 under
 # load) and on ompi6 (testbed/check on a host 1.6 times as slow, job 2's
-# first launch 22-33 s); 60 leaves job 1 about 20 s more. Job 2 then has to
+# first launch 22-33 s); 60 leaves job 1 about 20 s more. (Where a lost
+# rank relaunches job 1, ompi5, its relaunches lengthen it: 40 are kept.)
+# Job 2 then has to
 # outlast job 1 by the time it takes to grow to 8 (a PyTorch re-form, 4-7
 # s): at 4 ms a sample it was still at 5 ranks and finished one step after
 # job 1 ended (sid, once). 5.5 ms a sample gives it about 20 s more, in the
@@ -80,6 +82,7 @@ t0=$SECONDS
 # (56 epochs: max |dw| 0.0056 against static runs 2e-6 apart, with the same
 # loss and accuracy at every epoch).
 epochs1=${DEMO_EPOCHS1:-60}
+t_runtime_in_place || epochs1=${DEMO_EPOCHS1:-40}
 torch_epochs=${DEMO_TORCH_EPOCHS:-40}
 torch_sample_us=${DEMO_TORCH_SAMPLE_US:-5500}
 python3 -c 'import torch, sklearn' 2>/dev/null || t_skip "no torch/sklearn (the demo's job 2 is the PyTorch example)"
