@@ -33,8 +33,10 @@ for mode in "" --update-after-commit; do
 		sleep 0.05
 	done
 	sleep 0.5 # inside step 7's slowed update
+	# (this run's: the same test may run beside it, in another build tree)
 	pids=$(t_pgrep -f -- "--slow-update 7:2000000" | while read -r p; do
-		case "$(cat "/proc/$p/comm" 2>/dev/null)" in elastic_train | lt-elastic_tra*) echo "$p" ;; esac
+		case "$(cat "/proc/$p/comm" 2>/dev/null)" in elastic_train | lt-elastic_tra*) ;; *) continue ;; esac
+		t_env_has "$p" "ELASTIC_JOB_ID=$ELASTIC_JOB_ID" && echo "$p"
 	done)
 	[ "$(echo $pids | wc -w)" = 2 ] || t_fail "the 2 ranks' processes not found: '$pids'"
 	# shellcheck disable=SC2086

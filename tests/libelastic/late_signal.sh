@@ -18,6 +18,9 @@ ER=${top_builddir:?}/launcher/elastic-run
 t_scratch
 t_mpi_scratch
 args="--step-sleep 20000 --epochs 6 --samples 4096 --global-batch 128"
+# (names this run's ranks: the same test may run beside it, in another
+# build tree)
+export ELASTIC_JOB_ID=late$$
 echo "$(hostname) 3" >"$T_DIR/leave"
 cat >"$T_DIR/rank.sh" <<SH
 #!/bin/sh
@@ -38,7 +41,7 @@ trainer() {
 	local p
 	for p in $(t_pgrep -f -- "$args"); do
 		case "$(cat "/proc/$p/comm" 2>/dev/null)" in elastic_train | lt-elastic_tra*) ;; *) continue ;; esac
-		t_env_has "$p" "OMPI_COMM_WORLD_RANK=$1" && echo "$p"
+		t_env_has "$p" "OMPI_COMM_WORLD_RANK=$1" "ELASTIC_JOB_ID=$ELASTIC_JOB_ID" && echo "$p"
 	done | tail -n1
 }
 wait_line() { # regex seconds what
