@@ -540,12 +540,35 @@ class Demo:
                   f"sbatch --elastic-gpus=1-8 train.sbatch: Slurm job {j.id}, priority 5000, "
                   f"{j.epochs} epochs", "action")
 
+    def torch_pace(self, j):
+        """The PyTorch job's simulated GPU time per sample, in seconds:
+        --torch-sample-us, or more when another job trains and must end
+        first. The other job's steps sleep while the PyTorch ranks start
+        CPU-bound, so that which one ends first would otherwise depend on
+        the host's load (step 5 wants the PyTorch job to outlast the other
+        by the time it takes to grow to all GPUs). The other job's rest is
+        taken at 3 ranks (its size from step 3 on); the PyTorch job's steps
+        at 5 ranks, with 30 s to spare."""
+        pace = self.a.torch_sample_us / 1e6
+        other = [o for o in self.jobs if o is not j and o.id and o.done is None and not o.torch]
+        if not other:
+            return pace
+        o = other[0]
+        left = max(0, o.steps_total(self.a) - max(o.step, 0) - 1)
+        rest_s = left * self.a.batch / 3 * self.a.sample_us / 1e6
+        need = (rest_s + 30) / (j.steps_total(self.a) * self.a.batch / 5)
+        if need > pace:
+            print(f"  (job {j.num}: {need * 1e3:.1f} ms of simulated GPU time a sample, not "
+                  f"{pace * 1e3:.1f}: job {o.num} has about {rest_s:.0f} s of training left)",
+                  flush=True)
+        return max(pace, need)
+
     def submit_torch(self, j):
         """examples/pytorch/train.sbatch as the user writes it (elastic-run,
         one rank of train_digits.py per GPU), with simulated GPU time per
         sample (steps get faster with more ranks) and the test accuracy on
         every step line."""
-        extra = (f"--sample-sleep {self.a.torch_sample_us / 1e6} --accuracy "
+        extra = (f"--sample-sleep {self.torch_pace(j):.4f} --accuracy "
                  f"--compare {j.reference} --compare-spread {j.spread}")
         env = ",".join(["ALL", f"ELASTIC_BIN={self.build}/launcher", f"TRAIN={TORCH_TRAIN}",
                         f"PYTHONPATH={os.path.join(self.build, 'python')}",
@@ -933,9 +956,10 @@ def main():
     p.add_argument("--torch-epochs", type=int, default=40,
                    help="epochs of the PyTorch job (40, 12 steps each)")
     p.add_argument("--torch-sample-us", type=int, default=4000,
-                   help="simulated GPU time per sample of the PyTorch job, microseconds (4000: "
-                   "it must outlast job 1; more steps instead would let float32 rounding "
-                   "at different world sizes grow past the model check's tolerance)")
+                   help="simulated GPU time per sample of the PyTorch job, microseconds, at "
+                   "least (4000; more when job 1's training left needs it: job 2 must outlast "
+                   "job 1, and more steps instead would let float32 rounding at different "
+                   "world sizes grow past the model check's tolerance)")
     p.add_argument("--torch-lr", default="0.01", help="Adam's learning rate in the PyTorch job")
     p.add_argument("--samples", type=int, default=4096)
     p.add_argument("--features", type=int, default=64)

@@ -61,26 +61,23 @@ trap stop_own EXIT
 
 out=$T_DIR/demo
 t0=$SECONDS
-# Job 1 must train through step 4 (on ompi6, where nothing relaunches, 16
-# epochs ended before it once the ranks' watchdogs stopped spinning) and
-# job 2 must outlast it (job 1 ends in step 5 so that job 2 grows to 8; on
-# ompi5, where job 1 relaunches, 100 epochs of job 2 ended first). Job 2's
-# steps are slower (4 ms a sample), not more, which keeps the test short.
-# Job 1's steps sleep (1 ms a sample) while job 2's PyTorch ranks start
-# cold, CPU-bound, before step 4: on a loaded host job 2 starts and re-forms
-# 2-4 times as slowly (import torch, sklearn) while job 1 goes on at its
-# pace. With 40 epochs job 1 ended before step 4 on sid (2 runs of 2 under
+# Job 1 must train through step 4 and job 2 must outlast it (job 1 ends in
+# step 5 so that job 2 grows to 8). Job 1's steps sleep (1 ms a sample)
+# while job 2's PyTorch ranks start cold, CPU-bound, before step 4: on a
+# loaded host job 2 starts and re-forms 2-4 times as slowly (import torch,
+# sklearn) while job 1 goes on at its pace, and on an idle one job 2 races
+# ahead. With 40 epochs job 1 ended before step 4 on sid (2 runs of 2 under
 # load) and on ompi6 (testbed/check on a host 1.6 times as slow, job 2's
-# first launch 22-33 s); 60 leaves job 1 about 20 s more. (Where a lost
-# rank relaunches job 1, ompi5, its relaunches lengthen it: 40 are kept.)
-# Job 2 then has to
-# outlast job 1 by the time it takes to grow to 8 (a PyTorch re-form, 4-7
-# s): at 4 ms a sample it was still at 5 ranks and finished one step after
-# job 1 ended (sid, once). 5.5 ms a sample gives it about 20 s more, in the
-# same 40 epochs: more steps would not do, as Adam's late steps carry the
-# float32 rounding of other world sizes past the model check's tolerance
-# (56 epochs: max |dw| 0.0056 against static runs 2e-6 apart, with the same
-# loss and accuracy at every epoch).
+# first launch 22-33 s); 60 leave it about 20 s more. (Where a lost rank
+# relaunches job 1, on ompi5, the relaunches lengthen it: 40 are kept.)
+# Job 2's steps are slower, not more: demo.py paces them (5.5 ms a sample
+# at least) by the training job 1 has left when job 2 is submitted, so that
+# job 2 outlasts it by the time a PyTorch re-form to 8 takes whatever the
+# host's load (at a fixed 5.5 ms on ompi5 job 2 finished first, once; more
+# steps would not do, as Adam's late steps carry the float32 rounding of
+# other world sizes past the model check's tolerance: 56 epochs gave max
+# |dw| 0.0056 against static runs 2e-6 apart, with the same loss and
+# accuracy at every epoch).
 epochs1=${DEMO_EPOCHS1:-60}
 t_runtime_in_place || epochs1=${DEMO_EPOCHS1:-40}
 torch_epochs=${DEMO_TORCH_EPOCHS:-40}
