@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # bench/site_soak-inner.sh: the soak of bench/site_soak.sh, run inside the
 # testbed root against the running cluster (testbed/cluster exec): elastic
-# C-trainer jobs of four users beside plain jobs, the faults a site sees, and
-# the final table. Arguments and environment: bench/site_soak.sh --help.
+# jobs of four users (C trainers and the PyTorch example) beside plain jobs,
+# the faults a site sees, and the final table. Arguments and environment:
+# bench/site_soak.sh --help.
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 minutes=${1:?minutes}
@@ -95,6 +96,24 @@ while :; do
 done
 say "$njobs elastic jobs, maxima adding up to $sum ranks: $(for ((i = 0; i < njobs; i++)); do printf '%s-%s ' "${mins[i]}" "${maxs[i]}"; done)"
 
+# ---- PyTorch jobs: the first SOAK_TORCH_JOBS slots of at most 4 GPUs train
+# examples/pytorch/train_digits.py under elastic-run instead (its ranks
+# forked by warm interpreters, about 250 MiB each with torch)
+ntorch=${SOAK_TORCH_JOBS:-2}
+ex=$top_srcdir/examples/pytorch/train_digits.py
+if [ "$ntorch" -gt 0 ] && ! python3 -c 'import torch, sklearn' 2>/dev/null; then
+	say "no torch or sklearn in this root: no PyTorch job"
+	ntorch=0
+fi
+torch_slot=()
+for ((i = 0, k = 0; i < njobs && k < ntorch; i++)); do
+	[ "${maxs[i]}" -le 4 ] || continue
+	torch_slot[i]=1
+	k=$((k + 1))
+done
+export PYTHONPATH=$top_builddir/python OMP_NUM_THREADS=1
+[ "$ntorch" = 0 ] || say "PyTorch jobs in slots ${!torch_slot[*]}"
+
 # ---- training: 16 steps an epoch, the step paced at step_us; a job of E
 # epochs is checked against a static 2-rank run of E epochs
 targs="--samples 2048 --global-batch 128"
@@ -103,17 +122,39 @@ ref() { # epochs
 }
 step_s=$(awk -v u="$step_us" 'BEGIN { print u / 1e6 + 0.3 }')
 n_sub=0
+# A PyTorch job of E epochs (12 steps each; at most 12 epochs, the steps
+# paced to fill its time: more steps would carry the float32 rounding of
+# other world sizes past the comparison's tolerance) is checked against a
+# static 2-rank run of E epochs (site_soak_table.py).
+ref_torch() { # epochs
+	[ -f "$S/ref-torch-$1.npy" ] && return
+	timeout 300 mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 -x PYTHONPATH \
+		-x OMP_NUM_THREADS python3 "$ex" --epochs "$1" --quiet --out "$S/ref-torch-$1.npy" \
+		>"$S/ref-torch-$1.out" 2>&1 ||
+		{ tail "$S/ref-torch-$1.out"; t_fail "the static PyTorch run of $1 epochs failed"; }
+	chmod 644 "$S/ref-torch-$1.npy"
+}
 submit() { # slot seconds
-	local i=$1 e name id u
-	e=$(awk -v s="$2" -v t="$step_s" 'BEGIN { e = int(s / (16 * t)); print e < 1 ? 1 : e }')
-	ref "$e"
+	local i=$1 e name id u pause kind=c
 	u=$((i % 4))
 	n_sub=$((n_sub + 1))
 	name=soak$n_sub
-	id=$(ctl_train_job "$name" "${users[u]}" "${accts[u]}" \
-		"--epochs $e $targs --step-sleep $step_us --compare $S/ref-$e.model" "" \
-		--elastic-gpus="${mins[i]}-${maxs[i]}" --elastic-grace=60 -N1 -n1)
-	printf '%s %s %s %s %s %s %s\n' "$id" "$name" "${users[u]}" "${mins[i]}" "${maxs[i]}" "$e" "$i" >>"$S/elastic.jobs"
+	if [ -n "${torch_slot[i]:-}" ]; then
+		kind=torch
+		read -r e pause < <(awk -v s="$2" 'BEGIN { e = int(s / 12 / 1.3); e = e < 2 ? 2 : e > 12 ? 12 : e
+			printf "%d %.2f\n", e, s / (12 * e) }')
+		ref_torch "$e"
+		id=$(train="python3 $ex" ctl_train_job "$name" "${users[u]}" "${accts[u]}" \
+			"--epochs $e --step-sleep $pause --out $S/$name.npy" "" \
+			--elastic-gpus="${mins[i]}-${maxs[i]}" --elastic-grace=60 -N1 -n1)
+	else
+		e=$(awk -v s="$2" -v t="$step_s" 'BEGIN { e = int(s / (16 * t)); print e < 1 ? 1 : e }')
+		ref "$e"
+		id=$(ctl_train_job "$name" "${users[u]}" "${accts[u]}" \
+			"--epochs $e $targs --step-sleep $step_us --compare $S/ref-$e.model" "" \
+			--elastic-gpus="${mins[i]}-${maxs[i]}" --elastic-grace=60 -N1 -n1)
+	fi
+	printf '%s %s %s %s %s %s %s %s\n' "$id" "$name" "${users[u]}" "${mins[i]}" "${maxs[i]}" "$e" "$i" "$kind" >>"$S/elastic.jobs"
 	echo "$id" >"$S/slot-$i"
 }
 
@@ -164,8 +205,13 @@ sample_gpus() {
 	local p env job node gpu cg
 	: >"$S/ranks.now"
 	# (this root's: another root's clusters may run beside this one)
-	for p in $(t_pgrep -x elastic_train); do
+	# (and the PyTorch ranks started cold: python3 with a rank's
+	# environment; one forked by a warm interpreter shows the interpreter's
+	# environment in /proc and is not seen here, its job's GPUs are still
+	# checked against every other job's)
+	for p in $(t_pgrep -x elastic_train; t_pgrep -x python3); do
 		env=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/environ") || continue
+		grep -q '^OMPI_COMM_WORLD_RANK=' <<<"$env" || continue
 		job=$(sed -n 's/^SLURM_JOB_ID=//p' <<<"$env")
 		node=$(sed -n 's/^SLURMD_NODENAME=//p' <<<"$env")
 		gpu=$(sed -n 's/^ELASTIC_GPU=//p' <<<"$env")

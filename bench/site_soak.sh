@@ -8,7 +8,10 @@
 #     it adds to the root), MIN-MAX from 1-4 to 4-64, their maxima
 #     halved until every rank alive at once fits in half the memory
 #     available (one idle rank's RSS measured first; at most 200 ranks);
-#     a job that ends is replaced while a new one has time to finish;
+#     a job that ends is replaced while a new one has time to finish; the
+#     first 2 slots of at most 4 GPUs run the PyTorch example instead
+#     (examples/pytorch/train_digits.py, at most 12 epochs, its final
+#     model against a static 2-rank run's within float32 noise);
 #   - plain jobs of 1-8 GPUs holding them 30-300 s, one every 2 s while at
 #     most 20 wait;
 #   - a running elastic job's priority changed every 30 s; the policy
@@ -29,7 +32,8 @@
 # usage (on the host, as root): bench/site_soak.sh [MINUTES]
 #   ELASTIC_TESTBED_RUNTIME (default ompi6; ompi5 and sid work too; build
 #   the runtime's tree first, as for bench/big_job.sh). SOAK_NODES (64),
-#   SOAK_GPUS (8), SOAK_JOBS (24), SOAK_STEP_SLEEP_US (1000000),
+#   SOAK_GPUS (8), SOAK_JOBS (24), SOAK_TORCH_JOBS (2; 0 without torch
+#   and sklearn in the root), SOAK_STEP_SLEEP_US (1000000),
 #   SOAK_NODE_LOSS_EVERY_S (600; at most a third of the run),
 #   SOAK_NODE_DOWN_S (60), SOAK_COOLDOWN_S (120: elastic.conf's CoolDown),
 #   SOAK_MAX_RANKS (200), SOAK_TAIL_S (how long the elastic jobs may run on
