@@ -100,12 +100,20 @@ ctl_start() {
 
 ctl_alive() { kill -0 "$CTL_PID" 2>/dev/null; }
 
-# elasticd's OpenMetrics text (ctl_conf ... "MetricsAddress=127.0.0.1:0"),
-# from the port its log names last (a restarted elasticd's).
-ctl_scrape() {
+# The port elasticd serves OpenMetrics on (ctl_conf ...
+# "MetricsAddress=127.0.0.1:0"), as its log names it last (a restarted
+# elasticd's).
+ctl_metrics_port() {
 	local port
 	port=$(sed -n 's/.*serving OpenMetrics on .* (port \([0-9]*\)).*/\1/p' "$T_DIR/elasticd.log" | tail -n 1)
 	[ -n "$port" ] || t_fail "elasticd does not say where it serves OpenMetrics"
+	echo "$port"
+}
+
+# elasticd's OpenMetrics text.
+ctl_scrape() {
+	local port
+	port=$(ctl_metrics_port) || exit 1
 	python3 -c 'import sys, urllib.request
 sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode())' "$port"
 }

@@ -28,8 +28,7 @@ targs="--samples 4096 --global-batch 128"
 epochs=90
 ctl_reference $epochs "$targs"
 ctl_start
-port=$(sed -n 's/.*serving OpenMetrics on .* (port \([0-9]*\)).*/\1/p' "$T_DIR/elasticd.log")
-[ -n "$port" ] || t_fail "elasticd does not say where it serves OpenMetrics"
+port=$(ctl_metrics_port) || exit 1
 t0_test=$(date +%Y-%m-%dT%H:%M:%S)
 
 # the stand-in first: 6 GPUs, as its maximum says

@@ -18,8 +18,7 @@ t_ompi_env
 ctl_conf PolicyMode=priority "MetricsAddress=127.0.0.1:0"
 ctl_block_nodes node3 node4
 ctl_start
-port=$(sed -n 's/.*serving OpenMetrics on .* (port \([0-9]*\)).*/\1/p' "$T_DIR/elasticd.log")
-[ -n "$port" ] || t_fail "elasticd does not say where it serves OpenMetrics"
+port=$(ctl_metrics_port) || exit 1
 t_log "OpenMetrics on 127.0.0.1:$port"
 
 # GET PATH (or send RAW bytes): prints "CODE" then the body.
