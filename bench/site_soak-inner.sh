@@ -105,13 +105,15 @@ if [ "$ntorch" -gt 0 ] && ! python3 -c 'import torch, sklearn' 2>/dev/null; then
 	say "no torch or sklearn in this root: no PyTorch job"
 	ntorch=0
 fi
+# (the Python tests' setup: the binding from the build tree, one thread a
+# rank, py_digits_reference)
+[ "$ntorch" = 0 ] || . "$top_srcdir/tests/python/common.sh"
 torch_slot=()
 for ((i = 0, k = 0; i < njobs && k < ntorch; i++)); do
 	[ "${maxs[i]}" -le 4 ] || continue
 	torch_slot[i]=1
 	k=$((k + 1))
 done
-export PYTHONPATH=$top_builddir/python OMP_NUM_THREADS=1
 [ "$ntorch" = 0 ] || say "PyTorch jobs in slots ${!torch_slot[*]}"
 
 # ---- training: 16 steps an epoch, the step paced at step_us; a job of E
@@ -128,10 +130,7 @@ n_sub=0
 # static 2-rank run of E epochs (site_soak_table.py).
 ref_torch() { # epochs
 	[ -f "$S/ref-torch-$1.npy" ] && return
-	timeout 300 mpirun --with-ft ulfm --oversubscribe --bind-to none -np 2 -x PYTHONPATH \
-		-x OMP_NUM_THREADS python3 "$ex" --epochs "$1" --quiet --out "$S/ref-torch-$1.npy" \
-		>"$S/ref-torch-$1.out" 2>&1 ||
-		{ tail "$S/ref-torch-$1.out"; t_fail "the static PyTorch run of $1 epochs failed"; }
+	py_digits_reference "$1" $(($1 * 12)) "$S/ref-torch-$1.npy"
 	chmod 644 "$S/ref-torch-$1.npy"
 }
 submit() { # slot seconds
@@ -352,7 +351,7 @@ back_node() { # node
 }
 at_ctld=$((total * 30 / 100)) at_hup=$((total * 45 / 100)) at_kill=$((total * 60 / 100))
 next_loss=$((loss_every < total / 3 ? loss_every : total / 3)) down_node="" down_at=0
-next_prio=30 done_ctld=0 done_hup=0 done_kill=0 scrape_before_kill=""
+next_prio=30 done_ctld=0 done_hup=0 done_kill=0
 t_ctld_files
 while :; do
 	t=$(rel)

@@ -82,12 +82,14 @@ py_plain_sbatch() {
 }
 
 # The static reference of the example: the same training on 2 ranks, no
-# failure; its model in $T_DIR/ref.npy.
-py_digits_reference() { # epochs steps
+# failure; its model in out (default $T_DIR/ref.npy), its output beside it
+# (.out for .npy).
+py_digits_reference() { # epochs steps [out]
+	local out=${3:-$T_DIR/ref.npy}
 	timeout -s KILL 300 $MPIRUN -np 2 python3 "$top_srcdir/examples/pytorch/train_digits.py" \
-		--epochs "$1" --quiet --out "$T_DIR/ref.npy" >"$T_DIR/ref.out" 2>&1 ||
-		{ cat "$T_DIR/ref.out"; t_fail "reference run"; }
-	t_grep "^done: $2 steps" "$T_DIR/ref.out" "reference run"
+		--epochs "$1" --quiet --out "$out" >"${out%.npy}.out" 2>&1 ||
+		{ cat "${out%.npy}.out"; t_fail "reference run"; }
+	t_grep "^done: $2 steps" "${out%.npy}.out" "reference run"
 }
 
 # Wait until job's output ($T_DIR/job.out) shows step N; fail after 180 s or
