@@ -73,11 +73,11 @@ t0=$SECONDS
 # Job 2's steps are slower, not more: demo.py paces them (5.5 ms a sample
 # at least) by the training job 1 has left when job 2 is submitted, so that
 # job 2 outlasts it by the time a PyTorch re-form to 8 takes whatever the
-# host's load (at a fixed 5.5 ms on ompi5 job 2 finished first, once; more
-# steps would not do, as Adam's late steps carry the float32 rounding of
-# other world sizes past the model check's tolerance: 56 epochs gave max
-# |dw| 0.0056 against static runs 2e-6 apart, with the same loss and
-# accuracy at every epoch).
+# host's load (at a fixed 5.5 ms, with job 1 at 60 epochs on ompi5, job 2
+# finished first, twice in one run). More steps would not do: Adam's late
+# steps carry the float32 rounding of other world sizes past the model
+# check's tolerance (56 epochs gave max |dw| 0.0056 against static runs
+# 2e-6 apart, with the same loss and accuracy at every epoch).
 epochs1=${DEMO_EPOCHS1:-60}
 t_runtime_in_place || epochs1=${DEMO_EPOCHS1:-40}
 torch_epochs=${DEMO_TORCH_EPOCHS:-40}
