@@ -172,8 +172,9 @@ static void _reload(struct ed_daemon *d)
 }
 
 /* Hints from job_submit/elastic (hint.h) that came within HINT_ALIVE_TICKS
- * ticks: elasticd then learns of updates of elastic jobs from them and
- * stops polling those jobs between ticks; without hints it polls again. */
+ * ticks: elasticd then learns of updates of jobs from them, stops polling
+ * its elastic jobs between ticks and reads a new plain job once; without
+ * hints it polls again. */
 static void _hints_follow(struct ed_daemon *d, uint64_t now, uint64_t tick_ms)
 {
 	int alive = ed_hint_alive(d->hint, now, HINT_ALIVE_TICKS * tick_ms);
@@ -181,11 +182,15 @@ static void _hints_follow(struct ed_daemon *d, uint64_t now, uint64_t tick_ms)
 	if (alive == d->hints_alive)
 		return;
 	d->hints_alive = alive;
-	if (alive)
-		ed_info("hints arrive from job_submit/elastic: the elastic jobs are asked about when they change, not polled between ticks");
-	else
+	ed_slurm_hints_alive(alive);
+	if (alive) {
+		ed_info("hints arrive from job_submit/elastic: the elastic jobs are asked about when they change, not polled between ticks; a new plain job is read once");
+	} else {
+		/* a tag added while the hint went missing is found now */
+		ed_slurm_want_full();
 		ed_info("no hint from job_submit/elastic for %d ticks: polling the elastic jobs between ticks",
 			HINT_ALIVE_TICKS);
+	}
 }
 
 /* One period of the lease: read it, decide, write what the decision asks,
@@ -292,11 +297,15 @@ static void _run(struct ed_daemon *d)
 		 * changes too while no hints arrive). */
 		int event = 0;
 		_hints_follow(d, now, tick_ms);
-		if (now >= next_hint && ed_hint_take(d->hint)) {
-			/* An elastic job was updated: look now (and a flood of
-			 * hints costs at most one look per HINT_MIN_MS). */
+		uint32_t hinted[ED_HINT_IDS];
+		int nhinted;
+		if (now >= next_hint && ed_hint_take(d->hint, hinted, &nhinted)) {
+			/* A job was updated: look now (and a flood of hints
+			 * costs at most one look per HINT_MIN_MS). A job not
+			 * watched yet (a tag just added) is read by a tick. */
 			next_hint = now + HINT_MIN_MS;
-			event = now < next && ed_slurm_jobs_changed(1);
+			event = now < next && (ed_slurm_hinted(hinted, nhinted) ||
+					       ed_slurm_jobs_changed(1));
 		}
 		if (!event && now >= next_event) {
 			next_event = now + (!d->slow && ed_ctl_busy(d->ctl)

@@ -19,8 +19,10 @@
 
 struct ed_hint {
 	int fd;
-	int named;	  /* a job was named since ed_hint_take */
-	uint64_t last_ms; /* when the last hint came (0: never) */
+	int named;		   /* a job was named since ed_hint_take */
+	uint32_t ids[ED_HINT_IDS]; /* which, each once */
+	int nids;		   /* -1: more than fit */
+	uint64_t last_ms;	   /* when the last hint came (0: never) */
 	uint64_t count, bad;
 };
 
@@ -74,18 +76,35 @@ int ed_hint_pollfds(ed_hint_t *h, struct pollfd *pf, int max)
 	return 1;
 }
 
-/* "elastic-hint alive" or "elastic-hint job N": 1 alive, 2 job, 0 not a hint. */
-static int _parse(const char *b)
+/* "elastic-hint alive" or "elastic-hint job N": 1 alive, 2 job (*job = N),
+ * 0 not a hint. */
+static int _parse(const char *b, uint32_t *job)
 {
-	unsigned long job;
+	unsigned long v;
 	char tail;
 
 	if (strcmp(b, "elastic-hint alive") == 0)
 		return 1;
-	if (sscanf(b, "elastic-hint job %lu%c", &job, &tail) == 1 && job > 0 &&
-	    job < UINT32_MAX)
+	if (sscanf(b, "elastic-hint job %lu%c", &v, &tail) == 1 && v > 0 &&
+	    v < UINT32_MAX) {
+		*job = (uint32_t)v;
 		return 2;
+	}
 	return 0;
+}
+
+static void _name(ed_hint_t *h, uint32_t job)
+{
+	h->named = 1;
+	if (h->nids < 0)
+		return;
+	for (int i = 0; i < h->nids; i++)
+		if (h->ids[i] == job)
+			return;
+	if (h->nids < ED_HINT_IDS)
+		h->ids[h->nids++] = job;
+	else
+		h->nids = -1;
 }
 
 void ed_hint_handle(ed_hint_t *h, const struct pollfd *pf, int n)
@@ -96,13 +115,14 @@ void ed_hint_handle(ed_hint_t *h, const struct pollfd *pf, int n)
 		return;
 	for (int i = 0; i < HINT_READS; i++) {
 		ssize_t r = recv(h->fd, b, sizeof(b) - 1, 0);
+		uint32_t job = 0;
 		int kind;
 		if (r < 0)
 			break; /* EAGAIN: all read */
 		b[r] = '\0';
 		if (r > 0 && b[r - 1] == '\n')
 			b[r - 1] = '\0';
-		if (!(kind = _parse(b))) {
+		if (!(kind = _parse(b, &job))) {
 			if (!h->bad++)
 				ed_info("a datagram on the hint port is not a hint (%zd bytes): ignored (said once)",
 					r);
@@ -111,16 +131,23 @@ void ed_hint_handle(ed_hint_t *h, const struct pollfd *pf, int n)
 		h->count++;
 		h->last_ms = ed_now_ms();
 		if (kind == 2)
-			h->named = 1;
+			_name(h, job);
 	}
 }
 
-int ed_hint_take(ed_hint_t *h)
+int ed_hint_take(ed_hint_t *h, uint32_t *ids, int *nids)
 {
 	int named = h && h->named;
-	if (h)
-		h->named = 0;
-	return named;
+
+	*nids = 0;
+	if (!named)
+		return 0;
+	*nids = h->nids;
+	if (h->nids > 0)
+		memcpy(ids, h->ids, (size_t)h->nids * sizeof(*ids));
+	h->named = 0;
+	h->nids = 0;
+	return 1;
 }
 
 int ed_hint_alive(const ed_hint_t *h, uint64_t now_ms, uint64_t window_ms)

@@ -3,8 +3,9 @@
  * UDP datagram each on the channel's address and port: "job N was updated"
  * (an update of an elastic job passed job_modify) and "alive" (the plugin's
  * job cache thread, every TickSeconds). A hint carries no authority and no
- * data: it only makes elasticd ask slurmctld about its elastic jobs sooner,
- * so while hints arrive elasticd need not poll them between ticks. */
+ * data: it only makes elasticd ask slurmctld about a job sooner, so while
+ * hints arrive elasticd need not poll its elastic jobs between ticks, nor
+ * read a new plain job again in case a tag is added to it later. */
 #ifndef ELASTICD_HINT_H
 #define ELASTICD_HINT_H
 
@@ -22,8 +23,13 @@ void ed_hint_destroy(ed_hint_t *h);
 /* struct ed_poll_extra's fill and ready (the channel's poll). */
 int ed_hint_pollfds(ed_hint_t *h, struct pollfd *pf, int max);
 void ed_hint_handle(ed_hint_t *h, const struct pollfd *pf, int n);
-/* 1 if a job was named since the last call (then cleared), else 0. */
-int ed_hint_take(ed_hint_t *h);
+/* Jobs named by hints kept between two ed_hint_take calls; more are
+ * counted as an overflow. */
+#define ED_HINT_IDS 64
+/* 1 if a job was named since the last call (then cleared), else 0. ids
+ * (room for ED_HINT_IDS) receives the jobs named, each once, *nids their
+ * count, or -1 when more were named than fit (then ask about every job). */
+int ed_hint_take(ed_hint_t *h, uint32_t *ids, int *nids);
 /* 1 if a hint (of any kind) came within window_ms of now_ms. */
 int ed_hint_alive(const ed_hint_t *h, uint64_t now_ms, uint64_t window_ms);
 /* Hints read, and datagrams that were not hints. */

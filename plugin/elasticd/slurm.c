@@ -206,7 +206,16 @@ static int _query_full;
  * hand, ids that jumped (scontrol's --jobid, MaxJobId wrapping). At 9,000
  * jobs that is one list (tens of ms of slurmctld) in 2 minutes. */
 #define FULL_EVERY_S 120
-static time_t _full_at; /* when the whole list was read last */
+/* While hints arrive, a tag added by hand comes with a hint naming the job:
+ * the whole list is then only the net under a lost datagram and jumped ids.
+ * At site size the whole list is the slowest tick there is. */
+#define FULL_EVERY_HINTED_S 600
+static time_t _full_at;	 /* when the whole list was read last */
+static int _hints_alive; /* ed_slurm_hints_alive */
+/* Jobs hints named that the watch list does not hold: read next tick. */
+#define HINTED_MAX 64
+static uint32_t _hinted[HINTED_MAX];
+static int _nhinted;
 /* Without SHOW_LOCAL every job load first asks for the federation
  * (REQUEST_FED_INFO): one more RPC per load. elasticd acts on its own
  * cluster. Full mode keeps the flags it always had. */
@@ -216,7 +225,8 @@ static uint16_t _local;
  * known; the whole list is read). */
 static uint32_t _next_id;
 /* Jobs found neither elastic nor grants but younger than OTHER_AFTER_S:
- * read again. Older ones are not: tags and grant marks come at submission. */
+ * read again while no hints arrive. Older ones are not: tags and grant
+ * marks come at submission. */
 static uint32_t *_young;
 static int _nyoung;
 /* What the between-tick check watches: the elastic jobs and the grants of
@@ -624,6 +634,7 @@ static int _jobset_full(struct jobset *J, elastic_error_t *err)
 	_jobs_seen = jm->last_update;
 	_jobs_fp = _fingerprint(jm);
 	_full_at = time(NULL);
+	_nhinted = 0;
 	J->full = 1;
 	if (_jobset_add(J, jm) < 0)
 		return elastic__errorf(err, "out of memory");
@@ -835,12 +846,13 @@ out:
 static int _jobset_targeted(struct jobset *J, const char *prefix)
 {
 #if HAVE_DECL_SLURM_LOAD_JOB_STATE
-	int cap = _nyoung + TARGETED_MAX_LOADS + ELASTIC_SLURM_PROBE_IDS;
+	int cap = _nyoung + _nhinted + TARGETED_MAX_LOADS + ELASTIC_SLURM_PROBE_IDS;
 	uint32_t *ids = NULL, *young = NULL;
 	int n = 0, nyoung = 0, nnew = 0, more = 1, got;
 	time_t now = time(NULL);
 
-	if (!_watch_valid || !_next_id || now >= _full_at + FULL_EVERY_S)
+	if (!_watch_valid || !_next_id ||
+	    now >= _full_at + (_hints_alive ? FULL_EVERY_HINTED_S : FULL_EVERY_S))
 		return -1;
 	ids = malloc(cap * sizeof(*ids));
 	young = malloc(cap * sizeof(*young));
@@ -848,6 +860,13 @@ static int _jobset_targeted(struct jobset *J, const char *prefix)
 		goto fail;
 	for (int i = 0; i < _nyoung; i++)
 		ids[n++] = _young[i];
+	for (int i = 0; i < _nhinted; i++) {
+		int k = 0;
+		while (k < _nyoung && _young[k] != _hinted[i])
+			k++;
+		if (k == _nyoung)
+			ids[n++] = _hinted[i];
+	}
 	if (_records_refresh(J, now) < 0)
 		goto fail;
 	while (more) {
@@ -881,7 +900,7 @@ static int _jobset_targeted(struct jobset *J, const char *prefix)
 				fresh = 1;
 		}
 		if (!interesting) {
-			if (fresh)
+			if (fresh && !_hints_alive)
 				young[nyoung++] = ids[i];
 			slurm_free_job_info_msg(m);
 		} else if (m->record_count == 1 && m->job_array[0].job_id == ids[i] &&
@@ -900,6 +919,7 @@ static int _jobset_targeted(struct jobset *J, const char *prefix)
 	free(_young);
 	_young = young;
 	_nyoung = nyoung;
+	_nhinted = 0;
 	return 0;
 fail:
 	free(ids);
@@ -931,7 +951,8 @@ static void _probe_from(const struct jobset *J, const int *kind)
 		if (!last || ji->submit_time > last->submit_time ||
 		    (ji->submit_time == last->submit_time && ji->job_id > last->job_id))
 			last = ji;
-		if (!kind[i] && elastic__slurm_job_active(ji->job_state) &&
+		if (!kind[i] && !_hints_alive &&
+		    elastic__slurm_job_active(ji->job_state) &&
 		    ji->submit_time + OTHER_AFTER_S > now)
 			v[n++] = ji->job_id;
 	}
@@ -1137,6 +1158,40 @@ static void _bound_nodes(struct ed_snapshot *s)
 void ed_slurm_want_full(void)
 {
 	_full_at = 0;
+}
+
+void ed_slurm_hints_alive(int alive)
+{
+	_hints_alive = alive;
+}
+
+int ed_slurm_hinted(const uint32_t *ids, int n)
+{
+	int added = 0;
+
+	if (n < 0) {
+		ed_slurm_want_full();
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		int k = 0;
+		if ((_nwatch_jobs && bsearch(&ids[i], _watch_jobs, _nwatch_jobs,
+					     sizeof(*_watch_jobs), _u32_cmp)) ||
+		    (_nwatch_grants && bsearch(&ids[i], _watch_grants, _nwatch_grants,
+					       sizeof(*_watch_grants), _u32_cmp)))
+			continue; /* the change check asks about it */
+		while (k < _nhinted && _hinted[k] != ids[i])
+			k++;
+		if (k < _nhinted)
+			continue;
+		if (_nhinted == HINTED_MAX) {
+			ed_slurm_want_full();
+			return 1;
+		}
+		_hinted[_nhinted++] = ids[i];
+		added = 1;
+	}
+	return added;
 }
 
 static int _snapshot(const char *prefix, struct ed_snapshot *s, elastic_error_t *err)

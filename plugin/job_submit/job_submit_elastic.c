@@ -556,9 +556,9 @@ static uint32_t _update_job_id(const job_desc_msg_t *jd)
 	return (uint32_t)v;
 }
 
-/* An update of elastic job job_id passed: elasticd hears of it at once (a
- * hint), the job cache reads the job again soon (its GPU layout may have
- * changed). Called with _lock held. */
+/* An update that leaves job job_id elastic, or makes it so, passed:
+ * elasticd hears of it at once (a hint), the job cache reads the job again
+ * soon (its GPU layout may have changed). Called with _lock held. */
 static void _elastic_updated(uint32_t job_id)
 {
 	char text[48];
@@ -638,7 +638,9 @@ static int _modify_locked(job_desc_msg_t *jd, uint32_t uid, char **err_msg)
 				"job %u is elastic: its GPU request cannot be removed",
 				job_id);
 	}
-	if (e && e->req >= 0)
+	/* also a tag added to a job the cache does not hold yet: elasticd,
+	 * which reads a new plain job once while hints arrive, reads it again */
+	if (job_id != NO_VAL)
 		_elastic_updated(job_id);
 	return SLURM_SUCCESS;
 }

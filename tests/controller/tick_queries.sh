@@ -14,6 +14,9 @@
 #     within 3 s: the hint makes elasticd read that record again.
 #   - A grant cancelled by hand is seen ended and replaced (the job holds 4
 #     GPUs again, in a new grant) once MAX is back to 4.
+#   - Six new plain jobs are read once each, not at every tick while
+#     younger than 5 s; a plain job tagged by hand right after sbatch is
+#     still seen as elastic within 3 s.
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
@@ -82,4 +85,39 @@ ctl_wait_split 30 "$j=4"
 now=$(squeue -h -n "elastic:$j" -t R -o %i | sort)
 grep -qx "$g" <<<"$now" && t_fail "grant $g still counted after its end"
 t_log "grant $g cancelled: job $j back to 4 GPUs after ${CTL_WAITED}s, grants $(tr '\n' ' ' <<<"$now")"
+
+# While hints arrive, a new plain job is read once, not at each tick while
+# it is younger than 5 s: a tag added to it later comes with a hint.
+sleep 2
+sdiag --reset >/dev/null
+for _ in 1 2 3 4 5 6; do
+	t_sbatch bob -A acct_b -J plain -N1 -n1 --wrap 'sleep 300' >/dev/null
+done
+sleep 8
+loads=$(sdiag_count REQUEST_JOB_INFO_SINGLE)
+t_log "6 plain jobs submitted: ${loads:-0} single-job loads in 8 s (at most $((limit + 12)); read at each tick while young, at least 30 more)"
+[ "${loads:-0}" -le $((limit + 12)) ] || t_fail "${loads} single-job loads in 8 s: young plain jobs are read at each tick"
+
+# A tag added by hand right after sbatch (job_submit/elastic refuses it once
+# its job cache holds the job as plain, so a try may have to be repeated) is
+# still seen: the job's first read finds it, or the update's hint names it.
+p=
+for _ in 1 2 3; do
+	p=$(t_sbatch bob -A acct_b -J tagged -N1 -n1 --gres=gpu:1 --wrap 'sleep 3000')
+	t_tag=$(date +%s.%N)
+	scontrol update JobId="$p" AdminComment="elastic:min=1,max=2,grace=10,sizes=any,weight=1" \
+		2>/dev/null && break
+	scancel "$p"
+	p=
+done
+[ -n "$p" ] || t_fail "three plain jobs could not be tagged right after sbatch"
+end=$((SECONDS + 10))
+until grep -q "elasticd: job $p: elastic job of" "$T_DIR/elasticd.log"; do
+	[ $SECONDS -lt $end ] || t_fail "job $p, tagged by hand, not seen as elastic in 10 s"
+	sleep 0.1
+done
+seen=$(sed -n "s/^\[\([^]]*\)\] elasticd: job $p: elastic job of.*/\1/p" "$T_DIR/elasticd.log" | head -n1)
+dt=$(awk -v a="$t_tag" -v b="$(date -d "$seen" +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+t_log "job $p tagged by hand after sbatch: elastic in elasticd's eyes after $dt s"
+awk -v d="$dt" 'BEGIN { exit !(d < 3) }' || t_fail "the hand tag was seen after $dt s"
 t_log "PASS"
