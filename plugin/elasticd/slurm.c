@@ -247,7 +247,8 @@ static uint64_t _watch_fp, _watch_fp_grants;
  * calculation, so it is also read again once REC_FRESH_S old, a few a
  * tick. A tick asks one job-state RPC about all of them and loads only
  * what changed: with hundreds of grants and tens of elastic jobs a few
- * RPCs, not hundreds. */
+ * RPCs, not hundreds. A job that is no longer pending or running is not
+ * loaded: its state from that RPC is all the snapshot reads of it. */
 struct rec {
 	uint32_t id, state;
 	time_t at;     /* when it was loaded */
@@ -702,6 +703,17 @@ static struct rec _rec_of(uint32_t id, job_info_msg_t *m, time_t now)
 	return r;
 }
 
+/* Record r's job is now in state (the job-state RPC's answer). */
+static void _rec_set_state(struct rec *r, uint32_t state)
+{
+	for (uint32_t k = 0; k < r->m->record_count; k++)
+		if (r->m->job_array[k].job_id == r->id) {
+			r->m->job_array[k].job_state = state;
+			r->hash = _watch_hash_job(&r->m->job_array[k]);
+		}
+	r->state = state;
+}
+
 /* v (n records, the fresh ones loaded by this tick) becomes R's list, each
  * id once (an array's tasks may answer twice); what R kept and v does not
  * carry is freed. */
@@ -801,6 +813,15 @@ static int _records_refresh(struct jobset *J, time_t now)
 		if (o && o->state == st->jobs[i].state &&
 		    (!isjob || now - o->at < REC_FRESH_S || aged >= aged_max)) {
 			v[(*nv)++] = *o; /* unchanged */
+			continue;
+		}
+		if (o && !elastic__slurm_job_active(st->jobs[i].state)) {
+			/* completing, ended or suspended: out of the snapshot
+			 * whatever else its record says (_kind), so its new
+			 * state is all that is needed; when a job ends with
+			 * its grants, reading each again made the tick slow */
+			_rec_set_state(o, st->jobs[i].state);
+			v[(*nv)++] = *o;
 			continue;
 		}
 		aged += o && o->state == st->jobs[i].state;

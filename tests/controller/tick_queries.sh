@@ -17,6 +17,7 @@
 #   - Six new plain jobs are read once each, not at every tick while
 #     younger than 5 s; a plain job tagged by hand right after sbatch is
 #     still seen as elastic within 3 s.
+#   - When the job ends, neither it nor its grants are loaded again.
 . "${top_srcdir:-/src}/tests/lib.sh"
 . "${top_srcdir:-/src}/tests/controller/ctl-lib.sh"
 ctl_setup
@@ -120,4 +121,21 @@ seen=$(sed -n "s/^\[\([^]]*\)\] elasticd: job $p: elastic job of.*/\1/p" "$T_DIR
 dt=$(awk -v a="$t_tag" -v b="$(date -d "$seen" +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 t_log "job $p tagged by hand after sbatch: elastic in elasticd's eyes after $dt s"
 awk -v d="$dt" 'BEGIN { exit !(d < 3) }' || t_fail "the hand tag was seen after $dt s"
+
+# A job that ends takes its grants with it: the job-state RPC says each
+# ended, and elasticd reads none of them again. (The test looks with the
+# whole list only: squeue -j would be a single-job load itself.)
+scancel "$p"
+sleep 3
+sdiag --reset >/dev/null
+scancel "$j"
+end=$((SECONDS + 30))
+while squeue -h -o '%i %j' | grep -Eq "^$j |elastic:$j\$"; do
+	[ $SECONDS -lt $end ] || t_fail "job $j or its grants still there 30 s after scancel"
+	sleep 0.2
+done
+sleep 3
+loads=$(sdiag_count REQUEST_JOB_INFO_SINGLE)
+t_log "job $j and its 3 grants ended: ${loads:-0} single-job loads (at most 3, the grant scripts' own; each read again at its end, 4 more)"
+[ "${loads:-0}" -le 3 ] || t_fail "${loads} single-job loads as a job and its grants ended: ended records read again"
 t_log "PASS"
