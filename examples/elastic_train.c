@@ -42,8 +42,9 @@ struct opts {
 	long stop_after;
 	int hang_rank;
 	long hang_step;
-	int exit_rank; /* --exit-at: this rank exits 75 after committing exit_step */
-	long exit_step;
+	int exit_rank;	/* --exit-at: this rank exits exit_code (75) after */
+	long exit_step; /* committing exit_step */
+	int exit_code;
 	long slow_step, slow_us; /* --slow-update */
 	long step_sleep_us;
 	long sample_sleep_us;	 /* --sample-sleep: per sample this rank trains */
@@ -170,8 +171,8 @@ static void _usage(FILE *f)
 		"  --hang R:S         the rank that started as R stops making progress at step S\n"
 		"                     (sleeps; no rank sees a failure: ELASTIC_STEP_TIMEOUT's case)\n"
 		"  --kill-delay US    for WHERE=timer: delay after the step begins (1000)\n"
-		"  --exit-at R:S      the rank that started as R exits 75 (a re-form, as its\n"
-		"                     watchdog would) right after step S is committed\n"
+		"  --exit-at R:S[:X]  the rank that started as R exits X (75: a re-form, as\n"
+		"                     its watchdog would) right after step S is committed\n"
 		"  --slow-update S:US every rank pauses US microseconds halfway through\n"
 		"                     applying step S's update (tests)\n"
 		"  --out FILE         write the final model (rank 0)\n"
@@ -225,6 +226,7 @@ static int _parse(int argc, char **argv, struct opts *o)
 			   .kill_delay_us = 1000,
 			   .hang_rank = -1,
 			   .exit_rank = -1,
+			   .exit_code = ELASTIC_EXIT_REFORM,
 			   .slow_step = -1,
 			   .tolerance = 1e-12};
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -285,9 +287,18 @@ static int _parse(int argc, char **argv, struct opts *o)
 			end = "";
 			break;
 		case 'X':
-			if (_rank_step("exit-at", optarg, &o->exit_rank, &o->exit_step) <
-			    0)
+			if (sscanf(optarg, "%d:%ld:%d", &o->exit_rank, &o->exit_step,
+				   &o->exit_code) == 3) {
+				if (o->exit_code < 1 || o->exit_code > 255) {
+					fprintf(stderr,
+						"elastic_train: --exit-at '%s': the exit status must be 1..255\n",
+						optarg);
+					return -1;
+				}
+			} else if (_rank_step("exit-at", optarg, &o->exit_rank,
+					      &o->exit_step) < 0) {
 				return -1;
+			}
 			end = "";
 			break;
 		case 'U':
@@ -581,7 +592,7 @@ int main(int argc, char **argv)
 			printf("EXIT rank %d after step %llu t=%.6f\n", rank0,
 			       (unsigned long long)step, _now());
 			fflush(stdout);
-			_exit(ELASTIC_EXIT_REFORM);
+			_exit(o.exit_code);
 		}
 		if (r == ELASTIC_COMMITTED && o.after_commit) {
 			loss = _apply(&o, &model, &check, uses, sampler, tot, all, ngot,

@@ -7,7 +7,9 @@
  * Notification", exit 108) a survivor whose own watchdog had not fired yet,
  * without keeping its last commit. This handler, run before Open MPI's,
  * takes an exit 75 to the watchdog thread, which keeps the commit and exits
- * 75 too; other exit codes go on to Open MPI's handler as before. */
+ * 75 too; on another exit code (a rank that failed, or whose node Slurm took
+ * for lost) it keeps the commit on the node and lets Open MPI's handler
+ * abort as before. */
 #include "config.h"
 
 #include "internal.h"
@@ -46,6 +48,12 @@ static void _on_exit_nonzero(size_t id, pmix_status_t status, const pmix_proc_t 
 				_ctx->rank, rank, code);
 		if (code == ELASTIC_EXIT_REFORM)
 			done = elastic__watchdog_peer_reform(_ctx, rank);
+		else if (code > 0 && code != ELASTIC_EXIT_LEFT)
+			/* Open MPI's handler, next, aborts this process: the
+			 * last commit goes to the node snapshot first, or a
+			 * relaunch redoes the steps since the last periodic
+			 * one (ELASTIC_SNAPSHOT_EVERY) */
+			elastic__persist_on_exit(_ctx);
 	}
 	pthread_mutex_unlock(&_lock);
 	if (cbfunc)
