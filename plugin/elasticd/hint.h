@@ -28,7 +28,7 @@ void ed_hint_handle(ed_hint_t *h, const struct pollfd *pf, int n);
 #define ED_HINT_IDS 64
 /* 1 if a job was named since the last call (then cleared), else 0. ids
  * (room for ED_HINT_IDS) receives the jobs named, each once, *nids their
- * count, or -1 when more were named than fit (then ask about every job). */
+ * count, or -1 when more were named than fit. */
 int ed_hint_take(ed_hint_t *h, uint32_t *ids, int *nids);
 /* 1 if a hint (of any kind) came within window_ms of now_ms. */
 int ed_hint_alive(const ed_hint_t *h, uint64_t now_ms, uint64_t window_ms);

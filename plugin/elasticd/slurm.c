@@ -1190,10 +1190,11 @@ int ed_slurm_hinted(const uint32_t *ids, int n)
 {
 	int added = 0;
 
-	if (n < 0) {
-		ed_slurm_want_full();
-		return 1;
-	}
+	/* More than were kept, or than fit here: the rest wait for the
+	 * periodic whole list. Anyone who reaches the port can send hints, so
+	 * a flood of them costs a bounded number of loads, never the list. */
+	if (n < 0)
+		return 0;
 	for (int i = 0; i < n; i++) {
 		int k = 0;
 		if ((_nwatch_jobs && bsearch(&ids[i], _watch_jobs, _nwatch_jobs,
@@ -1205,10 +1206,8 @@ int ed_slurm_hinted(const uint32_t *ids, int n)
 			k++;
 		if (k < _nhinted)
 			continue;
-		if (_nhinted == HINTED_MAX) {
-			ed_slurm_want_full();
-			return 1;
-		}
+		if (_nhinted == HINTED_MAX)
+			break;
 		_hinted[_nhinted++] = ids[i];
 		added = 1;
 	}

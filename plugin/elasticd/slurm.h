@@ -39,9 +39,9 @@ void ed_slurm_want_full(void);
  * not again while young in case a tag is added to it (the update's hint
  * says so), and the whole list is read every 10 minutes, not every 2. */
 void ed_slurm_hints_alive(int alive);
-/* Jobs a hint named (n of them; n < 0: more than were kept): the next
- * snapshot reads those it does not watch. 1 if there is one (a tick should
- * read it now), else 0. */
+/* Jobs a hint named (n of them; n < 0: more than were kept, none read):
+ * the next snapshot reads those it does not watch, 64 at most. 1 if there
+ * is one (a tick should read it now), else 0. */
 int ed_slurm_hinted(const uint32_t *ids, int n);
 /* "targeted" or "full" (ELASTICD_QUERY=full, or no job-state RPC). */
 const char *ed_slurm_query_mode(void);
