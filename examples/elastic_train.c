@@ -188,12 +188,25 @@ static void _usage(FILE *f)
 		MAX_D);
 }
 
-/* An option's "R:S" (a rank, a step): 0, or -1 said. */
-static int _rank_step(const char *opt, const char *v, int *rank, long *step)
+/* An option's "R:S" (a rank, a step), or with code "R:S:X" (X: 1..255,
+ * *code left as it is when absent), and nothing after it: 0, or -1 said. */
+static int _rank_step(const char *opt, const char *v, int *rank, long *step, int *code)
 {
-	if (sscanf(v, "%d:%ld", rank, step) == 2)
+	int end = -1;
+
+	if (code && sscanf(v, "%d:%ld:%d%n", rank, step, code, &end) == 3 && !v[end]) {
+		if (*code >= 1 && *code <= 255)
+			return 0;
+		fprintf(stderr,
+			"elastic_train: --%s '%s': the exit status must be 1..255\n", opt,
+			v);
+		return -1;
+	}
+	end = -1;
+	if (sscanf(v, "%d:%ld%n", rank, step, &end) == 2 && !v[end])
 		return 0;
-	fprintf(stderr, "elastic_train: --%s '%s': expected R:S\n", opt, v);
+	fprintf(stderr, "elastic_train: --%s '%s': expected R:S%s\n", opt, v,
+		code ? "[:X]" : "");
 	return -1;
 }
 
@@ -213,7 +226,7 @@ static int _parse(int argc, char **argv, struct opts *o)
 		{"quiet", 0, 0, 'q'},	     {"update-after-commit", 0, 0, 'u'},
 		{"help", 0, 0, 'h'},	     {0, 0, 0, 0},
 	};
-	int c;
+	int c, n;
 	char *end;
 
 	*o = (struct opts){.samples = 4096,
@@ -282,28 +295,22 @@ static int _parse(int argc, char **argv, struct opts *o)
 			end = "";
 			break;
 		case 'H':
-			if (_rank_step("hang", optarg, &o->hang_rank, &o->hang_step) < 0)
+			if (_rank_step("hang", optarg, &o->hang_rank, &o->hang_step,
+				       NULL) < 0)
 				return -1;
 			end = "";
 			break;
 		case 'X':
-			if (sscanf(optarg, "%d:%ld:%d", &o->exit_rank, &o->exit_step,
-				   &o->exit_code) == 3) {
-				if (o->exit_code < 1 || o->exit_code > 255) {
-					fprintf(stderr,
-						"elastic_train: --exit-at '%s': the exit status must be 1..255\n",
-						optarg);
-					return -1;
-				}
-			} else if (_rank_step("exit-at", optarg, &o->exit_rank,
-					      &o->exit_step) < 0) {
+			if (_rank_step("exit-at", optarg, &o->exit_rank, &o->exit_step,
+				       &o->exit_code) < 0)
 				return -1;
-			}
 			end = "";
 			break;
 		case 'U':
-			if (sscanf(optarg, "%ld:%ld", &o->slow_step, &o->slow_us) != 2 ||
-			    o->slow_us < 0) {
+			n = -1;
+			if (sscanf(optarg, "%ld:%ld%n", &o->slow_step, &o->slow_us, &n) !=
+				    2 ||
+			    optarg[n] || o->slow_us < 0) {
 				fprintf(stderr,
 					"elastic_train: --slow-update '%s': expected S:US\n",
 					optarg);

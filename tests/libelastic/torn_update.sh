@@ -21,8 +21,9 @@ t_mpi_scratch
 unset ELASTIC_WATCHDOG ELASTIC_RUN_IN_PLACE
 export ELASTIC_SNAPSHOT_EVERY=5
 
-# the two test options refuse bad values, naming them (exit 2)
-for bad in "--exit-at 3" "--exit-at x:1" "--slow-update 12" "--slow-update 1:-5"; do
+# the test options refuse bad values, naming them (exit 2)
+for bad in "--exit-at 3" "--exit-at x:1" "--exit-at 1:5:x" "--hang 0:3x" "--slow-update 12" \
+	"--slow-update 1:-5" "--slow-update 1:5s"; do
 	msg=$(timeout -s KILL 30 $MPIRUN -np 1 "$TRAIN" $bad 2>&1)
 	rc=$?
 	[ "$rc" = 2 ] || t_fail "elastic_train $bad: exit $rc, not 2 (refused)"
@@ -30,8 +31,7 @@ for bad in "--exit-at 3" "--exit-at x:1" "--slow-update 12" "--slow-update 1:-5"
 		t_fail "elastic_train $bad: no error naming the option: $(echo "$msg" | tail -2)"
 done
 
-timeout -s KILL 60 $MPIRUN -np 4 "$TRAIN" $args --out "$T_DIR/ref.model" >"$T_DIR/ref.out" 2>&1 ||
-	{ cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }
+t_reference 60 4 $args
 
 export ELASTIC_JOB_ID="torn$$"
 out=$T_DIR/run
