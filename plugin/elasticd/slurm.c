@@ -319,6 +319,19 @@ static int _u32_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* 1: id is one of the watched elastic jobs, 2: one of the watched grants,
+ * 0: neither. */
+static int _watched(uint32_t id)
+{
+	if (_nwatch_jobs &&
+	    bsearch(&id, _watch_jobs, _nwatch_jobs, sizeof(*_watch_jobs), _u32_cmp))
+		return 1;
+	if (_nwatch_grants &&
+	    bsearch(&id, _watch_grants, _nwatch_grants, sizeof(*_watch_grants), _u32_cmp))
+		return 2;
+	return 0;
+}
+
 static struct rec *_recs_find(const struct recs *R, uint32_t id)
 {
 	struct rec key = {.id = id};
@@ -800,14 +813,12 @@ static int _records_refresh(struct jobset *J, time_t now)
 		goto out;
 	for (uint32_t i = 0; i < st->jobs_count; i++) {
 		uint32_t id = st->jobs[i].job_id;
-		int isjob = bsearch(&id, _watch_jobs, _nwatch_jobs, sizeof(*_watch_jobs),
-				    _u32_cmp) != NULL;
+		int which = _watched(id), isjob = which == 1;
 		struct rec *v = isjob ? vj : vg, *o;
 		int *nv = isjob ? &nj : &ng;
 		job_info_msg_t *m = NULL;
 
-		if (!isjob && !bsearch(&id, _watch_grants, _nwatch_grants,
-				       sizeof(*_watch_grants), _u32_cmp))
+		if (!which)
 			continue; /* another task of an array asked for */
 		o = _recs_find(isjob ? &_jobs_kept : &_grants_kept, id);
 		if (o && o->state == st->jobs[i].state &&
@@ -1197,10 +1208,7 @@ int ed_slurm_hinted(const uint32_t *ids, int n)
 		return 0;
 	for (int i = 0; i < n; i++) {
 		int k = 0;
-		if ((_nwatch_jobs && bsearch(&ids[i], _watch_jobs, _nwatch_jobs,
-					     sizeof(*_watch_jobs), _u32_cmp)) ||
-		    (_nwatch_grants && bsearch(&ids[i], _watch_grants, _nwatch_grants,
-					       sizeof(*_watch_grants), _u32_cmp)))
+		if (_watched(ids[i]))
 			continue; /* the change check asks about it */
 		while (k < _nhinted && _hinted[k] != ids[i])
 			k++;
