@@ -42,3 +42,13 @@ t_mpi_scratch() {
 	mkdir -p "$T_DIR/tmp" "$T_DIR/sm"
 	export TMPDIR=$T_DIR/tmp OMPI_MCA_btl_sm_backing_directory=$T_DIR/sm
 }
+
+# The run without events that a test compares against: elastic_train on NP
+# ranks with ARGS, LIMIT seconds at most; its model goes to $T_DIR/ref.model,
+# its output to $T_DIR/ref.out (shown, and the test failed, when it fails).
+t_reference() { # limit np args...
+	local limit=$1 np=$2
+	shift 2
+	timeout -s KILL "$limit" $MPIRUN -np "$np" "$TRAIN" "$@" --out "$T_DIR/ref.model" \
+		>"$T_DIR/ref.out" 2>&1 || { cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }
+}

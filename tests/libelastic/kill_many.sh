@@ -14,8 +14,7 @@ wheres=(begin reduce commit timer)
 t_scratch
 t_mpi_scratch
 
-timeout -s KILL 60 $MPIRUN -np 4 "$TRAIN" $args --out "$T_DIR/ref.model" >"$T_DIR/ref.out" 2>&1 ||
-	{ cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }
+t_reference 60 4 $args
 pass=0
 for i in $(seq 1 "$runs"); do
 	nk=$((2 + RANDOM % 2))

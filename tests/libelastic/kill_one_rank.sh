@@ -18,8 +18,7 @@ t_scratch
 t_mpi_scratch
 
 t_log "reference run without failure ($np ranks)"
-timeout -s KILL "$limit" $MPIRUN -np "$np" "$TRAIN" $args --out "$T_DIR/ref.model" \
-	>"$T_DIR/ref.out" 2>&1 || { cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }
+t_reference "$limit" "$np" $args
 t_grep '^done: 96 steps, 3 epochs, .* 0 bad, 0 violations' "$T_DIR/ref.out" "reference run"
 
 wheres=(begin reduce commit timer)

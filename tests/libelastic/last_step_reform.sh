@@ -18,8 +18,7 @@ t_scratch
 t_mpi_scratch
 args="--epochs 2 --samples 512 --global-batch 128"
 unset ELASTIC_JOB_ID
-timeout -s KILL 60 $MPIRUN -np 2 "$TRAIN" $args --quiet --out "$T_DIR/ref.model" \
-	>"$T_DIR/ref.out" 2>&1 || { cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }
+t_reference 60 2 $args --quiet
 
 for mode in "" --update-after-commit; do
 	export ELASTIC_JOB_ID=t$$${mode:+-after}

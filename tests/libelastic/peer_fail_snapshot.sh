@@ -18,8 +18,7 @@ t_scratch
 t_mpi_scratch
 args="--epochs 2 --samples 512 --global-batch 128"
 unset ELASTIC_JOB_ID
-timeout -s KILL 60 $MPIRUN -np 2 "$TRAIN" $args --quiet --out "$T_DIR/ref.model" \
-	>"$T_DIR/ref.out" 2>&1 || { cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }
+t_reference 60 2 $args --quiet
 
 export ELASTIC_JOB_ID=t$$-fail ELASTIC_SNAPSHOT_EVERY=50
 timeout -s KILL 60 $MPIRUN -np 2 "$TRAIN" $args --exit-at 1:5:1 --compare "$T_DIR/ref.model" \

@@ -11,8 +11,7 @@ args="--step-sleep 1000 --epochs 3 --samples 4096 --global-batch 128"
 t_scratch
 t_mpi_scratch
 unset ELASTIC_WATCHDOG ELASTIC_SHM_DIR
-timeout -s KILL 60 $MPIRUN -np 4 "$TRAIN" $args --quiet --out "$T_DIR/ref.model" \
-	>"$T_DIR/ref.out" 2>&1 || { cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }
+t_reference 60 4 $args --quiet
 
 export ELASTIC_JOB_ID="ckpt$$" ELASTIC_CHECKPOINT_DIR=$T_DIR/ckpt ELASTIC_CHECKPOINT_EVERY=10
 timeout -s KILL 60 $MPIRUN -np 4 "$TRAIN" $args --stop-after 38 >"$T_DIR/first.out" 2>&1 ||

@@ -15,9 +15,10 @@ unset ELASTIC_WATCHDOG
 export ELASTIC_JOB_ID="resize$$"
 rm -f /dev/shm/elastic-"$ELASTIC_JOB_ID"-*
 
-( unset ELASTIC_JOB_ID
-  timeout -s KILL 120 $MPIRUN -np 8 "$TRAIN" $args --quiet --out "$T_DIR/ref.model" \
-	>"$T_DIR/ref.out" 2>&1 ) || { cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }
+(
+	unset ELASTIC_JOB_ID
+	t_reference 120 8 $args --quiet
+)
 
 last_t=""
 pauses=""

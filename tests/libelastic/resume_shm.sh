@@ -19,8 +19,7 @@ t_mpi_scratch
 unset ELASTIC_JOB_ID
 
 t_log "reference run without failure (4 ranks)"
-timeout -s KILL "$limit" $MPIRUN -np 4 "$TRAIN" $args --quiet --out "$T_DIR/ref.model" \
-	>"$T_DIR/ref.out" 2>&1 || { cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }
+t_reference "$limit" 4 $args --quiet
 
 sizes=(2 3 4)
 pass=0

@@ -10,8 +10,7 @@ t_scratch
 t_mpi_scratch
 unset ELASTIC_WATCHDOG ELASTIC_JOB_ID
 args="--quiet --step-sleep 2000 --epochs 3 --samples 4096 --global-batch 128"
-timeout -s KILL 60 $MPIRUN -np 4 "$TRAIN" $args --out "$T_DIR/ref.model" >"$T_DIR/ref.out" 2>&1 ||
-	{ cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }
+t_reference 60 4 $args
 
 export ELASTIC_JOB_ID="hang$$"
 RANDOM=${ELASTIC_HANG_SEED:-$$}

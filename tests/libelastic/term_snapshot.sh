@@ -20,8 +20,7 @@ t_mpi_scratch
 unset ELASTIC_JOB_ID ELASTIC_WATCHDOG ELASTIC_RUN_IN_PLACE
 export ELASTIC_SNAPSHOT_EVERY=50
 
-timeout -s KILL 60 $MPIRUN -np 4 "$TRAIN" --quiet $args --out "$T_DIR/ref.model" >"$T_DIR/ref.out" 2>&1 ||
-	{ cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }
+t_reference 60 4 --quiet $args
 
 # Ranks of the launch whose output goes to $1.1 (not mpirun: pid $2).
 ranks_of() { t_pgrep -f -- "--out $1.model" | grep -vx "$2" | xargs; }

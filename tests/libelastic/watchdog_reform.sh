@@ -20,8 +20,7 @@ t_scratch
 t_mpi_scratch
 unset ELASTIC_JOB_ID ELASTIC_WATCHDOG
 
-timeout -s KILL 60 $MPIRUN -np 4 "$TRAIN" $args --out "$T_DIR/ref.model" >"$T_DIR/ref.out" 2>&1 ||
-	{ cat "$T_DIR/ref.out"; t_fail "the reference run failed"; }
+t_reference 60 4 $args
 
 pass=0
 : >"$T_DIR/reform.ms"
