@@ -196,6 +196,18 @@ print(f"elasticd: {n} ticks, p50 {1e3 * quantile(0.5):.1f} ms, p99 {1e3 * quanti
       + (f"{rss[0][1] / 1024:.1f} MiB at the start, {max(k for _, k in rss) / 1024:.1f} MiB at most, "
          f"{rss[-1][1] / 1024:.1f} MiB at the end" if rss else "not sampled"))
 
+# the slow ticks elasticd logged (100 ms or more), with what they waited on
+slow, nslow = [], 0
+for name in ("elasticd-1.log", "elasticd.log"):
+    for line in text(name).splitlines():
+        m = re.search(r"(?:(\d+) more over \d+ ms .*the slowest: )?((?:a tick|a look between ticks) took (\d+) ms.*)$", line)
+        if m:
+            nslow += int(m.group(1)) if m.group(1) else 1
+            slow.append((int(m.group(3)), m.group(2)))
+print(f"elasticd's ticks and looks between ticks of 100 ms or more: {nslow}; the slowest:")
+for _, line in sorted(slow, reverse=True)[:3]:
+    print("  " + line)
+
 # slurmctld's time on elasticd's calls (elasticd runs as SlurmUser)
 sd = text("sdiag.txt")
 users = {u: (int(c), int(tt)) for u, c, tt in

@@ -774,12 +774,84 @@ static void _phase(struct ed_ctl *c, int ph, double *t)
 
 static void _tick(struct ed_ctl *c);
 
+/* What a slow tick (what) of s seconds waited on, for people: its phases
+ * (ms since ph0; NULL: none) and its Slurm calls (since calls0), the
+ * slowest kind first. */
+static void _slow_what(const struct ed_ctl *c, const char *what, double s,
+		       const double *ph0, const struct ed_calls *calls0, char *buf,
+		       size_t len)
+{
+	struct ed_calls now;
+	int done[ED_CALLS] = {0};
+	size_t o;
+
+	ed_slurm_calls(&now);
+	o = (size_t)snprintf(buf, len, "%s took %.0f ms", what, s * 1e3);
+	for (int p = 0; ph0 && p < ED_PHASES && o < len; p++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s %.0f", p ? ", " : " (",
+				      ed_tick_phase[p],
+				      (c->tick_phase_s[p] - ph0[p]) * 1e3);
+	if (o < len)
+		o += (size_t)snprintf(buf + o, len - o,
+				      "%s; Slurm calls:", ph0 ? " ms)" : "");
+	for (int round = 0, any = 0; round < ED_CALLS && o < len; round++) {
+		int k = -1;
+		for (int i = 0; i < ED_CALLS; i++)
+			if (!done[i] && now.n[i] > calls0->n[i] &&
+			    (k < 0 || now.s[i] - calls0->s[i] > now.s[k] - calls0->s[k]))
+				k = i;
+		if (k < 0) {
+			if (!any)
+				snprintf(buf + o, len - o, " none");
+			break;
+		}
+		done[k] = any = 1;
+		o += (size_t)snprintf(buf + o, len - o, "%s %s %" PRIu64 " (%.0f ms)",
+				      round ? "," : "", ed_call_name[k],
+				      now.n[k] - calls0->n[k],
+				      (now.s[k] - calls0->s[k]) * 1e3);
+	}
+}
+
+void ed_ctl_slow(struct ed_ctl *c, const char *what, double s, const double *ph0,
+		 const struct ed_calls *calls0)
+{
+	uint64_t now = ed_now_ms();
+	int quiet = now - c->slow_said_ms >= ED_SLOW_TICK_EVERY_MS;
+
+	if (s >= ED_SLOW_TICK_S) {
+		char text[sizeof(c->slow_worst)];
+		_slow_what(c, what, s, ph0, calls0, text, sizeof(text));
+		if (quiet && !c->slow_unsaid) {
+			ed_info("%s", text);
+			c->slow_said_ms = now;
+			return;
+		}
+		c->slow_unsaid++;
+		if (s > c->slow_worst_s) {
+			c->slow_worst_s = s;
+			memcpy(c->slow_worst, text, sizeof(text));
+		}
+	}
+	if (c->slow_unsaid && quiet) {
+		ed_info("%d more over %.0f ms in %.0f s; the slowest: %s", c->slow_unsaid,
+			ED_SLOW_TICK_S * 1e3, (now - c->slow_said_ms) / 1e3,
+			c->slow_worst);
+		c->slow_unsaid = 0;
+		c->slow_worst_s = 0;
+		c->slow_said_ms = now;
+	}
+}
+
 /* A tick, timed for the metrics' histogram (slurm_elastic_tick_seconds). */
 void ed_ctl_tick(struct ed_ctl *c)
 {
-	double a = _mono_s(), s;
+	double a = _mono_s(), s, ph0[ED_PHASES];
+	struct ed_calls calls0;
 	int k = 0;
 
+	memcpy(ph0, c->tick_phase_s, sizeof(ph0));
+	ed_slurm_calls(&calls0);
 	_tick(c);
 	s = _mono_s() - a;
 	while (k < ED_TICK_BUCKETS - 1 && s > ed_tick_le[k])
@@ -787,6 +859,7 @@ void ed_ctl_tick(struct ed_ctl *c)
 	c->tick_bucket[k]++;
 	c->tick_sum_s += s;
 	c->ticks++;
+	ed_ctl_slow(c, "a tick", s, ph0, &calls0);
 }
 
 /* Observe slurmctld and the jobs, act on grants and releases, decide the

@@ -76,6 +76,10 @@ extern const double ed_tick_le[ED_TICK_BUCKETS - 1];
  * decision, and acting on Slurm (grants submitted, marked, cancelled). */
 enum { ED_PHASE_OBSERVE, ED_PHASE_DECIDE, ED_PHASE_ACT, ED_PHASES };
 extern const char *const ed_tick_phase[ED_PHASES];
+/* A tick (or a look between ticks) this long, s, is logged with the Slurm
+ * calls it waited on (ed_ctl_slow). */
+#define ED_SLOW_TICK_S	      0.1
+#define ED_SLOW_TICK_EVERY_MS 60000
 
 struct ed_ctl {
 	struct ed_ctl_conf conf;
@@ -112,6 +116,12 @@ struct ed_ctl {
 	uint64_t ticks;
 	/* and where their time went (ed_tick_phase) */
 	double tick_phase_s[ED_PHASES];
+	/* slow ticks (ED_SLOW_TICK_S) not logged yet, the slowest of them
+	 * described, and when the last one was logged */
+	int slow_unsaid;
+	double slow_worst_s;
+	char slow_worst[480];
+	uint64_t slow_said_ms;
 	int active;   /* holds the controller role (ed_ctl_set_active) */
 	int stood_by; /* stood by since its start: state to read again */
 };

@@ -12,6 +12,7 @@
 #include "ctl.h"
 #include "ctl_int.h"
 #include "log.h"
+#include "slurm.h"
 
 /* A label value: backslash, double quote and newline escaped. */
 static void _label(FILE *f, const char *v)
@@ -273,6 +274,18 @@ void ed_ctl_metrics(void *arg, FILE *f)
 	for (int p = 0; p < ED_PHASES; p++)
 		fprintf(f, "slurm_elastic_tick_phase_seconds_total{phase=\"%s\"} %.6f\n",
 			ed_tick_phase[p], c->tick_phase_s[p]);
+	struct ed_calls calls;
+	ed_slurm_calls(&calls);
+	_family(f, "slurm_elastic_slurm_calls", "counter",
+		"Calls elasticd made to slurmctld, by kind");
+	for (int k = 0; k < ED_CALLS; k++)
+		fprintf(f, "slurm_elastic_slurm_calls_total{call=\"%s\"} %" PRIu64 "\n",
+			ed_call_name[k], calls.n[k]);
+	_family(f, "slurm_elastic_slurm_call_seconds", "counter",
+		"Time elasticd waited for slurmctld's answers, by kind of call");
+	for (int k = 0; k < ED_CALLS; k++)
+		fprintf(f, "slurm_elastic_slurm_call_seconds_total{call=\"%s\"} %.6f\n",
+			ed_call_name[k], calls.s[k]);
 	_gauge(f, "slurm_elastic_controller_active",
 	       "1 when this elasticd holds the controller role, 0 while it stands by",
 	       c->active);

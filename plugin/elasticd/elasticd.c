@@ -258,6 +258,21 @@ static void _lease_period(struct ed_daemon *d, uint64_t now)
 }
 
 /* The event loop, until SIGTERM or SIGINT. */
+/* Has what elasticd acts on changed since the last tick (the look between
+ * ticks, ed_slurm_jobs_changed)? A slow look is logged as a slow tick is. */
+static int _jobs_changed(struct ed_daemon *d, int jobs)
+{
+	struct ed_calls calls0;
+	uint64_t t0 = ed_mono_ms();
+	int changed;
+
+	ed_slurm_calls(&calls0);
+	changed = ed_slurm_jobs_changed(jobs);
+	ed_ctl_slow(d->ctl, "a look between ticks", (double)(ed_mono_ms() - t0) / 1e3,
+		    NULL, &calls0);
+	return changed;
+}
+
 static void _run(struct ed_daemon *d)
 {
 	uint64_t next = ed_now_ms(), last_tick = 0, next_event = 0, next_hint = 0;
@@ -304,14 +319,14 @@ static void _run(struct ed_daemon *d)
 			 * costs at most one look per HINT_MIN_MS). A job not
 			 * watched yet (a tag just added) is read by a tick. */
 			next_hint = now + HINT_MIN_MS;
-			event = now < next && (ed_slurm_hinted(hinted, nhinted) ||
-					       ed_slurm_jobs_changed(1));
+			event = now < next &&
+				(ed_slurm_hinted(hinted, nhinted) || _jobs_changed(d, 1));
 		}
 		if (!event && now >= next_event) {
 			next_event = now + (!d->slow && ed_ctl_busy(d->ctl)
 						    ? EVENT_POLL_BUSY_MS
 						    : EVENT_POLL_MS);
-			event = now < next && ed_slurm_jobs_changed(!d->hints_alive);
+			event = now < next && _jobs_changed(d, !d->hints_alive);
 		}
 		if (event)
 			ed_debug("slurmctld's job list changed: tick now");

@@ -55,6 +55,53 @@ static uint32_t _submitted_job(const submit_response_msg_t *r)
 #endif
 }
 
+const char *const ed_call_name[ED_CALLS] = {
+	[ED_CALL_NODES] = "nodes",   [ED_CALL_JOB_LIST] = "job_list",
+	[ED_CALL_JOB] = "job",	     [ED_CALL_JOB_STATE] = "job_state",
+	[ED_CALL_SUBMIT] = "submit", [ED_CALL_UPDATE] = "update",
+	[ED_CALL_SIGNAL] = "signal", [ED_CALL_CONFIG] = "config",
+	[ED_CALL_PING] = "ping",
+};
+
+/* Every call below, counted and timed by kind (ed_slurm_calls), and the
+ * gate's waits for a ping. Only the main thread calls slurmctld (the
+ * pinger aside, whose time is counted as the gate's wait): no lock. */
+static struct ed_calls _calls;
+
+static double _call_t0(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The call of kind k that began at t0 returned rc: counted, errno kept. */
+static int _call_done(enum ed_call k, double t0, int rc)
+{
+	int e = errno;
+	_calls.n[k]++;
+	_calls.s[k] += _call_t0() - t0;
+	errno = e;
+	return rc;
+}
+
+void ed_slurm_calls(struct ed_calls *out)
+{
+	*out = _calls;
+}
+
+static int _load_job(uint32_t id, job_info_msg_t **m, uint16_t flags)
+{
+	double t0 = _call_t0();
+	return _call_done(ED_CALL_JOB, t0, elastic__slurm_load_job(id, m, flags));
+}
+
+static int _load_jobs(time_t since, job_info_msg_t **m, uint16_t flags)
+{
+	double t0 = _call_t0();
+	return _call_done(ED_CALL_JOB_LIST, t0, slurm_load_jobs(since, m, flags));
+}
+
 static int _kill_job(uint32_t id, uint16_t sig, uint16_t flags)
 {
 #ifdef HAVE_SLURM_KILL_JOB_STEP_ID
@@ -62,9 +109,11 @@ static int _kill_job(uint32_t id, uint16_t sig, uint16_t flags)
 	s.job_id = id;
 	s.step_het_comp = NO_VAL;
 	s.step_id = NO_VAL;
-	return slurm_kill_job(s, sig, flags);
+	double t0 = _call_t0();
+	return _call_done(ED_CALL_SIGNAL, t0, slurm_kill_job(s, sig, flags));
 #else
-	return slurm_kill_job(id, sig, flags);
+	double t0 = _call_t0();
+	return _call_done(ED_CALL_SIGNAL, t0, slurm_kill_job(id, sig, flags));
 #endif
 }
 
@@ -141,6 +190,8 @@ static int _gate(elastic_error_t *err)
 		       pthread_cond_timedwait(&_ping.back_cv, &_ping.mu, &until) == 0)
 			;
 		waited = ed_now_ms() - t0;
+		_calls.n[ED_CALL_PING]++;
+		_calls.s[ED_CALL_PING] += (double)waited / 1e3;
 		if (_ping.back)
 			_ping_take();
 		else
@@ -270,7 +321,9 @@ int ed_slurm_init(elastic_error_t *err)
 {
 	slurm_conf_t *c = NULL;
 	slurm_init(NULL);
-	if (slurm_load_ctl_conf((time_t)0, &c) != SLURM_SUCCESS) {
+	double t0 = _call_t0();
+	if (_call_done(ED_CALL_CONFIG, t0, slurm_load_ctl_conf((time_t)0, &c)) !=
+	    SLURM_SUCCESS) {
 		elastic__errorf(err, "cannot read slurmctld's configuration: %s",
 				slurm_strerror(errno));
 		slurm_fini(); /* a failed call changes nothing */
@@ -452,7 +505,10 @@ static int _load_nodes(struct ed_snapshot *s, int **used, elastic_error_t *err)
 	node_info_msg_t *nm = NULL;
 	*used = NULL;
 	/* GresUsed comes only with SHOW_DETAIL. */
-	if (slurm_load_node((time_t)0, &nm, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
+	double t0 = _call_t0();
+	if (_call_done(ED_CALL_NODES, t0,
+		       slurm_load_node((time_t)0, &nm, SHOW_ALL | SHOW_DETAIL)) !=
+	    SLURM_SUCCESS)
 		return elastic__errorf(err, "slurm_load_node: %s", slurm_strerror(errno));
 	s->nodes = calloc(nm->record_count + 1, sizeof(*s->nodes));
 	*used = calloc(nm->record_count + 1, sizeof(**used));
@@ -642,8 +698,7 @@ static int _jobset_add(struct jobset *J, job_info_msg_t *m)
 static int _jobset_full(struct jobset *J, elastic_error_t *err)
 {
 	job_info_msg_t *jm = NULL;
-	if (slurm_load_jobs((time_t)0, &jm, SHOW_ALL | SHOW_DETAIL | _local) !=
-	    SLURM_SUCCESS)
+	if (_load_jobs((time_t)0, &jm, SHOW_ALL | SHOW_DETAIL | _local) != SLURM_SUCCESS)
 		return elastic__errorf(err, "slurm_load_jobs: %s", slurm_strerror(errno));
 	_jobs_seen = jm->last_update;
 	_jobs_fp = _fingerprint(jm);
@@ -663,7 +718,9 @@ static int _jobset_full(struct jobset *J, elastic_error_t *err)
 static int _probe(uint32_t *ids, int *more)
 {
 	uint32_t top;
-	int n = elastic__slurm_probe(_next_id, ids, &top);
+	double t0 = _call_t0();
+	int n = _call_done(ED_CALL_JOB_STATE, t0,
+			   elastic__slurm_probe(_next_id, ids, &top));
 
 	if (n < 0)
 		return -1;
@@ -692,7 +749,8 @@ static int _job_states(const uint32_t *a, int na, const uint32_t *b, int nb,
 		sel[i] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
 		sel[i].step_id.job_id = i < na ? a[i] : b[i - na];
 	}
-	rc = slurm_load_job_state(na + nb, sel, st);
+	double t0 = _call_t0();
+	rc = _call_done(ED_CALL_JOB_STATE, t0, slurm_load_job_state(na + nb, sel, st));
 	e = errno;
 	free(sel);
 	if (rc != SLURM_SUCCESS) {
@@ -836,8 +894,7 @@ static int _records_refresh(struct jobset *J, time_t now)
 			continue;
 		}
 		aged += o && o->state == st->jobs[i].state;
-		if (elastic__slurm_load_job(id, &m,
-					    SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) !=
+		if (_load_job(id, &m, SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) !=
 		    SLURM_SUCCESS) {
 			if (errno == ESLURM_INVALID_JOB_ID)
 				continue; /* purged since */
@@ -912,8 +969,7 @@ static int _jobset_targeted(struct jobset *J, const char *prefix)
 	for (int i = 0; i < n; i++) {
 		job_info_msg_t *m = NULL;
 		int interesting = 0, fresh = 0;
-		if (elastic__slurm_load_job(ids[i], &m,
-					    SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) !=
+		if (_load_job(ids[i], &m, SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) !=
 		    SLURM_SUCCESS) {
 			/* ended and purged since; any other error (slurmctld
 			 * going down or starting) says nothing of the job: the
@@ -1289,13 +1345,13 @@ static int _jobs_changed_full(void)
 	 * second before and compare fingerprints; afterwards the plain
 	 * question costs nothing when nothing changed. */
 	if (now > _jobs_seen + 1) {
-		if (slurm_load_jobs(_jobs_seen, &jm, SHOW_ALL) != SLURM_SUCCESS)
+		if (_load_jobs(_jobs_seen, &jm, SHOW_ALL) != SLURM_SUCCESS)
 			return 0; /* no change; or an error, which the next tick reports
 				   */
 		slurm_free_job_info_msg(jm);
 		return 1;
 	}
-	if (slurm_load_jobs(_jobs_seen - 1, &jm, SHOW_ALL) != SLURM_SUCCESS)
+	if (_load_jobs(_jobs_seen - 1, &jm, SHOW_ALL) != SLURM_SUCCESS)
 		return 0;
 	changed = _fingerprint(jm) != _jobs_fp;
 	slurm_free_job_info_msg(jm);
@@ -1314,7 +1370,7 @@ static int _jobs_changed_watched(int jobs)
 		return 1;
 	for (int i = 0; jobs && i < _nwatch_jobs; i++) {
 		job_info_msg_t *m = NULL;
-		if (elastic__slurm_load_job(_watch_jobs[i], &m, SHOW_ALL | SHOW_LOCAL) !=
+		if (_load_job(_watch_jobs[i], &m, SHOW_ALL | SHOW_LOCAL) !=
 		    SLURM_SUCCESS) {
 			if (errno != ESLURM_INVALID_JOB_ID)
 				return 0;			 /* no answer */
@@ -1416,7 +1472,9 @@ static int _submit_grant(const struct ed_job *j, const char *node, int gpus,
 	d.work_dir = "/tmp";
 	d.std_out = "/dev/null";
 	d.std_err = "/dev/null";
-	if (slurm_submit_batch_job(&d, &resp) != SLURM_SUCCESS) {
+	double t0 = _call_t0();
+	if (_call_done(ED_CALL_SUBMIT, t0, slurm_submit_batch_job(&d, &resp)) !=
+	    SLURM_SUCCESS) {
 		int e = errno;
 		return elastic__errorf(err,
 				       "submit of a %d-GPU grant on %s for job %u: %s",
@@ -1436,7 +1494,8 @@ static int _mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
 	slurm_init_job_desc_msg(&d);
 	_desc_set_job(&d, grant);
 	d.admin_comment = mark;
-	if (slurm_update_job(&d) != SLURM_SUCCESS)
+	double t0 = _call_t0();
+	if (_call_done(ED_CALL_UPDATE, t0, slurm_update_job(&d)) != SLURM_SUCCESS)
 		return elastic__errorf(err, "marking grant %u for release: %s", grant,
 				       slurm_strerror(errno));
 	return 0;
@@ -1449,7 +1508,7 @@ static int _grant_info(uint32_t id, const char *grant_prefix, uint32_t *job, uid
 	uint64_t release_by;
 	int found = 0;
 
-	if (elastic__slurm_load_job(id, &m, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS) {
+	if (_load_job(id, &m, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS) {
 		if (errno == ESLURM_INVALID_JOB_ID)
 			return 0;
 		return elastic__errorf(err, "job %u: %s", id, slurm_strerror(errno));

@@ -64,4 +64,26 @@ int ed_slurm_end_grant(uint32_t id, elastic_error_t *err);
 int ed_slurm_grant_info(uint32_t id, const char *grant_prefix, uint32_t *job, uid_t *uid,
 			elastic_error_t *err);
 
+/* The calls to slurmctld, by kind (ed_call_name: the metrics' label). */
+enum ed_call {
+	ED_CALL_NODES,	   /* the node list */
+	ED_CALL_JOB_LIST,  /* the whole job list, or what changed since a time */
+	ED_CALL_JOB,	   /* one job's record */
+	ED_CALL_JOB_STATE, /* the states of given jobs, or of the new ones */
+	ED_CALL_SUBMIT,	   /* a grant submitted */
+	ED_CALL_UPDATE,	   /* a grant marked for release */
+	ED_CALL_SIGNAL,	   /* a signal or a cancel */
+	ED_CALL_CONFIG,	   /* slurmctld's configuration */
+	ED_CALL_PING,	   /* a wait for a ping (slurmctld did not answer) */
+	ED_CALLS
+};
+extern const char *const ed_call_name[ED_CALLS];
+/* Calls made since the start, and the seconds spent waiting for their
+ * answers. */
+struct ed_calls {
+	uint64_t n[ED_CALLS];
+	double s[ED_CALLS];
+};
+void ed_slurm_calls(struct ed_calls *out);
+
 #endif

@@ -67,6 +67,10 @@ ticks=$(sed -n 's/^slurm_elastic_tick_seconds_count //p' "$T_DIR/metrics.txt")
 t_grep "^slurm_elastic_tick_seconds_bucket\{le=\"\+Inf\"\} $ticks$" "$T_DIR/metrics.txt" "every tick in the +Inf bucket"
 t_grep "^slurm_elastic_tick_phase_seconds_total\{phase=\"observe\"\} [0-9.]*[1-9]" "$T_DIR/metrics.txt" "time spent reading slurmctld"
 t_grep "^slurm_elastic_tick_phase_seconds_total\{phase=\"act\"\} [0-9.]*[1-9]" "$T_DIR/metrics.txt" "time spent acting on Slurm"
+t_grep "^slurm_elastic_slurm_calls_total\{call=\"nodes\"\} [1-9]" "$T_DIR/metrics.txt" "node lists read"
+submits=$(sed -n 's/^slurm_elastic_slurm_calls_total{call="submit"} //p' "$T_DIR/metrics.txt")
+[ "${submits:-0}" -ge "$grants" ] || t_fail "slurm_elastic_slurm_calls_total{call=\"submit\"} is '$submits' for $grants grants"
+t_grep "^slurm_elastic_slurm_call_seconds_total\{call=\"nodes\"\} [0-9.]*[1-9]" "$T_DIR/metrics.txt" "time waited on node lists"
 t_grep "^# EOF$" "$T_DIR/metrics.txt" "the OpenMetrics end"
 # promtool lints the Prometheus text format, where a counter's TYPE line
 # names its _total samples; in OpenMetrics (what elasticd serves) it names
@@ -76,13 +80,23 @@ t_grep "^# EOF$" "$T_DIR/metrics.txt" "the OpenMetrics end"
 promtool_check() { # file
 	local rc=0 other
 	promtool check metrics <"$1" >"$T_DIR/promtool.out" 2>&1 || rc=$?
-	other=$(grep -vE '^slurm_elastic_(job_reforms|job_resizes_in_place|tick_phase_seconds)_total no help text$' "$T_DIR/promtool.out" | grep -v '^$' || true)
+	other=$(grep -vE '^slurm_elastic_(job_reforms|job_resizes_in_place|tick_phase_seconds|slurm_calls|slurm_call_seconds)_total no help text$' "$T_DIR/promtool.out" | grep -v '^$' || true)
 	{ [ $rc = 0 ] || [ $rc = 3 ]; } && [ -z "$other" ] ||
 		{ cat "$T_DIR/promtool.out"; t_fail "promtool check metrics refuses the scrape (status $rc)"; }
 }
 promtool_check "$T_DIR/metrics.txt"
 t_log "promtool check metrics: ok ($(grep -c '^slurm_elastic' "$T_DIR/metrics.txt") samples)"
 grep "jobid=\"$j1\"" "$T_DIR/metrics.txt" | head -n 4 | sed 's/^/    /'
+
+# A tick (or a look between ticks) that waits on slurmctld, stopped 2 s (a
+# call, then the gate's ping, unanswered), is logged with what it waited
+# on: at once, or (after another slow one this minute) in the minute's
+# summary line; checked at the end.
+t_ctld_files
+ctld=$(cat "$T_CTLD_PIDFILE")
+kill -STOP "$ctld"
+sleep 2
+kill -CONT "$ctld"
 
 # A real Prometheus scrapes it every second.
 ppport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -196,4 +210,12 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 wait "$silent"
 ctl_alive || t_fail "elasticd died on bad requests"
 t_log "404, 405, 400 and 431 answered; a scrape beside a silent client took $ms ms; elasticd alive"
+
+slow='(a tick|a look between ticks) took [0-9]{3,} ms( \(observe [0-9]+, decide [0-9]+, act [0-9]+ ms\))?; Slurm calls: [a-z_]+ [0-9]+ \([0-9]{3,} ms\)'
+end=$((SECONDS + 65))
+until grep -aqE "$slow" "$T_DIR/elasticd.log"; do
+	[ $SECONDS -lt $end ] || { grep -a 'tick' "$T_DIR/elasticd.log" | tail -n 5; t_fail "no log line of a tick or look of 100 ms or more, naming what it waited on, after slurmctld stopped 2 s"; }
+	sleep 1
+done
+t_log "the slow tick, logged: $(grep -aoE "$slow.*" "$T_DIR/elasticd.log" | head -n 1)"
 exit 0
