@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* launcher/recovery.c: the causes of re-forms and the recovery histogram
- * (pure). */
+/* launcher/recovery.c: the causes of re-forms, the recovery histogram and
+ * the wait before a re-form onto GPUs whose rank failed (pure). */
 #include "config.h"
 
 #include "recovery.h"
@@ -60,4 +60,26 @@ int elastic__recovery_close(struct elastic_recovery *rc, double now)
 	elastic__recovery_observe(&rc->n, now - rc->t_open);
 	rc->t_open = 0;
 	return 1;
+}
+
+/* Re-forms onto GPUs whose rank failed that still count at t. */
+static int _replace_streak(const struct elastic_replace *rp, double t)
+{
+	return rp->t_last > 0 && t - rp->t_last < ELASTIC_REPLACE_FORGET_S ? rp->streak
+									   : 0;
+}
+
+double elastic__replace_wait(const struct elastic_replace *rp, double t)
+{
+	double wait = ELASTIC_REPLACE_AFTER_S;
+
+	for (int i = _replace_streak(rp, t); i > 0 && wait < ELASTIC_REPLACE_MAX_S; i--)
+		wait *= 2;
+	return wait < ELASTIC_REPLACE_MAX_S ? wait : ELASTIC_REPLACE_MAX_S;
+}
+
+void elastic__replace_asked(struct elastic_replace *rp, double t)
+{
+	rp->streak = _replace_streak(rp, t) + 1;
+	rp->t_last = t;
 }

@@ -100,8 +100,8 @@ struct run_launch {
 	int stop_due; /* a re-form is due; SIGUSR1 waits until the ranks can take it */
 	int stop_now; /* ...or not: the launch ends (a rank failed on its own error) */
 	double t_failed; /* since when GPUs of failed ranks are held with no rank (0: none) */
-	int replaced;  /* re-forms onto such GPUs so far (each waits longer) */
-	int replacing; /* the re-form asked is one of them */
+	struct elastic_replace replace; /* re-forms onto such GPUs (recovery.h) */
+	int replacing;			/* the re-form asked is one of them */
 	double t_warm; /* since when a due re-form waits for zygotes (0: none) */
 	unsigned long long asks; /* requests (SIGUSR1) sent to the ranks, all launches */
 	struct timespec t0_wall; /* when the current mpirun was started */

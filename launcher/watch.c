@@ -153,12 +153,8 @@ static void _look_at_lost(struct run *r)
 	}
 }
 
-/* How long GPUs whose rank failed stay held with no rank before the job
- * re-forms onto them: doubled with each such re-form of the run (a GPU
- * that fails its ranks again and again costs less and less), up to the
- * maximum. */
-#define REPLACE_AFTER_S	  2.0
-#define REPLACE_MAX_S	  300.0
+/* Slurm is asked again this long after the GPUs of failed ranks turned
+ * out not to be the job's any more (a cancelled grant's). */
 #define REPLACE_RECHECK_S 30.0
 
 /* GPUs held with no rank after a heal in place (with listed: only those
@@ -178,9 +174,8 @@ static int _rankless_gpus(const struct run *r, const struct elastic_gpuset *list
  * the ranks of a node whose daemon was lost while Slurm keeps the node in
  * the job: their GPUs stay held by the job with no rank on them. Unless a
  * release takes them (acknowledged at once), the job re-forms onto all its
- * GPUs, a rank on each, after REPLACE_AFTER_S (doubled with each such
- * re-form: a node that loses its ranks again and again costs less and
- * less). */
+ * GPUs, a rank on each, after elastic__replace_wait (recovery.h: longer
+ * for failures that come again and again). */
 static void _replace_failed(struct run *r)
 {
 	int n = 0, silent = 0;
@@ -193,13 +188,10 @@ static void _replace_failed(struct run *r)
 		r->launch.t_failed = 0;
 		return;
 	}
-	double now = elastic__now(), wait = REPLACE_AFTER_S;
-	for (int i = 0; i < r->launch.replaced && wait < REPLACE_MAX_S; i++)
-		wait *= 2;
-	if (wait > REPLACE_MAX_S)
-		wait = REPLACE_MAX_S;
+	double now = elastic__now(), wait;
 	if (!r->launch.t_failed)
 		r->launch.t_failed = now;
+	wait = elastic__replace_wait(&r->launch.replace, r->launch.t_failed);
 	if (now - r->launch.t_failed < wait)
 		return;
 	/* only GPUs the job still holds (a cancelled grant's are gone: Slurm
@@ -219,7 +211,7 @@ static void _replace_failed(struct run *r)
 		: n == 1 ? "its rank failed, the others went on"
 			 : "their ranks failed, the others went on",
 		r->sets.launched.total);
-	r->launch.replaced++;
+	elastic__replace_asked(&r->launch.replace, now);
 	r->launch.replacing = 1;
 	r->launch.t_failed = 0;
 	r->launch.stop_due = 1;

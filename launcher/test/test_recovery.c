@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* launcher/test/test_recovery.c: unit tests of what elastic-run counts for
  * elasticd's metrics: the cause of a re-form, which rank ends are losses,
- * the recovery histogram and the clocks of a recovery. */
+ * the recovery histogram, the clocks of a recovery, and the wait before a
+ * re-form onto GPUs whose rank failed. */
 #include "config.h"
 
 #include <math.h>
@@ -138,6 +139,41 @@ static void loss_clock(void **state)
 	assert_true(elastic__recovery_since(&rc, 9) == 8);
 }
 
+/* The wait before a re-form onto GPUs whose rank failed: each row asks
+ * re-forms at the times in asked[] (0 ends the list), then a failure at t. */
+static const struct {
+	const char *claim;
+	double asked[12];
+	double t;
+	double wait;
+} replace_cases[] = {
+	{"the first failure waits 2 s", {0}, 100, 2},
+	{"a failure 10 s after a re-form onto failed GPUs: twice", {100}, 110, 4},
+	{"three in a row within minutes: 16 s", {100, 200, 300}, 400, 16},
+	{"at most 300 s", {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 12, 300},
+	{"10 minutes after the last: 2 s again", {100, 200, 300}, 900, 2},
+	{"just under 10 minutes: still counted", {100}, 699, 4},
+	{"a quiet 10 minutes starts the count again", {100, 200, 900}, 910, 4},
+	{"each within 10 minutes of the one before, an hour in all",
+	 {100, 600, 1100, 1600, 2100, 2600, 3100},
+	 3600,
+	 256},
+};
+
+static void replace_wait_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(replace_cases) / sizeof(replace_cases[0]); i++) {
+		struct elastic_replace rp = {0};
+		for (int k = 0; k < 12 && replace_cases[i].asked[k] > 0; k++)
+			elastic__replace_asked(&rp, replace_cases[i].asked[k]);
+		double w = elastic__replace_wait(&rp, replace_cases[i].t);
+		if (w != replace_cases[i].wait)
+			fail_msg("%s: waits %g s, not %g", replace_cases[i].claim, w,
+				 replace_cases[i].wait);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -149,6 +185,7 @@ int main(void)
 		cmocka_unit_test(bounds_rise),
 		cmocka_unit_test(relaunches_merge_into_one_recovery),
 		cmocka_unit_test(loss_clock),
+		cmocka_unit_test(replace_wait_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
