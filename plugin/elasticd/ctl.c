@@ -777,7 +777,7 @@ static void _tick(struct ed_ctl *c);
 /* What a slow tick (what) of s seconds waited on, for people: its phases
  * (ms since ph0; NULL: none) and its Slurm calls (since calls0), the
  * slowest kind first. */
-static void _slow_what(const struct ed_ctl *c, const char *what, double s,
+static void _slow_what(const struct ed_ctl *c, const char *what, double s, double cpu_s,
 		       const double *ph0, const struct ed_calls *calls0, char *buf,
 		       size_t len)
 {
@@ -786,14 +786,13 @@ static void _slow_what(const struct ed_ctl *c, const char *what, double s,
 	size_t o;
 
 	ed_slurm_calls(&now);
-	o = (size_t)snprintf(buf, len, "%s took %.0f ms", what, s * 1e3);
+	o = (size_t)snprintf(buf, len, "%s took %.0f ms (", what, s * 1e3);
 	for (int p = 0; ph0 && p < ED_PHASES && o < len; p++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%s %.0f", p ? ", " : " (",
-				      ed_tick_phase[p],
+		o += (size_t)snprintf(buf + o, len - o, "%s %.0f ms, ", ed_tick_phase[p],
 				      (c->tick_phase_s[p] - ph0[p]) * 1e3);
 	if (o < len)
 		o += (size_t)snprintf(buf + o, len - o,
-				      "%s; Slurm calls:", ph0 ? " ms)" : "");
+				      "CPU %.0f ms); Slurm calls:", cpu_s * 1e3);
 	for (int round = 0, any = 0; round < ED_CALLS && o < len; round++) {
 		int k = -1;
 		for (int i = 0; i < ED_CALLS; i++)
@@ -813,15 +812,15 @@ static void _slow_what(const struct ed_ctl *c, const char *what, double s,
 	}
 }
 
-void ed_ctl_slow(struct ed_ctl *c, const char *what, double s, const double *ph0,
-		 const struct ed_calls *calls0)
+void ed_ctl_slow(struct ed_ctl *c, const char *what, double s, double cpu_s,
+		 const double *ph0, const struct ed_calls *calls0)
 {
 	uint64_t now = ed_now_ms();
 	int quiet = now - c->slow_said_ms >= ED_SLOW_TICK_EVERY_MS;
 
 	if (s >= ED_SLOW_TICK_S) {
 		char text[sizeof(c->slow_worst)];
-		_slow_what(c, what, s, ph0, calls0, text, sizeof(text));
+		_slow_what(c, what, s, cpu_s, ph0, calls0, text, sizeof(text));
 		if (quiet && !c->slow_unsaid) {
 			ed_info("%s", text);
 			c->slow_said_ms = now;
@@ -846,7 +845,7 @@ void ed_ctl_slow(struct ed_ctl *c, const char *what, double s, const double *ph0
 /* A tick, timed for the metrics' histogram (slurm_elastic_tick_seconds). */
 void ed_ctl_tick(struct ed_ctl *c)
 {
-	double a = _mono_s(), s, ph0[ED_PHASES];
+	double a = _mono_s(), cpu = ed_cpu_s(), s, ph0[ED_PHASES];
 	struct ed_calls calls0;
 	int k = 0;
 
@@ -859,7 +858,7 @@ void ed_ctl_tick(struct ed_ctl *c)
 	c->tick_bucket[k]++;
 	c->tick_sum_s += s;
 	c->ticks++;
-	ed_ctl_slow(c, "a tick", s, ph0, &calls0);
+	ed_ctl_slow(c, "a tick", s, ed_cpu_s() - cpu, ph0, &calls0);
 }
 
 /* Observe slurmctld and the jobs, act on grants and releases, decide the

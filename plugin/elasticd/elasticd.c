@@ -264,12 +264,13 @@ static int _jobs_changed(struct ed_daemon *d, int jobs)
 {
 	struct ed_calls calls0;
 	uint64_t t0 = ed_mono_ms();
+	double cpu = ed_cpu_s();
 	int changed;
 
 	ed_slurm_calls(&calls0);
 	changed = ed_slurm_jobs_changed(jobs);
 	ed_ctl_slow(d->ctl, "a look between ticks", (double)(ed_mono_ms() - t0) / 1e3,
-		    NULL, &calls0);
+		    ed_cpu_s() - cpu, NULL, &calls0);
 	return changed;
 }
 

@@ -24,6 +24,8 @@ uint64_t ed_now_ms(void);
 /* Milliseconds of the monotonic clock (durations that a clock step must
  * not change). */
 uint64_t ed_mono_ms(void);
+/* CPU time of the calling thread, s. */
+double ed_cpu_s(void);
 
 void ed_log_set_level(int level);
 /* Log to path (made absolute: the daemon leaves its directory), appended;

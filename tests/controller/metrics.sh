@@ -211,7 +211,7 @@ wait "$silent"
 ctl_alive || t_fail "elasticd died on bad requests"
 t_log "404, 405, 400 and 431 answered; a scrape beside a silent client took $ms ms; elasticd alive"
 
-slow='(a tick|a look between ticks) took [0-9]{3,} ms( \(observe [0-9]+, decide [0-9]+, act [0-9]+ ms\))?; Slurm calls: [a-z_]+ [0-9]+ \([0-9]{3,} ms\)'
+slow='(a tick|a look between ticks) took [0-9]{3,} ms \((observe [0-9]+ ms, decide [0-9]+ ms, act [0-9]+ ms, )?CPU [0-9]+ ms\); Slurm calls: [a-z_]+ [0-9]+ \([0-9]{3,} ms\)'
 end=$((SECONDS + 65))
 until grep -aqE "$slow" "$T_DIR/elasticd.log"; do
 	[ $SECONDS -lt $end ] || { grep -a 'tick' "$T_DIR/elasticd.log" | tail -n 5; t_fail "no log line of a tick or look of 100 ms or more, naming what it waited on, after slurmctld stopped 2 s"; }
