@@ -757,17 +757,10 @@ const double ed_tick_le[ED_TICK_BUCKETS - 1] = {0.001, 0.002, 0.005, 0.01, 0.02,
 
 const char *const ed_tick_phase[ED_PHASES] = {"observe", "decide", "act"};
 
-static double _mono_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* Adds the time since *t to the tick's phase ph, and starts the next. */
 static void _phase(struct ed_ctl *c, int ph, double *t)
 {
-	double now = _mono_s();
+	double now = ed_mono_s();
 	c->tick_phase_s[ph] += now - *t;
 	*t = now;
 }
@@ -845,14 +838,14 @@ void ed_ctl_slow(struct ed_ctl *c, const char *what, double s, double cpu_s,
 /* A tick, timed for the metrics' histogram (slurm_elastic_tick_seconds). */
 void ed_ctl_tick(struct ed_ctl *c)
 {
-	double a = _mono_s(), cpu = ed_cpu_s(), s, ph0[ED_PHASES];
+	double a = ed_mono_s(), cpu = ed_cpu_s(), s, ph0[ED_PHASES];
 	struct ed_calls calls0;
 	int k = 0;
 
 	memcpy(ph0, c->tick_phase_s, sizeof(ph0));
 	ed_slurm_calls(&calls0);
 	_tick(c);
-	s = _mono_s() - a;
+	s = ed_mono_s() - a;
 	while (k < ED_TICK_BUCKETS - 1 && s > ed_tick_le[k])
 		k++;
 	c->tick_bucket[k]++;
@@ -873,7 +866,7 @@ static void _tick(struct ed_ctl *c)
 	uint64_t now_ms = ed_now_ms();
 	time_t now = (time_t)(now_ms / 1000);
 	int *grown = NULL, from;
-	double t = _mono_s();
+	double t = ed_mono_s();
 
 	c->last_tick_ms = now_ms;
 	c->tick_wanted = 0;

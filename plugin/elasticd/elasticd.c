@@ -257,23 +257,22 @@ static void _lease_period(struct ed_daemon *d, uint64_t now)
 	}
 }
 
-/* The event loop, until SIGTERM or SIGINT. */
 /* Has what elasticd acts on changed since the last tick (the look between
  * ticks, ed_slurm_jobs_changed)? A slow look is logged as a slow tick is. */
 static int _jobs_changed(struct ed_daemon *d, int jobs)
 {
 	struct ed_calls calls0;
-	uint64_t t0 = ed_mono_ms();
-	double cpu = ed_cpu_s();
+	double t0 = ed_mono_s(), cpu = ed_cpu_s();
 	int changed;
 
 	ed_slurm_calls(&calls0);
 	changed = ed_slurm_jobs_changed(jobs);
-	ed_ctl_slow(d->ctl, "a look between ticks", (double)(ed_mono_ms() - t0) / 1e3,
-		    ed_cpu_s() - cpu, NULL, &calls0);
+	ed_ctl_slow(d->ctl, "a look between ticks", ed_mono_s() - t0, ed_cpu_s() - cpu,
+		    NULL, &calls0);
 	return changed;
 }
 
+/* The event loop, until SIGTERM or SIGINT. */
 static void _run(struct ed_daemon *d)
 {
 	uint64_t next = ed_now_ms(), last_tick = 0, next_event = 0, next_hint = 0;

@@ -24,6 +24,8 @@ uint64_t ed_now_ms(void);
 /* Milliseconds of the monotonic clock (durations that a clock step must
  * not change). */
 uint64_t ed_mono_ms(void);
+/* The monotonic clock in seconds (timing a call or a tick). */
+double ed_mono_s(void);
 /* CPU time of the calling thread, s. */
 double ed_cpu_s(void);
 

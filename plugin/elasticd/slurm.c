@@ -68,19 +68,12 @@ const char *const ed_call_name[ED_CALLS] = {
  * pinger aside, whose time is counted as the gate's wait): no lock. */
 static struct ed_calls _calls;
 
-static double _call_t0(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* The call of kind k that began at t0 returned rc: counted, errno kept. */
 static int _call_done(enum ed_call k, double t0, int rc)
 {
 	int e = errno;
 	_calls.n[k]++;
-	_calls.s[k] += _call_t0() - t0;
+	_calls.s[k] += ed_mono_s() - t0;
 	errno = e;
 	return rc;
 }
@@ -92,13 +85,13 @@ void ed_slurm_calls(struct ed_calls *out)
 
 static int _load_job(uint32_t id, job_info_msg_t **m, uint16_t flags)
 {
-	double t0 = _call_t0();
+	double t0 = ed_mono_s();
 	return _call_done(ED_CALL_JOB, t0, elastic__slurm_load_job(id, m, flags));
 }
 
 static int _load_jobs(time_t since, job_info_msg_t **m, uint16_t flags)
 {
-	double t0 = _call_t0();
+	double t0 = ed_mono_s();
 	return _call_done(ED_CALL_JOB_LIST, t0, slurm_load_jobs(since, m, flags));
 }
 
@@ -109,10 +102,10 @@ static int _kill_job(uint32_t id, uint16_t sig, uint16_t flags)
 	s.job_id = id;
 	s.step_het_comp = NO_VAL;
 	s.step_id = NO_VAL;
-	double t0 = _call_t0();
+	double t0 = ed_mono_s();
 	return _call_done(ED_CALL_SIGNAL, t0, slurm_kill_job(s, sig, flags));
 #else
-	double t0 = _call_t0();
+	double t0 = ed_mono_s();
 	return _call_done(ED_CALL_SIGNAL, t0, slurm_kill_job(id, sig, flags));
 #endif
 }
@@ -321,7 +314,7 @@ int ed_slurm_init(elastic_error_t *err)
 {
 	slurm_conf_t *c = NULL;
 	slurm_init(NULL);
-	double t0 = _call_t0();
+	double t0 = ed_mono_s();
 	if (_call_done(ED_CALL_CONFIG, t0, slurm_load_ctl_conf((time_t)0, &c)) !=
 	    SLURM_SUCCESS) {
 		elastic__errorf(err, "cannot read slurmctld's configuration: %s",
@@ -505,7 +498,7 @@ static int _load_nodes(struct ed_snapshot *s, int **used, elastic_error_t *err)
 	node_info_msg_t *nm = NULL;
 	*used = NULL;
 	/* GresUsed comes only with SHOW_DETAIL. */
-	double t0 = _call_t0();
+	double t0 = ed_mono_s();
 	if (_call_done(ED_CALL_NODES, t0,
 		       slurm_load_node((time_t)0, &nm, SHOW_ALL | SHOW_DETAIL)) !=
 	    SLURM_SUCCESS)
@@ -718,7 +711,7 @@ static int _jobset_full(struct jobset *J, elastic_error_t *err)
 static int _probe(uint32_t *ids, int *more)
 {
 	uint32_t top;
-	double t0 = _call_t0();
+	double t0 = ed_mono_s();
 	int n = _call_done(ED_CALL_JOB_STATE, t0,
 			   elastic__slurm_probe(_next_id, ids, &top));
 
@@ -749,7 +742,7 @@ static int _job_states(const uint32_t *a, int na, const uint32_t *b, int nb,
 		sel[i] = (slurm_selected_step_t)SLURM_SELECTED_STEP_INITIALIZER;
 		sel[i].step_id.job_id = i < na ? a[i] : b[i - na];
 	}
-	double t0 = _call_t0();
+	double t0 = ed_mono_s();
 	rc = _call_done(ED_CALL_JOB_STATE, t0, slurm_load_job_state(na + nb, sel, st));
 	e = errno;
 	free(sel);
@@ -1472,7 +1465,7 @@ static int _submit_grant(const struct ed_job *j, const char *node, int gpus,
 	d.work_dir = "/tmp";
 	d.std_out = "/dev/null";
 	d.std_err = "/dev/null";
-	double t0 = _call_t0();
+	double t0 = ed_mono_s();
 	if (_call_done(ED_CALL_SUBMIT, t0, slurm_submit_batch_job(&d, &resp)) !=
 	    SLURM_SUCCESS) {
 		int e = errno;
@@ -1494,7 +1487,7 @@ static int _mark_release(uint32_t grant, uint32_t job, uint64_t by_ms,
 	slurm_init_job_desc_msg(&d);
 	_desc_set_job(&d, grant);
 	d.admin_comment = mark;
-	double t0 = _call_t0();
+	double t0 = ed_mono_s();
 	if (_call_done(ED_CALL_UPDATE, t0, slurm_update_job(&d)) != SLURM_SUCCESS)
 		return elastic__errorf(err, "marking grant %u for release: %s", grant,
 				       slurm_strerror(errno));

@@ -74,7 +74,8 @@ enum ed_call {
 	ED_CALL_UPDATE,	   /* a grant marked for release */
 	ED_CALL_SIGNAL,	   /* a signal or a cancel */
 	ED_CALL_CONFIG,	   /* slurmctld's configuration */
-	ED_CALL_PING,	   /* a wait for a ping (slurmctld did not answer) */
+	ED_CALL_PING,	   /* the gate's wait for a ping (slurmctld not heard
+			      from for ED_GATE_FRESH_MS: ctld_gate.h) */
 	ED_CALLS
 };
 extern const char *const ed_call_name[ED_CALLS];
