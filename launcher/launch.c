@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,15 +59,54 @@ static int _await_grants(struct run *r)
 	return add > 0;
 }
 
-/* r->sets.launched from Slurm now; -1 (logged, r->launch.status set) when it cannot be read. */
+/* Wait s seconds (cut short by a signal), keeping the channel to elasticd
+ * served. */
+static void _pause(struct run *r, double s)
+{
+	double until = elastic__now() + s;
+
+	while (!elastic__got_signal && elastic__now() < until) {
+		double t = elastic__now();
+		if (r->job.have_ctl)
+			elastic__orders_poll(&r->job.orders, &r->job.ctl, 100,
+					     elastic__say);
+		if (elastic__now() - t < 0.09)
+			poll(NULL, 0, 100);
+	}
+}
+
+/* r->sets.launched from Slurm now. Slurm not answering (slurmctld restarting
+ * for longer than its clients' MessageTimeout) does not end the job: the
+ * launch asks again, within the launch bound (recovery.h). -1 (logged,
+ * r->launch.status set) when it still cannot be read. */
 static int _launch_set_from_slurm(struct run *r)
 {
 	elastic_error_t err;
-	if (elastic__slurm_gpus(r, &r->sets.launched, &err) == 0)
-		return 0;
-	elastic__say("cannot find this job's GPUs: %s", err.text);
-	r->launch.status = 1;
-	return -1;
+	double t0 = elastic__now();
+
+	for (int tries = 1;; tries++) {
+		if (elastic__slurm_gpus(r, &r->sets.launched, &err) == 0) {
+			if (tries > 1)
+				elastic__say(
+					"Slurm answered after %.0f s: this job's GPUs are known again",
+					elastic__now() - t0);
+			return 0;
+		}
+		double wait = elastic__slurm_ask_wait(tries, elastic__now() - t0,
+						      r->opt.launch_timeout);
+		if (wait < 0 || elastic__got_signal) {
+			elastic__say(
+				"cannot find this job's GPUs: %s (asked %d time%s over %.0f s)",
+				err.text, tries, tries == 1 ? "" : "s",
+				elastic__now() - t0);
+			r->launch.status = 1;
+			return -1;
+		}
+		elastic__say(
+			"cannot find this job's GPUs yet: %s; asking Slurm again in %.0f s (%.0f s waited, at most %d: --launch-timeout)",
+			err.text, wait, elastic__now() - t0, r->opt.launch_timeout);
+		_pause(r, wait);
+	}
 }
 
 /* Choose the launch set (r->sets.launched) and write what the agent and the ranks

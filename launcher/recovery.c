@@ -83,3 +83,16 @@ void elastic__replace_asked(struct elastic_replace *rp, double t)
 	rp->streak = _replace_streak(rp, t) + 1;
 	rp->t_last = t;
 }
+
+double elastic__slurm_ask_wait(int tries, double waited, int bound)
+{
+	double wait = ELASTIC_SLURM_ASK_AFTER_S;
+
+	for (int i = 1; i < tries && wait < ELASTIC_SLURM_ASK_MAX_S; i++)
+		wait *= 2;
+	if (wait > ELASTIC_SLURM_ASK_MAX_S)
+		wait = ELASTIC_SLURM_ASK_MAX_S;
+	if (bound > 0 && waited + wait > bound)
+		return waited < bound ? bound - waited : -1;
+	return wait;
+}

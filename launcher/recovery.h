@@ -78,4 +78,16 @@ double elastic__replace_wait(const struct elastic_replace *rp, double t);
 /* A re-form onto them asked at t. */
 void elastic__replace_asked(struct elastic_replace *rp, double t);
 
+/* A launch that cannot read the job's GPUs from Slurm (slurmctld restarting,
+ * or not answering within its MessageTimeout) asks again: first after
+ * ELASTIC_SLURM_ASK_AFTER_S, the wait doubling up to ELASTIC_SLURM_ASK_MAX_S,
+ * until waited + the next wait would pass bound (the launch bound,
+ * --launch-timeout; 0: no bound). */
+#define ELASTIC_SLURM_ASK_AFTER_S 1.0
+#define ELASTIC_SLURM_ASK_MAX_S	  8.0
+
+/* The wait before ask number tries + 1, after tries failed asks (>= 1) over
+ * waited seconds; -1: give up (the bound is spent). */
+double elastic__slurm_ask_wait(int tries, double waited, int bound);
+
 #endif

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* launcher/test/test_recovery.c: unit tests of what elastic-run counts for
  * elasticd's metrics: the cause of a re-form, which rank ends are losses,
- * the recovery histogram, the clocks of a recovery, and the wait before a
- * re-form onto GPUs whose rank failed. */
+ * the recovery histogram, the clocks of a recovery, the wait before a
+ * re-form onto GPUs whose rank failed, and the waits of a launch that
+ * cannot read the job's GPUs from Slurm. */
 #include "config.h"
 
 #include <math.h>
@@ -174,6 +175,37 @@ static void replace_wait_table(void **state)
 	}
 }
 
+/* Asking Slurm again for the job's GPUs at a launch. */
+static const struct {
+	const char *claim;
+	int tries;
+	double waited;
+	int bound;
+	double wait; /* -1: give up */
+} ask_cases[] = {
+	{"the first failed ask: again after 1 s", 1, 10, 600, 1},
+	{"doubling: 2 s after the second", 2, 21, 600, 2},
+	{"4 s after the third", 3, 33, 600, 4},
+	{"at most 8 s", 4, 47, 600, 8},
+	{"still 8 s after many", 40, 500, 600, 8},
+	{"the last wait ends at the bound", 40, 595, 600, 5},
+	{"the bound reached: give up", 41, 600, 600, -1},
+	{"past the bound (a slow ask): give up", 41, 612, 600, -1},
+	{"no bound (0): ask on", 1000, 86400, 0, 8},
+};
+
+static void slurm_ask_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(ask_cases) / sizeof(ask_cases[0]); i++) {
+		double w = elastic__slurm_ask_wait(
+			ask_cases[i].tries, ask_cases[i].waited, ask_cases[i].bound);
+		if (w != ask_cases[i].wait)
+			fail_msg("%s: waits %g s, not %g", ask_cases[i].claim, w,
+				 ask_cases[i].wait);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +218,7 @@ int main(void)
 		cmocka_unit_test(relaunches_merge_into_one_recovery),
 		cmocka_unit_test(loss_clock),
 		cmocka_unit_test(replace_wait_table),
+		cmocka_unit_test(slurm_ask_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

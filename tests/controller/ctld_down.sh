@@ -4,7 +4,8 @@
 # On 12 GPUs: a stand-in job (a proto-client that acknowledges a release 8 s
 # after its order) holds 6, alice's training job 6. bob's training job arrives
 # and elasticd orders both to release 2 (the split 4/4/4). At alice's order
-# slurmctld stops (state saved, as for an upgrade) and stays down 30 s.
+# slurmctld stops (state saved, as for an upgrade) and stays down 45 s, longer
+# than two of scontrol's waits for it (MessageTimeout and its retries).
 # Throughout, a scrape of the metrics and `elastic-ctl status` are timed every
 # 0.25 s:
 #  - every scrape and every status answers within 1 s;
@@ -13,6 +14,8 @@
 #  - the stand-in's acknowledgement is taken while slurmctld is down, and the
 #    grants it released end COMPLETED (not cancelled) once slurmctld answers; so
 #    do alice's (her re-form waits for Slurm: she acknowledges once it answers);
+#  - alice's job, also re-formed by SIGUSR1 as slurmctld stops, cannot read its
+#    GPUs from Slurm for its relaunch: it asks again until slurmctld answers;
 #  - the split 4/4/4 is reached after slurmctld's return, both trainers train to
 #    the end with the static run's model, every sample once, no step twice; no
 #    grant is left and elasticd stays up.
@@ -85,15 +88,17 @@ CTL_CLIENTS="$CTL_CLIENTS $prober"
 jb=$(ctl_train_job bob bob acct_b "--epochs $epochs $targs --step-sleep 20000 --sleep-while $T_DIR/slow --compare $T_DIR/ref.model" 5000 \
 	--elastic-gpus=1-8 --elastic-grace=60 -N1 -n1)
 ctl_wait_line 60 "$T_DIR/alice.out" "controller: release grant" "no release order reached alice's job"
-T_CTLD_DOWN_HOOK='stopped=$(date +%s.%N)' t_ctld_restart 30
+era=$(t_pgrep -u alice -f "elastic-run -v .*-- $train" | head -n1)
+[ -n "$era" ] || t_fail "no elastic-run of alice's"
+T_CTLD_DOWN_HOOK='stopped=$(date +%s.%N); kill -USR1 $era' t_ctld_restart 45
 back=$(date +%s.%N)
-t_log "slurmctld stopped at alice's release order, down 30 s, answering again"
+t_log "slurmctld stopped at alice's release order, down 45 s, answering again; alice's job re-formed (SIGUSR1) as it stopped"
 ctl_wait_split 90 "$ja=4" "$jb=4" "$jc=4"
 t_log "split 4/4/4 reached $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $back}") s after slurmctld answered"
 kill "$prober" 2>/dev/null || true
 
-# The probes from slurmctld's end to its new start (30 s later).
-awk -v a="$stopped" '$1 >= a && $1 <= a + 30' "$probe" >"$T_DIR/probe-down.txt"
+# The probes from slurmctld's end to its new start (45 s later).
+awk -v a="$stopped" '$1 >= a && $1 <= a + 45' "$probe" >"$T_DIR/probe-down.txt"
 n=$(wc -l <"$T_DIR/probe-down.txt")
 worst_scrape=$(awk 'BEGIN{m=0} $2 > m {m=$2} END{print m}' "$T_DIR/probe-down.txt")
 worst_status=$(awk 'BEGIN{m=0} $4 > m {m=$4} END{print m}' "$T_DIR/probe-down.txt")
@@ -126,6 +131,12 @@ until [ "$(acct | grep -cE '\|(COMPLETED|CANCELLED.*|FAILED)$')" = "$(echo "$gc,
 done
 [ -z "$(acct | grep -v '|COMPLETED$')" ] || t_fail "released grants not ended COMPLETED: $(acct | paste -sd' ' -)"
 t_log "released: the stand-in's grants $gc (acknowledged while slurmctld was down), alice's $ga; in sacct: $(acct | paste -sd' ' -)"
+
+# alice's relaunch read her GPUs from Slurm while slurmctld was down: it
+# asked again until slurmctld answered, and did not end the job.
+grep -aq "cannot find this job's GPUs yet: .*asking Slurm again in" "$T_DIR/alice.out" ||
+	t_fail "alice's relaunch did not wait for slurmctld: $(grep -a "GPUs" "$T_DIR/alice.out" | tail -n 3)"
+grep -aE "Slurm answered after [0-9]+ s" "$T_DIR/alice.out" | head -n 1 | sed 's/^/    /'
 
 rm "$T_DIR/slow" # the rest of the training at full speed
 t_wait_job "$ja" 300
