@@ -524,10 +524,20 @@ static void _act(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_
 		case ED_RC_RELEASE:
 			_release(c, s, a, now_ms);
 			break;
-		case ED_RC_GROW:
+		case ED_RC_GROW: {
+			if (c->submit_s >= ED_SUBMIT_BUDGET_S) {
+				ed_debug(
+					"job %u: its grant waits for the next tick (this one spent %.0f ms submitting)",
+					a->job, c->submit_s * 1e3);
+				c->tick_wanted = 1;
+				break;
+			}
+			double t0 = ed_mono_s();
 			grown[a->ji] += _grow(c, s, &s->jobs[a->ji], rt, a,
 					      (time_t)(now_ms / 1000));
+			c->submit_s += ed_mono_s() - t0;
 			break;
+		}
 		case ED_RC_TARGET:
 			_send_target(c, rt, a->gpus);
 			break;
@@ -870,6 +880,7 @@ static void _tick(struct ed_ctl *c)
 
 	c->last_tick_ms = now_ms;
 	c->tick_wanted = 0;
+	c->submit_s = 0;
 	int observed = _observe(c, &s, now) == 0;
 	_phase(c, ED_PHASE_OBSERVE, &t);
 	if (!observed)

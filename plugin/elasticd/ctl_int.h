@@ -80,6 +80,10 @@ extern const char *const ed_tick_phase[ED_PHASES];
  * calls it waited on (ed_ctl_slow). */
 #define ED_SLOW_TICK_S	      0.1
 #define ED_SLOW_TICK_EVERY_MS 60000
+/* A tick submits grants for at most this long (at least one): the grants
+ * it has not submitted then are decided again at a tick that follows at
+ * once, the loop's messages and scrapes served in between. */
+#define ED_SUBMIT_BUDGET_S 0.05
 
 struct ed_ctl {
 	struct ed_ctl_conf conf;
@@ -96,6 +100,7 @@ struct ed_ctl {
 	time_t snap_fail_since, snap_fail_logged;
 	char last_plan_error[256];
 	int tick_wanted;	 /* a handler asked for a tick after this poll */
+	double submit_s;	 /* this tick's time submitting grants */
 	uint64_t last_action_ms; /* last grant submitted, release ordered or
 				    done, grant announced */
 	struct ed_admin admin;	 /* paused or drained by administrators */

@@ -17,7 +17,9 @@
  * So a call is made only when slurmctld answered a moment ago
  * (ED_GATE_FRESH_MS). Otherwise slurmctld is pinged first (REQUEST_PING:
  * one connection, no retry, nothing logged by slurmctld), by a thread of
- * its own, and the loop waits for the answer at most ED_GATE_WAIT_MS. No
+ * its own, for the answer at most ED_GATE_WAIT_MS: sent ahead when a tick
+ * or a look is due (ed_slurm_ready), the loop serving meanwhile, or, for a
+ * call made at any other time, waited for by the caller. No
  * answer by then (refused, or a slurmctld that accepts and does not
  * answer): the call is refused at once with "slurmctld does not answer",
  * and so is every call while that ping is out, or within ED_GATE_RETRY_MS

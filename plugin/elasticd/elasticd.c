@@ -34,6 +34,9 @@ static volatile sig_atomic_t _stop, _hup;
  * see start, a release to finish): the next step of a resize waits for it. */
 #define EVENT_POLL_MS	   250
 #define EVENT_POLL_BUSY_MS 50
+/* While a ping is out ahead of a tick or a look, the loop looks whether it
+ * is back this often. */
+#define READY_POLL_MS 5
 /* Hints: at most one look at the elastic jobs per HINT_MIN_MS, however
  * many come; the plugin says "alive" every tick, and HINT_ALIVE_TICKS
  * ticks without a hint put the polling back. */
@@ -276,6 +279,9 @@ static int _jobs_changed(struct ed_daemon *d, int jobs)
 static void _run(struct ed_daemon *d)
 {
 	uint64_t next = ed_now_ms(), last_tick = 0, next_event = 0, next_hint = 0;
+	double ready_t0 = 0,
+	       ready_cpu0 = 0; /* since when a tick or look waits for a ping */
+	struct ed_calls ready_calls0;
 
 	while (!_stop) {
 		uint64_t tick_ms = (uint64_t)d->conf.tick_seconds * 1000u;
@@ -306,6 +312,29 @@ static void _run(struct ed_daemon *d)
 		 * retried at most every 200 ms, not in a busy loop. */
 		if (dl && dl < last_tick + 200)
 			dl = last_tick + 200;
+		/* A tick or a look due now calls slurmctld. When the gate must
+		 * ping it first, the ping goes out now and the loop serves the
+		 * channel until it is back (or given up on): the tick or the
+		 * look begins then, and does not wait on it. */
+		int due = now >= next || now >= next_event || (dl && now >= dl) ||
+			  ed_ctl_tick_wanted(d->ctl) ||
+			  (now >= next_hint && ed_hint_named(d->hint));
+		if (due && !ed_slurm_ready()) {
+			if (!ready_t0) {
+				ready_t0 = ed_mono_s();
+				ready_cpu0 = ed_cpu_s();
+				ed_slurm_calls(&ready_calls0);
+			}
+			ed_channel_poll(d->ch, READY_POLL_MS);
+			continue;
+		}
+		if (ready_t0) {
+			ed_ctl_slow(d->ctl,
+				    "a wait for slurmctld before a tick or a look",
+				    ed_mono_s() - ready_t0, ed_cpu_s() - ready_cpu0, NULL,
+				    &ready_calls0);
+			ready_t0 = 0;
+		}
 		/* Between ticks a change is acted on at once: an update of an
 		 * elastic job that a hint names, and what a cheap check every
 		 * EVENT_POLL_MS finds (a grant that started; the elastic jobs'
@@ -348,6 +377,8 @@ static void _run(struct ed_daemon *d)
 			wake = next_hint; /* a hint held back by HINT_MIN_MS */
 		if (dl && dl > now && dl < wake)
 			wake = dl;
+		if (ed_ctl_tick_wanted(d->ctl))
+			wake = now; /* what the tick left (its act budget) */
 		ed_channel_poll(d->ch, (int)(wake > now ? wake - now : 0));
 	}
 	ed_info("stopping on signal %d", (int)_stop);

@@ -150,6 +150,11 @@ int ed_hint_take(ed_hint_t *h, uint32_t *ids, int *nids)
 	return 1;
 }
 
+int ed_hint_named(const ed_hint_t *h)
+{
+	return h && h->named;
+}
+
 int ed_hint_alive(const ed_hint_t *h, uint64_t now_ms, uint64_t window_ms)
 {
 	return h && h->last_ms && now_ms < h->last_ms + window_ms;

@@ -30,6 +30,8 @@ void ed_hint_handle(ed_hint_t *h, const struct pollfd *pf, int n);
  * (room for ED_HINT_IDS) receives the jobs named, each once, *nids their
  * count, or -1 when more were named than fit. */
 int ed_hint_take(ed_hint_t *h, uint32_t *ids, int *nids);
+/* 1 if a job was named since the last ed_hint_take (nothing cleared). */
+int ed_hint_named(const ed_hint_t *h);
 /* 1 if a hint (of any kind) came within window_ms of now_ms. */
 int ed_hint_alive(const ed_hint_t *h, uint64_t now_ms, uint64_t window_ms);
 /* Hints read, and datagrams that were not hints. */

@@ -117,6 +117,7 @@ static struct {
 	pthread_cond_t want_cv, back_cv;
 	pthread_t th;
 	int started, want, quit, back, answered;
+	int ahead;	      /* the ping out was sent ahead of a call (ed_slurm_ready) */
 	uint32_t controllers; /* SlurmctldHost lines: the primary and its backups */
 	struct ed_gate g;
 } _ping = {.mu = PTHREAD_MUTEX_INITIALIZER,
@@ -148,13 +149,52 @@ static void *_pinger(void *arg)
 	return NULL;
 }
 
-/* Under _ping.mu: take a ping that came back. */
+/* Under _ping.mu: take a ping that came back. One sent ahead
+ * (ed_slurm_ready) is counted and timed here, or when it is given up on. */
 static void _ping_take(void)
 {
 	if (_ping.back) {
 		ed_gate_ping_back(&_ping.g, _ping.answered, ed_now_ms());
 		_ping.back = 0;
+		if (_ping.ahead) {
+			_calls.n[ED_CALL_PING]++;
+			_calls.s[ED_CALL_PING] +=
+				(double)(ed_now_ms() - _ping.g.pinged_ms) / 1e3;
+		}
+		_ping.ahead = 0;
 	}
+}
+
+int ed_slurm_ready(void)
+{
+	int ready = 1;
+
+	if (!_ping.started)
+		return 1;
+	pthread_mutex_lock(&_ping.mu);
+	_ping_take();
+	uint64_t now = ed_now_ms();
+	enum ed_gate_do d = ed_gate_decide(&_ping.g, now);
+	if (d == ED_GATE_PING) {
+		ed_gate_pinged(&_ping.g, now);
+		_ping.ahead = 1;
+		_ping.want = 1;
+		pthread_cond_signal(&_ping.want_cv);
+		ready = 0;
+	} else if (_ping.g.pinging) {
+		/* out past the gate's wait: calls are refused until it is back */
+		ready = now - _ping.g.pinged_ms >= ED_GATE_WAIT_MS;
+		if (ready && !_ping.g.down) {
+			ed_gate_wait_over(&_ping.g, now);
+			if (_ping.ahead) {
+				_calls.n[ED_CALL_PING]++;
+				_calls.s[ED_CALL_PING] += (double)ED_GATE_WAIT_MS / 1e3;
+			}
+			_ping.ahead = 0;
+		}
+	}
+	pthread_mutex_unlock(&_ping.mu);
+	return ready;
 }
 
 /* 0 if slurmctld may be called now; -1 with err if it does not answer

@@ -16,6 +16,12 @@ int ed_slurm_init(elastic_error_t *err);
 void ed_slurm_fini(void);
 /* 1 while slurmctld does not answer (the gate's last ping failed). */
 int ed_slurm_ctld_down(void);
+/* May the loop call slurmctld now without waiting on the gate's ping? 1:
+ * yes (slurmctld answered a moment ago, or does not answer and calls fail
+ * at once). 0: a ping is out (sent now if needed); serve the loop and ask
+ * again a few ms later, so that a tick or a look begins once it is back
+ * (or ED_GATE_WAIT_MS passed) instead of waiting on it. */
+int ed_slurm_ready(void);
 /* uid of SlurmUser (from slurmctld's configuration). */
 uid_t ed_slurm_user(void);
 /* slurmctld's StateSaveLocation (from ed_slurm_init), NULL if unset: the
@@ -74,8 +80,9 @@ enum ed_call {
 	ED_CALL_UPDATE,	   /* a grant marked for release */
 	ED_CALL_SIGNAL,	   /* a signal or a cancel */
 	ED_CALL_CONFIG,	   /* slurmctld's configuration */
-	ED_CALL_PING,	   /* the gate's wait for a ping (slurmctld not heard
-			      from for ED_GATE_FRESH_MS: ctld_gate.h) */
+	ED_CALL_PING,	   /* the gate's pings, to their answer or the end of
+			      the wait (slurmctld not heard from for
+			      ED_GATE_FRESH_MS: ctld_gate.h) */
 	ED_CALLS
 };
 extern const char *const ed_call_name[ED_CALLS];
