@@ -126,6 +126,13 @@ IDLE_CAUSES = {
     "relaunch": "re-forms (every GPU, from the relaunch to the new world's first step)",
     "gone": "GPUs of lost or shrunk ranks (until released or given a rank again)",
 }
+# The bound of one event of each cause: seconds each of its idle GPUs may
+# wait for a training rank. Asserted per event (Demo.idle_events), the
+# largest printed beside it. A first launch or a re-form may take elastic-run's
+# own bound after a commit (30 s at least), plus a PyTorch interpreter's
+# start on two busy cores; new GPUs wait for the next step boundary; a lost
+# or shrunk rank's GPU waits for its release or for the re-form onto it.
+IDLE_BOUND_S = {"start": 60, "join": 30, "relaunch": 60, "gone": 60}
 DIGITS_TRAIN = 1500  # examples/pytorch/train_digits.py's training split
 TORCH_TRAIN = os.path.join(ec.SRC, "examples/pytorch/train_digits.py")
 TORCH_SBATCH = os.path.join(ec.SRC, "examples/pytorch/train.sbatch")
@@ -819,7 +826,7 @@ class Demo:
             if not j.compare or not j.compare[0]:
                 bad.append(f"job {j.num}: final model does not match the static run "
                            f"({j.compare})")
-        return bad
+        return bad + self.idle_over_bound()
 
     def summary(self, bad, secs):
         a = self.a
@@ -875,6 +882,35 @@ class Demo:
                         "".join(f"\t{idle[c]:.1f}" for c in IDLE_CAUSES) + "\n")
         return out
 
+    def idle_events(self):
+        """The events that left GPUs without a training rank: per job, each
+        run of the allocation timeline with one idle cause, as (job number,
+        cause, start, seconds, GPU-seconds, most GPUs idle at once)."""
+        rows = self.alloc
+        events = []
+        for j in self.jobs:
+            ev = None
+            for a, b in zip(rows, rows[1:]):
+                g, r, c = a[j.num], a[2 + j.num], a[4 + j.num]
+                if not c or g <= r:
+                    ev = None
+                    continue
+                if ev is None or ev[1] != c:
+                    ev = [j.num, c, a[0], 0.0, 0.0, 0]
+                    events.append(ev)
+                ev[3] += b[0] - a[0]
+                ev[4] += (b[0] - a[0]) * (g - r)
+                ev[5] = max(ev[5], g - r)
+        return [tuple(e) for e in events]
+
+    def idle_over_bound(self):
+        """Events whose GPU-seconds without training passed their bound
+        (IDLE_BOUND_S per idle GPU)."""
+        return [f"job {num}: {IDLE_CAUSES[c].split(' (')[0]}, at {self.rel(t):.0f} s: "
+                f"{gs:.1f} GPU-s held without training ({s:.1f} s, up to {n} GPUs), over its "
+                f"bound of {IDLE_BOUND_S[c]} s per GPU ({IDLE_BOUND_S[c] * n} GPU-s)"
+                for num, c, t, s, gs, n in self.idle_events() if gs > IDLE_BOUND_S[c] * n]
+
     def gpu_seconds_lines(self):
         gs = self.gpu_seconds()
         th = sum(h for h, _, _ in gs.values())
@@ -886,12 +922,21 @@ class Demo:
             print("  no GPU held")
             return
         print(f"  both jobs: GPU-seconds held {th:.0f}, trained {tt:.0f} "
-              f"({100 * tt / th:.0f} %; goal 95 %); held without training, by cause:")
+              f"({100 * tt / th:.0f} %; the share grows with the run's length: the "
+              f"events below are bounded, each)")
+        print("  held without training, by cause: GPU-s in all; events; the largest "
+              "event, against its bound:")
+        events = self.idle_events()
         for c, text in IDLE_CAUSES.items():
             total = sum(idle[c] for _, _, idle in gs.values())
+            mine = [e for e in events if e[1] == c]
+            worst = max(mine, key=lambda e: e[4] / e[5], default=None)
             print(f"    {total:5.1f}  {text}" +
                   "".join(f"; job {num} {idle[c]:.1f}" for num, (_, _, idle) in sorted(gs.items())
-                          if idle[c] >= 0.05))
+                          if idle[c] >= 0.05) +
+                  (f"; {len(mine)} event{'s' if len(mine) != 1 else ''}, the largest "
+                   f"{worst[4]:.1f} GPU-s ({worst[3]:.1f} s, up to {worst[5]} GPUs; bound "
+                   f"{IDLE_BOUND_S[c]} s per GPU)" if worst else ""))
 
     def reform_table(self):
         """Re-forms per job and cause (from each job's output) against the
