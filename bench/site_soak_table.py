@@ -164,22 +164,24 @@ if orph:
     bad.append(f"{len(orph)} grants or steps left over")
 
 
-# elasticd: ticks (histogram, both lives) and memory
-def hist(t):
+# elasticd: ticks (histograms, both lives) and memory
+def hist(t, family):
     b = collections.OrderedDict()
-    for le, n in re.findall(r'^slurm_elastic_tick_seconds_bucket\{le="([^"]+)"\} (\d+)', t, re.M):
+    for le, n in re.findall(r'^' + family + r'_bucket\{le="([^"]+)"\} (\d+)', t, re.M):
         b[le] = int(n)
     return b
 
 
-h1, h2 = hist(text("metrics-before-kill.txt")), hist(text("metrics-end.txt"))
-cum = collections.OrderedDict((le, h1.get(le, 0) + h2.get(le, 0)) for le in (h2 or h1))
-n = list(cum.values())[-1] if cum else 0
+def both_lives(family):
+    h1 = hist(text("metrics-before-kill.txt"), family)
+    h2 = hist(text("metrics-end.txt"), family)
+    return collections.OrderedDict((le, h1.get(le, 0) + h2.get(le, 0)) for le in (h2 or h1))
 
 
-def quantile(q):
+def quantile(cum, q):
     """The bucket bound where the cumulative count passes q (an upper
     bound), with linear interpolation inside the bucket."""
+    n = list(cum.values())[-1] if cum else 0
     prev_le, prev_n = 0.0, 0
     for le, c in cum.items():
         if c >= q * n and n:
@@ -191,8 +193,19 @@ def quantile(q):
     return float("nan")
 
 
+def ticks_line(cum):
+    n = list(cum.values())[-1] if cum else 0
+    over = n - cum.get("0.1", n)
+    return (f"p50 {1e3 * quantile(cum, 0.5):.1f} ms, p99 {1e3 * quantile(cum, 0.99):.1f} ms, "
+            f"{over} over 100 ms")
+
+
+wall = both_lives("slurm_elastic_tick_seconds")
+own = both_lives("slurm_elastic_tick_less_cpu_wait_seconds")
+n = list(wall.values())[-1] if wall else 0
 rss = [(float(t), int(k)) for t, k in rows("ctl_rss.tsv") if int(k) > 0]
-print(f"elasticd: {n} ticks, p50 {1e3 * quantile(0.5):.1f} ms, p99 {1e3 * quantile(0.99):.1f} ms; RSS "
+print(f"elasticd: {n} ticks, {ticks_line(wall)}"
+      + (f"; less their wait for a CPU: {ticks_line(own)}" if own else "") + "; RSS "
       + (f"{rss[0][1] / 1024:.1f} MiB at the start, {max(k for _, k in rss) / 1024:.1f} MiB at most, "
          f"{rss[-1][1] / 1024:.1f} MiB at the end" if rss else "not sampled"))
 
@@ -200,11 +213,13 @@ print(f"elasticd: {n} ticks, p50 {1e3 * quantile(0.5):.1f} ms, p99 {1e3 * quanti
 slow, nslow = [], 0
 for name in ("elasticd-1.log", "elasticd.log"):
     for line in text(name).splitlines():
-        m = re.search(r"(?:(\d+) more over \d+ ms .*the slowest: )?((?:a tick|a look between ticks) took (\d+) ms.*)$", line)
+        m = re.search(r"(?:(\d+) more over \d+ ms .*the slowest: )?((?:a tick|a look between ticks|"
+                      r"a wait for slurmctld before a tick or a look) took (\d+) ms.*)$", line)
         if m:
             nslow += int(m.group(1)) if m.group(1) else 1
             slow.append((int(m.group(3)), m.group(2)))
-print(f"elasticd's ticks and looks between ticks of 100 ms or more: {nslow}; the slowest:")
+print(f"elasticd's ticks, looks between ticks and waits for a ping of 100 ms or more: {nslow}; "
+      "the slowest:")
 for _, line in sorted(slow, reverse=True)[:3]:
     print("  " + line)
 

@@ -315,6 +315,31 @@ int ed_ctl_cancel(struct ed_ctl *c, uint32_t grant, uint32_t job, const char *wh
 	return 0;
 }
 
+/* 1 while this tick may still make a Slurm call that can wait (what, for
+ * job: ED_ACT_BUDGET_S); else 0, and a tick follows at once. */
+static int _act_budget(struct ed_ctl *c, uint32_t job, const char *what)
+{
+	if (c->act_slurm_s < ED_ACT_BUDGET_S)
+		return 1;
+	ed_debug(
+		"job %u: %s waits for the next tick (this one spent %.0f ms on Slurm calls that can wait)",
+		job, what, c->act_slurm_s * 1e3);
+	c->tick_wanted = 1;
+	return 0;
+}
+
+/* _signal_end (below), timed against the tick's budget. */
+static int _signal_end(struct ed_ctl *c, struct ed_ending *x, uint64_t now_ms,
+		       const char *why);
+static int _signal_end_timed(struct ed_ctl *c, struct ed_ending *x, uint64_t now_ms,
+			     const char *why)
+{
+	double t0 = ed_mono_s();
+	int r = _signal_end(c, x, now_ms, why);
+	c->act_slurm_s += ed_mono_s() - t0;
+	return r;
+}
+
 /* Send ending grant x its end signal at now_ms. The first signal that
  * reaches it starts its ENDING_MS; while slurmctld does not answer it is
  * kept for the next try. One Slurm refuses to signal (not running) is
@@ -362,7 +387,12 @@ void ed_ctl_end_released(struct ed_ctl *c, uint32_t grant, uint32_t job, const c
 	}
 	e = &c->ending[c->nending];
 	*e = (struct ed_ending){.grant = grant, .job = job};
-	if (!_signal_end(c, e, ed_now_ms(), why))
+	if (!_act_budget(c, job, "the end signal of a released grant")) {
+		c->nending++; /* signalled by the next tick (_ending_settle) */
+		ed_info("job %u: grant %u ends at the next tick (%s)", job, grant, why);
+		return;
+	}
+	if (!_signal_end_timed(c, e, ed_now_ms(), why))
 		return;
 	c->nending++;
 	if (e->signalled)
@@ -399,7 +429,9 @@ static void _ending_settle(struct ed_ctl *c, struct ed_snapshot *s, uint64_t now
 			continue;
 		}
 		if ((!x.signalled || now_ms >= x.resignal_ms) &&
-		    !_signal_end(c, &x, now_ms, "its work done, it cannot be signalled"))
+		    _act_budget(c, x.job, "a released grant's end signal") &&
+		    !_signal_end_timed(c, &x, now_ms,
+				       "its work done, it cannot be signalled"))
 			continue;
 		c->ending[kept++] = x;
 	}
@@ -525,17 +557,12 @@ static void _act(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_
 			_release(c, s, a, now_ms);
 			break;
 		case ED_RC_GROW: {
-			if (c->submit_s >= ED_SUBMIT_BUDGET_S) {
-				ed_debug(
-					"job %u: its grant waits for the next tick (this one spent %.0f ms submitting)",
-					a->job, c->submit_s * 1e3);
-				c->tick_wanted = 1;
+			if (!_act_budget(c, a->job, "its grant's submission"))
 				break;
-			}
 			double t0 = ed_mono_s();
 			grown[a->ji] += _grow(c, s, &s->jobs[a->ji], rt, a,
 					      (time_t)(now_ms / 1000));
-			c->submit_s += ed_mono_s() - t0;
+			c->act_slurm_s += ed_mono_s() - t0;
 			break;
 		}
 		case ED_RC_TARGET:
@@ -781,8 +808,8 @@ static void _tick(struct ed_ctl *c);
  * (ms since ph0; NULL: none) and its Slurm calls (since calls0), the
  * slowest kind first. */
 static void _slow_what(const struct ed_ctl *c, const char *what, double s, double cpu_s,
-		       const double *ph0, const struct ed_calls *calls0, char *buf,
-		       size_t len)
+		       double runq_s, const double *ph0, const struct ed_calls *calls0,
+		       char *buf, size_t len)
 {
 	struct ed_calls now;
 	int done[ED_CALLS] = {0};
@@ -794,8 +821,10 @@ static void _slow_what(const struct ed_ctl *c, const char *what, double s, doubl
 		o += (size_t)snprintf(buf + o, len - o, "%s %.0f ms, ", ed_tick_phase[p],
 				      (c->tick_phase_s[p] - ph0[p]) * 1e3);
 	if (o < len)
-		o += (size_t)snprintf(buf + o, len - o,
-				      "CPU %.0f ms); Slurm calls:", cpu_s * 1e3);
+		o += (size_t)snprintf(
+			buf + o, len - o,
+			"CPU %.0f ms, waiting for a CPU %.0f ms); Slurm calls:",
+			cpu_s * 1e3, runq_s * 1e3);
 	for (int round = 0, any = 0; round < ED_CALLS && o < len; round++) {
 		int k = -1;
 		for (int i = 0; i < ED_CALLS; i++)
@@ -816,14 +845,14 @@ static void _slow_what(const struct ed_ctl *c, const char *what, double s, doubl
 }
 
 void ed_ctl_slow(struct ed_ctl *c, const char *what, double s, double cpu_s,
-		 const double *ph0, const struct ed_calls *calls0)
+		 double runq_s, const double *ph0, const struct ed_calls *calls0)
 {
 	uint64_t now = ed_now_ms();
 	int quiet = now - c->slow_said_ms >= ED_SLOW_TICK_EVERY_MS;
 
 	if (s >= ED_SLOW_TICK_S) {
 		char text[sizeof(c->slow_worst)];
-		_slow_what(c, what, s, cpu_s, ph0, calls0, text, sizeof(text));
+		_slow_what(c, what, s, cpu_s, runq_s, ph0, calls0, text, sizeof(text));
 		if (quiet && !c->slow_unsaid) {
 			ed_info("%s", text);
 			c->slow_said_ms = now;
@@ -845,23 +874,37 @@ void ed_ctl_slow(struct ed_ctl *c, const char *what, double s, double cpu_s,
 	}
 }
 
-/* A tick, timed for the metrics' histogram (slurm_elastic_tick_seconds). */
+static int _tick_bucket(double s)
+{
+	int k = 0;
+	while (k < ED_TICK_BUCKETS - 1 && s > ed_tick_le[k])
+		k++;
+	return k;
+}
+
+/* A tick, timed for the metrics' histograms (slurm_elastic_tick_seconds,
+ * and slurm_elastic_tick_less_cpu_wait_seconds: less the time it waited
+ * for a CPU, which is the host's load, not elasticd's work). */
 void ed_ctl_tick(struct ed_ctl *c)
 {
-	double a = ed_mono_s(), cpu = ed_cpu_s(), s, ph0[ED_PHASES];
+	double a = ed_mono_s(), cpu = ed_cpu_s(), q = ed_runq_s(), s, ph0[ED_PHASES];
 	struct ed_calls calls0;
-	int k = 0;
 
 	memcpy(ph0, c->tick_phase_s, sizeof(ph0));
 	ed_slurm_calls(&calls0);
 	_tick(c);
+	c->act_slurm_s = 0; /* the calls of handlers between ticks wait for none */
 	s = ed_mono_s() - a;
-	while (k < ED_TICK_BUCKETS - 1 && s > ed_tick_le[k])
-		k++;
-	c->tick_bucket[k]++;
+	q = ed_runq_s() - q;
+	if (q < 0 || q > s)
+		q = q < 0 ? 0 : s;
+	c->tick_bucket[_tick_bucket(s)]++;
 	c->tick_sum_s += s;
+	c->tick_own_bucket[_tick_bucket(s - q)]++;
+	c->tick_own_sum_s += s - q;
+	c->tick_runq_s += q;
 	c->ticks++;
-	ed_ctl_slow(c, "a tick", s, ed_cpu_s() - cpu, ph0, &calls0);
+	ed_ctl_slow(c, "a tick", s, ed_cpu_s() - cpu, q, ph0, &calls0);
 }
 
 /* Observe slurmctld and the jobs, act on grants and releases, decide the
@@ -880,7 +923,7 @@ static void _tick(struct ed_ctl *c)
 
 	c->last_tick_ms = now_ms;
 	c->tick_wanted = 0;
-	c->submit_s = 0;
+	c->act_slurm_s = 0;
 	int observed = _observe(c, &s, now) == 0;
 	_phase(c, ED_PHASE_OBSERVE, &t);
 	if (!observed)

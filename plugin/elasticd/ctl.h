@@ -25,14 +25,14 @@ void ed_ctl_destroy(struct ed_ctl *ctl);
 void ed_ctl_set_plan(struct ed_ctl *ctl, const struct ed_plan_params *plan);
 /* One pass: observe, decide, act. */
 void ed_ctl_tick(struct ed_ctl *ctl);
-/* A wait on slurmctld of s seconds, cpu_s of them on elasticd's CPU (what:
- * "a tick", ...; calls0: the Slurm calls before it, ph0 the tick's phase
- * times before it or NULL):
+/* A wait on slurmctld of s seconds, cpu_s of them on elasticd's CPU and
+ * runq_s waiting for a CPU (what: "a tick", ...; calls0: the Slurm calls
+ * before it, ph0 the tick's phase times before it or NULL):
  * one of ED_SLOW_TICK_S or more is logged with the calls it waited on,
  * the first of a minute at once, the others as one line a minute. */
 struct ed_calls;
 void ed_ctl_slow(struct ed_ctl *ctl, const char *what, double s, double cpu_s,
-		 const double *ph0, const struct ed_calls *calls0);
+		 double runq_s, const double *ph0, const struct ed_calls *calls0);
 /* 1 when a handler asked for a tick (a job registered): the main loop runs
  * one after the poll that handled it. */
 int ed_ctl_tick_wanted(const struct ed_ctl *ctl);

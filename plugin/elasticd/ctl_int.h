@@ -80,10 +80,11 @@ extern const char *const ed_tick_phase[ED_PHASES];
  * calls it waited on (ed_ctl_slow). */
 #define ED_SLOW_TICK_S	      0.1
 #define ED_SLOW_TICK_EVERY_MS 60000
-/* A tick submits grants for at most this long (at least one): the grants
- * it has not submitted then are decided again at a tick that follows at
- * once, the loop's messages and scrapes served in between. */
-#define ED_SUBMIT_BUDGET_S 0.05
+/* A tick spends at most this long on the Slurm calls that can wait
+ * (grant submissions, end signals of released grants; at least one): the
+ * rest waits for a tick that follows at once, the loop's messages and
+ * scrapes served in between (ed_ctl_act_budget). */
+#define ED_ACT_BUDGET_S 0.05
 
 struct ed_ctl {
 	struct ed_ctl_conf conf;
@@ -100,7 +101,7 @@ struct ed_ctl {
 	time_t snap_fail_since, snap_fail_logged;
 	char last_plan_error[256];
 	int tick_wanted;	 /* a handler asked for a tick after this poll */
-	double submit_s;	 /* this tick's time submitting grants */
+	double act_slurm_s;	 /* this tick's time on such calls */
 	uint64_t last_action_ms; /* last grant submitted, release ordered or
 				    done, grant announced */
 	struct ed_admin admin;	 /* paused or drained by administrators */
@@ -119,6 +120,10 @@ struct ed_ctl {
 	uint64_t tick_bucket[ED_TICK_BUCKETS];
 	double tick_sum_s;
 	uint64_t ticks;
+	/* the same less the time each waited for a CPU (ed_runq_s), and that
+	 * time's sum */
+	uint64_t tick_own_bucket[ED_TICK_BUCKETS];
+	double tick_own_sum_s, tick_runq_s;
 	/* and where their time went (ed_tick_phase) */
 	double tick_phase_s[ED_PHASES];
 	/* slow ticks (ED_SLOW_TICK_S) not logged yet, the slowest of them

@@ -269,6 +269,21 @@ void ed_ctl_metrics(void *arg, FILE *f)
 	}
 	fprintf(f, "slurm_elastic_tick_seconds_sum %.6f\n", c->tick_sum_s);
 	fprintf(f, "slurm_elastic_tick_seconds_count %" PRIu64 "\n", c->ticks);
+	_family(f, "slurm_elastic_tick_less_cpu_wait_seconds", "histogram",
+		"How long elasticd's ticks took, less the time they waited for a CPU (the host's load)");
+	cum = 0;
+	for (int b = 0; b < ED_TICK_BUCKETS; b++) {
+		cum += c->tick_own_bucket[b];
+		fputs("slurm_elastic_tick_less_cpu_wait_seconds_bucket{", f);
+		_bucket_end(f, b, ED_TICK_BUCKETS, ed_tick_le, cum);
+	}
+	fprintf(f, "slurm_elastic_tick_less_cpu_wait_seconds_sum %.6f\n",
+		c->tick_own_sum_s);
+	fprintf(f, "slurm_elastic_tick_less_cpu_wait_seconds_count %" PRIu64 "\n",
+		c->ticks);
+	_family(f, "slurm_elastic_tick_cpu_wait_seconds", "counter",
+		"Time elasticd's ticks waited for a CPU while they could run (the host's CPUs busy with other work)");
+	fprintf(f, "slurm_elastic_tick_cpu_wait_seconds_total %.6f\n", c->tick_runq_s);
 	_family(f, "slurm_elastic_tick_phase_seconds", "counter",
 		"Time the ticks spent reading slurmctld (observe), deciding, and acting on Slurm");
 	for (int p = 0; p < ED_PHASES; p++)

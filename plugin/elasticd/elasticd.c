@@ -265,13 +265,13 @@ static void _lease_period(struct ed_daemon *d, uint64_t now)
 static int _jobs_changed(struct ed_daemon *d, int jobs)
 {
 	struct ed_calls calls0;
-	double t0 = ed_mono_s(), cpu = ed_cpu_s();
+	double t0 = ed_mono_s(), cpu = ed_cpu_s(), q = ed_runq_s();
 	int changed;
 
 	ed_slurm_calls(&calls0);
 	changed = ed_slurm_jobs_changed(jobs);
 	ed_ctl_slow(d->ctl, "a look between ticks", ed_mono_s() - t0, ed_cpu_s() - cpu,
-		    NULL, &calls0);
+		    ed_runq_s() - q, NULL, &calls0);
 	return changed;
 }
 
@@ -279,8 +279,8 @@ static int _jobs_changed(struct ed_daemon *d, int jobs)
 static void _run(struct ed_daemon *d)
 {
 	uint64_t next = ed_now_ms(), last_tick = 0, next_event = 0, next_hint = 0;
-	double ready_t0 = 0,
-	       ready_cpu0 = 0; /* since when a tick or look waits for a ping */
+	/* since when a tick or a look waits for a ping, and the clocks then */
+	double ready_t0 = 0, ready_cpu0 = 0, ready_q0 = 0;
 	struct ed_calls ready_calls0;
 
 	while (!_stop) {
@@ -323,6 +323,7 @@ static void _run(struct ed_daemon *d)
 			if (!ready_t0) {
 				ready_t0 = ed_mono_s();
 				ready_cpu0 = ed_cpu_s();
+				ready_q0 = ed_runq_s();
 				ed_slurm_calls(&ready_calls0);
 			}
 			ed_channel_poll(d->ch, READY_POLL_MS);
@@ -331,8 +332,8 @@ static void _run(struct ed_daemon *d)
 		if (ready_t0) {
 			ed_ctl_slow(d->ctl,
 				    "a wait for slurmctld before a tick or a look",
-				    ed_mono_s() - ready_t0, ed_cpu_s() - ready_cpu0, NULL,
-				    &ready_calls0);
+				    ed_mono_s() - ready_t0, ed_cpu_s() - ready_cpu0,
+				    ed_runq_s() - ready_q0, NULL, &ready_calls0);
 			ready_t0 = 0;
 		}
 		/* Between ticks a change is acted on at once: an update of an

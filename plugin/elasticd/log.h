@@ -28,6 +28,10 @@ uint64_t ed_mono_ms(void);
 double ed_mono_s(void);
 /* CPU time of the calling thread, s. */
 double ed_cpu_s(void);
+/* How long the calling thread has waited for a CPU while it could run, s
+ * (the kernel's schedstat: the host's CPUs busy with other work); 0 where
+ * the kernel does not say. */
+double ed_runq_s(void);
 
 void ed_log_set_level(int level);
 /* Log to path (made absolute: the daemon leaves its directory), appended;

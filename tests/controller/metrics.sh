@@ -65,6 +65,8 @@ t_grep "^slurm_elastic_job_step\{jobid=\"$j1\"," "$T_DIR/metrics.txt" "the job's
 t_grep "^slurm_elastic_tick_seconds_count [1-9]" "$T_DIR/metrics.txt" "ticks timed"
 ticks=$(sed -n 's/^slurm_elastic_tick_seconds_count //p' "$T_DIR/metrics.txt")
 t_grep "^slurm_elastic_tick_seconds_bucket\{le=\"\+Inf\"\} $ticks$" "$T_DIR/metrics.txt" "every tick in the +Inf bucket"
+t_grep "^slurm_elastic_tick_less_cpu_wait_seconds_bucket\{le=\"\+Inf\"\} $ticks$" "$T_DIR/metrics.txt" "every tick in the +Inf bucket, less its wait for a CPU"
+t_grep "^slurm_elastic_tick_cpu_wait_seconds_total [0-9.]+$" "$T_DIR/metrics.txt" "the ticks' wait for a CPU"
 t_grep "^slurm_elastic_tick_phase_seconds_total\{phase=\"observe\"\} [0-9.]*[1-9]" "$T_DIR/metrics.txt" "time spent reading slurmctld"
 t_grep "^slurm_elastic_tick_phase_seconds_total\{phase=\"act\"\} [0-9.]*[1-9]" "$T_DIR/metrics.txt" "time spent acting on Slurm"
 t_grep "^slurm_elastic_slurm_calls_total\{call=\"nodes\"\} [1-9]" "$T_DIR/metrics.txt" "node lists read"
@@ -80,7 +82,7 @@ t_grep "^# EOF$" "$T_DIR/metrics.txt" "the OpenMetrics end"
 promtool_check() { # file
 	local rc=0 other
 	promtool check metrics <"$1" >"$T_DIR/promtool.out" 2>&1 || rc=$?
-	other=$(grep -vE '^slurm_elastic_(job_reforms|job_resizes_in_place|tick_phase_seconds|slurm_calls|slurm_call_seconds)_total no help text$' "$T_DIR/promtool.out" | grep -v '^$' || true)
+	other=$(grep -vE '^slurm_elastic_(job_reforms|job_resizes_in_place|tick_phase_seconds|tick_cpu_wait_seconds|slurm_calls|slurm_call_seconds)_total no help text$' "$T_DIR/promtool.out" | grep -v '^$' || true)
 	{ [ $rc = 0 ] || [ $rc = 3 ]; } && [ -z "$other" ] ||
 		{ cat "$T_DIR/promtool.out"; t_fail "promtool check metrics refuses the scrape (status $rc)"; }
 }
@@ -211,7 +213,7 @@ wait "$silent"
 ctl_alive || t_fail "elasticd died on bad requests"
 t_log "404, 405, 400 and 431 answered; a scrape beside a silent client took $ms ms; elasticd alive"
 
-slow='(a tick|a look between ticks|a wait for slurmctld before a tick or a look) took [0-9]{3,} ms \((observe [0-9]+ ms, decide [0-9]+ ms, act [0-9]+ ms, )?CPU [0-9]+ ms\); Slurm calls: [a-z_]+ [0-9]+ \([0-9]{3,} ms\)'
+slow='(a tick|a look between ticks|a wait for slurmctld before a tick or a look) took [0-9]{3,} ms \((observe [0-9]+ ms, decide [0-9]+ ms, act [0-9]+ ms, )?CPU [0-9]+ ms, waiting for a CPU [0-9]+ ms\); Slurm calls: [a-z_]+ [0-9]+ \([0-9]{3,} ms\)'
 end=$((SECONDS + 65))
 until grep -aqE "$slow" "$T_DIR/elasticd.log"; do
 	[ $SECONDS -lt $end ] || { grep -a 'tick' "$T_DIR/elasticd.log" | tail -n 5; t_fail "no log line of a tick or look of 100 ms or more, naming what it waited on, after slurmctld stopped 2 s"; }
