@@ -46,6 +46,10 @@ static void _usage(FILE *f)
 		"                         600; 0: no bound) is ended and launched again;\n"
 		"                         once a launch committed, the bound is 3 times the\n"
 		"                         slowest first commit so far, at least 30 s\n"
+		"      --replace-after S  re-form onto GPUs whose rank failed while the others\n"
+		"                         healed in place after S seconds (1 to 100000,\n"
+		"                         default 2; twice as long for each repeat within\n"
+		"                         10 minutes)\n"
 		"      --grant-wait S     before the first launch (and after a release the\n"
 		"                         controller re-shapes), wait up to S seconds (default\n"
 		"                         3; 0: do not) for the grants it is starting for\n"
@@ -63,7 +67,7 @@ static void _usage(FILE *f)
 		"Exit status: the program's, 2 for usage errors, 3 outside an allocation.\n");
 }
 
-/* "-n N", "--max-stuck N", "--max-failures N", "--launch-timeout S": an integer in [0, 100000]: 0, or -1 (said). */
+/* A count or a number of seconds: an integer in [0, 100000]: 0, or -1 (said). */
 static int _count_opt(const char *opt, const char *v, int *out)
 {
 	char *end;
@@ -95,6 +99,15 @@ static int _value_opt(struct run *r, const char *a, const char *v)
 		return _count_opt(a, v, &r->opt.max_failures);
 	} else if (strcmp(a, "--launch-timeout") == 0) {
 		return _count_opt(a, v, &r->opt.launch_timeout);
+	} else if (strcmp(a, "--replace-after") == 0) {
+		if (_count_opt(a, v, &r->opt.replace_after) < 0)
+			return -1;
+		if (r->opt.replace_after < 1) {
+			fprintf(stderr,
+				"elastic-run: --replace-after takes 1 to 100000 seconds, not '%s'\n",
+				v);
+			return -1;
+		}
 	} else if (strcmp(a, "--grant-wait") == 0) {
 		int rc = _count_opt(a, v, &r->opt.grant_wait);
 		if (rc < 0)
@@ -121,6 +134,7 @@ enum run_setup elastic__options(struct run *r, int argc, char **argv, int *code)
 	r->opt.max_failures = 1;
 	r->opt.launch_timeout = 600;
 	r->opt.grant_wait = 3;
+	r->opt.replace_after = ELASTIC_REPLACE_AFTER_S;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0) {
@@ -151,6 +165,7 @@ enum run_setup elastic__options(struct run *r, int argc, char **argv, int *code)
 			    strcmp(a, "--launch-timeout") == 0 ||
 			    strcmp(a, "--mpirun") == 0 ||
 			    strcmp(a, "--grant-wait") == 0 ||
+			    strcmp(a, "--replace-after") == 0 ||
 			    strcmp(a, "--mpirun-arg") == 0)) {
 			if (i + 1 >= argc) {
 				fprintf(stderr,

@@ -69,13 +69,14 @@ static int _replace_streak(const struct elastic_replace *rp, double t)
 									   : 0;
 }
 
-double elastic__replace_wait(const struct elastic_replace *rp, double t)
+double elastic__replace_wait(const struct elastic_replace *rp, double t, double first)
 {
-	double wait = ELASTIC_REPLACE_AFTER_S;
+	double wait = first,
+	       most = first > ELASTIC_REPLACE_MAX_S ? first : ELASTIC_REPLACE_MAX_S;
 
-	for (int i = _replace_streak(rp, t); i > 0 && wait < ELASTIC_REPLACE_MAX_S; i--)
+	for (int i = _replace_streak(rp, t); i > 0 && wait < most; i--)
 		wait *= 2;
-	return wait < ELASTIC_REPLACE_MAX_S ? wait : ELASTIC_REPLACE_MAX_S;
+	return wait < most ? wait : most;
 }
 
 void elastic__replace_asked(struct elastic_replace *rp, double t)

@@ -56,13 +56,14 @@ void elastic__recovery_open(struct elastic_recovery *rc, double t);
 int elastic__recovery_close(struct elastic_recovery *rc, double now);
 
 /* GPUs whose rank failed while the others went on stay held with no rank
- * for a wait before the job re-forms onto them: ELASTIC_REPLACE_AFTER_S,
- * doubled for each such re-form that came less than
- * ELASTIC_REPLACE_FORGET_S after the one before (a GPU that fails its
- * ranks again and again costs less and less), up to ELASTIC_REPLACE_MAX_S.
- * A failure that long after the last such re-form waits the first wait
- * again: a rank lost once a day does not pay for the days before. */
-#define ELASTIC_REPLACE_AFTER_S	 2.0
+ * for a wait before the job re-forms onto them: the first wait
+ * (--replace-after, default ELASTIC_REPLACE_AFTER_S), doubled for each such
+ * re-form that came less than ELASTIC_REPLACE_FORGET_S after the one before
+ * (a GPU that fails its ranks again and again costs less and less), up to
+ * ELASTIC_REPLACE_MAX_S or the first wait if longer. A failure that long
+ * after the last such re-form waits the first wait again: a rank lost once
+ * a day does not pay for the days before. */
+#define ELASTIC_REPLACE_AFTER_S	 2
 #define ELASTIC_REPLACE_MAX_S	 300.0
 #define ELASTIC_REPLACE_FORGET_S 600.0
 
@@ -72,8 +73,9 @@ struct elastic_replace {
 	double t_last; /* when the last one was asked (0: none) */
 };
 
-/* The wait for GPUs left with no rank since t. */
-double elastic__replace_wait(const struct elastic_replace *rp, double t);
+/* The wait for GPUs left with no rank since t, the first wait being first
+ * seconds (> 0). */
+double elastic__replace_wait(const struct elastic_replace *rp, double t, double first);
 
 /* A re-form onto them asked at t. */
 void elastic__replace_asked(struct elastic_replace *rp, double t);

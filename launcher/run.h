@@ -29,6 +29,7 @@ struct run_opts {
 	int max_failures;   /* failures of the program's own with no step between */
 	int grant_wait;	    /* s a launch waits for grants the controller is starting */
 	int launch_timeout; /* s a launch may take to its first commit (0: no bound) */
+	int replace_after;  /* s GPUs whose rank failed wait before a re-form onto them */
 	char **prog;	    /* the program and its arguments, NULL-terminated */
 };
 

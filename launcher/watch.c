@@ -191,7 +191,8 @@ static void _replace_failed(struct run *r)
 	double now = elastic__now(), wait;
 	if (!r->launch.t_failed)
 		r->launch.t_failed = now;
-	wait = elastic__replace_wait(&r->launch.replace, r->launch.t_failed);
+	wait = elastic__replace_wait(&r->launch.replace, r->launch.t_failed,
+				     r->opt.replace_after);
 	if (now - r->launch.t_failed < wait)
 		return;
 	/* only GPUs the job still holds (a cancelled grant's are gone: Slurm

@@ -141,24 +141,36 @@ static void loss_clock(void **state)
 }
 
 /* The wait before a re-form onto GPUs whose rank failed: each row asks
- * re-forms at the times in asked[] (0 ends the list), then a failure at t. */
+ * re-forms at the times in asked[] (0 ends the list), then a failure at t,
+ * with a first wait of first s (--replace-after). */
 static const struct {
 	const char *claim;
+	double first;
 	double asked[12];
 	double t;
 	double wait;
 } replace_cases[] = {
-	{"the first failure waits 2 s", {0}, 100, 2},
-	{"a failure 10 s after a re-form onto failed GPUs: twice", {100}, 110, 4},
-	{"three in a row within minutes: 16 s", {100, 200, 300}, 400, 16},
-	{"at most 300 s", {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 12, 300},
-	{"10 minutes after the last: 2 s again", {100, 200, 300}, 900, 2},
-	{"just under 10 minutes: still counted", {100}, 699, 4},
-	{"a quiet 10 minutes starts the count again", {100, 200, 900}, 910, 4},
+	{"the first failure waits 2 s", 2, {0}, 100, 2},
+	{"a failure 10 s after a re-form onto failed GPUs: twice", 2, {100}, 110, 4},
+	{"three in a row within minutes: 16 s", 2, {100, 200, 300}, 400, 16},
+	{"at most 300 s", 2, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 12, 300},
+	{"10 minutes after the last: 2 s again", 2, {100, 200, 300}, 900, 2},
+	{"just under 10 minutes: still counted", 2, {100}, 699, 4},
+	{"a quiet 10 minutes starts the count again", 2, {100, 200, 900}, 910, 4},
 	{"each within 10 minutes of the one before, an hour in all",
+	 2,
 	 {100, 600, 1100, 1600, 2100, 2600, 3100},
 	 3600,
 	 256},
+	{"--replace-after 60: the first failure waits 60 s", 60, {0}, 100, 60},
+	{"--replace-after 60, a repeat: 120 s", 60, {100}, 110, 120},
+	{"--replace-after 60, five in a row: at most 300 s", 60, {1, 2, 3, 4, 5}, 6, 300},
+	{"--replace-after 900: above 300 s, never shorter than asked",
+	 900,
+	 {100},
+	 110,
+	 900},
+	{"--replace-after 1: 1, then 2", 1, {100}, 110, 2},
 };
 
 static void replace_wait_table(void **state)
@@ -168,7 +180,8 @@ static void replace_wait_table(void **state)
 		struct elastic_replace rp = {0};
 		for (int k = 0; k < 12 && replace_cases[i].asked[k] > 0; k++)
 			elastic__replace_asked(&rp, replace_cases[i].asked[k]);
-		double w = elastic__replace_wait(&rp, replace_cases[i].t);
+		double w = elastic__replace_wait(&rp, replace_cases[i].t,
+						 replace_cases[i].first);
 		if (w != replace_cases[i].wait)
 			fail_msg("%s: waits %g s, not %g", replace_cases[i].claim, w,
 				 replace_cases[i].wait);

@@ -29,7 +29,9 @@ epochs=20
 targs="--samples 4096 --global-batch 128"
 ctl_reference "$epochs" "$targs"
 ctl_start
-j=$(ctl_train_job heal alice acct_a "--epochs $epochs $targs --step-sleep 20000 --compare $T_DIR/ref.model" "" \
+# The lost ranks' GPUs stay rankless until the shrinks below take them: a
+# re-form onto them (2 s by default) would race the test's own steps.
+j=$(CTL_RUN_ARGS="--replace-after 120" ctl_train_job heal alice acct_a "--epochs $epochs $targs --step-sleep 20000 --compare $T_DIR/ref.model" "" \
 	--elastic-gpus=2-4 --elastic-grace=30 -N1 -n1)
 out=$T_DIR/heal.out
 tag=$(ctl_tag "$j") || exit 1

@@ -24,6 +24,8 @@ check 2 "--grant-wait -1: not an integer" env SLURM_JOB_ID=5 "$ER" --grant-wait 
 check 2 "--launch-timeout 10m: not an integer" env SLURM_JOB_ID=5 "$ER" --launch-timeout 10m true
 check 2 "--max-failures -1: not an integer" env SLURM_JOB_ID=5 "$ER" --max-failures -1 true
 check 2 "--launch-timeout needs a value" env SLURM_JOB_ID=5 "$ER" --launch-timeout
+check 2 "--replace-after takes 1 to 100000 seconds, not '0'" env SLURM_JOB_ID=5 "$ER" --replace-after 0 true
+check 2 "--replace-after 2s: not an integer" env SLURM_JOB_ID=5 "$ER" --replace-after 2s true
 check 3 "SLURM_JOB_ID=abc is not a job id" env SLURM_JOB_ID=abc "$ER" true
 # The job's ELASTIC_* contract, read by the same parser as libelastic's
 # (common/contract.c), with the same limits.
