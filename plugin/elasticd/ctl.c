@@ -328,6 +328,13 @@ static int _act_budget(struct ed_ctl *c, uint32_t job, const char *what)
 	return 0;
 }
 
+/* A Slurm call that can wait, begun at t0 (ed_mono_s), is over: its time
+ * counts against this tick's budget (_act_budget). */
+static void _act_spent(struct ed_ctl *c, double t0)
+{
+	c->act_slurm_s += ed_mono_s() - t0;
+}
+
 /* _signal_end (below), timed against the tick's budget. */
 static int _signal_end(struct ed_ctl *c, struct ed_ending *x, uint64_t now_ms,
 		       const char *why);
@@ -336,7 +343,7 @@ static int _signal_end_timed(struct ed_ctl *c, struct ed_ending *x, uint64_t now
 {
 	double t0 = ed_mono_s();
 	int r = _signal_end(c, x, now_ms, why);
-	c->act_slurm_s += ed_mono_s() - t0;
+	_act_spent(c, t0);
 	return r;
 }
 
@@ -562,7 +569,7 @@ static void _act(struct ed_ctl *c, const struct ed_snapshot *s, const struct ed_
 			double t0 = ed_mono_s();
 			grown[a->ji] += _grow(c, s, &s->jobs[a->ji], rt, a,
 					      (time_t)(now_ms / 1000));
-			c->act_slurm_s += ed_mono_s() - t0;
+			_act_spent(c, t0);
 			break;
 		}
 		case ED_RC_TARGET:
