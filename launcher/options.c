@@ -81,6 +81,23 @@ static int _count_opt(const char *opt, const char *v, int *out)
 	return 0;
 }
 
+/* A number of seconds from lo to hi (within _count_opt's range): 0, or -1
+ * (said). */
+static int _seconds_opt(const char *opt, const char *v, int lo, int hi, int *out)
+{
+	int x;
+
+	if (_count_opt(opt, v, &x) < 0)
+		return -1;
+	if (x < lo || x > hi) {
+		fprintf(stderr, "elastic-run: %s takes %d to %d seconds, not '%s'\n", opt,
+			lo, hi, v);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
 /* An option that takes a value: a is the option, v its value: 0, or -1
  * (a usage error, said). */
 static int _value_opt(struct run *r, const char *a, const char *v)
@@ -100,24 +117,9 @@ static int _value_opt(struct run *r, const char *a, const char *v)
 	} else if (strcmp(a, "--launch-timeout") == 0) {
 		return _count_opt(a, v, &r->opt.launch_timeout);
 	} else if (strcmp(a, "--replace-after") == 0) {
-		if (_count_opt(a, v, &r->opt.replace_after) < 0)
-			return -1;
-		if (r->opt.replace_after < 1) {
-			fprintf(stderr,
-				"elastic-run: --replace-after takes 1 to 100000 seconds, not '%s'\n",
-				v);
-			return -1;
-		}
+		return _seconds_opt(a, v, 1, 100000, &r->opt.replace_after);
 	} else if (strcmp(a, "--grant-wait") == 0) {
-		int rc = _count_opt(a, v, &r->opt.grant_wait);
-		if (rc < 0)
-			return rc;
-		if (r->opt.grant_wait > 600) {
-			fprintf(stderr,
-				"elastic-run: --grant-wait takes 0 to 600 seconds, not '%s'\n",
-				v);
-			return -1;
-		}
+		return _seconds_opt(a, v, 0, 600, &r->opt.grant_wait);
 	} else {
 		return _count_opt(a, v, &r->opt.max_relaunch);
 	}
