@@ -273,7 +273,12 @@ static enum run_state _reform(struct run *r)
 	 * around holds none of their nodes out: it is there for them) */
 	if (!_hold_out_stepless(r) && !r->launch.replacing)
 		_hold_out_lost(r);
+	double t_ask = elastic__now();
 	r->sets.seen_fresh = elastic__slurm_gpus(r, &r->sets.seen, &err) == 0;
+	/* (Slurm not answering: the launch counts this as its first ask) */
+	r->sets.seen_failed = r->sets.seen_fresh ? 0 : t_ask;
+	if (!r->sets.seen_fresh)
+		r->sets.seen_err = err;
 	_say_lost(r);
 	int changed = !elastic__same_set(&r->sets.launched, &r->sets.seen);
 	elastic__say(

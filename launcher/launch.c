@@ -77,15 +77,24 @@ static void _pause(struct run *r, double s)
 
 /* r->sets.launched from Slurm now. Slurm not answering (slurmctld restarting
  * for longer than its clients' MessageTimeout) does not end the job: the
- * launch asks again, within the launch bound (recovery.h). -1 (logged,
+ * launch asks again, within the launch bound (recovery.h). A look-up of the
+ * re-form that just failed counts as the first ask, so the wait is said at
+ * once rather than after one more of scontrol's own timeouts. -1 (logged,
  * r->launch.status set) when it still cannot be read. */
 static int _launch_set_from_slurm(struct run *r)
 {
 	elastic_error_t err;
 	double t0 = elastic__now();
+	int asked = r->sets.seen_failed > 0;
 
+	if (asked) {
+		t0 = r->sets.seen_failed;
+		err = r->sets.seen_err;
+		r->sets.seen_failed = 0;
+	}
 	for (int tries = 1;; tries++) {
-		if (elastic__slurm_gpus(r, &r->sets.launched, &err) == 0) {
+		if ((tries > 1 || !asked) &&
+		    elastic__slurm_gpus(r, &r->sets.launched, &err) == 0) {
 			if (tries > 1)
 				elastic__say(
 					"Slurm answered after %.0f s: this job's GPUs are known again",

@@ -63,6 +63,8 @@ struct run_sets {
 	struct elastic_gpuset launched;	   /* the ranks run on it */
 	struct elastic_gpuset seen;	   /* Slurm's list at the last look-up */
 	int seen_fresh;			   /* seen was looked up after mpirun ended */
+	double seen_failed;		   /* when that look-up began, if it failed */
+	elastic_error_t seen_err;	   /* and why */
 	struct elastic_gpuset grown;	   /* launched and the nodes joining in place */
 	struct elastic_gpuset after_leave; /* launched less the leaving ranks' GPUs */
 	struct elastic_lost lost;	   /* nodes held out as lost (lost.h) */
