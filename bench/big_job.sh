@@ -38,6 +38,9 @@ big_nodes=${1:-16} big_gpus=${2:-8}
 top=$(cd "$(dirname "$0")/.." && pwd)
 export ELASTIC_TESTBED_RUNTIME=${ELASTIC_TESTBED_RUNTIME:-ompi6}
 export ELASTIC_TESTBED_INSTANCE=big
+# Slurm's default: 128 ranks starting on 2 cores keep slurmds from answering
+# a 10 s ping, and slurmctld would requeue the job as if a node had died
+export ELASTIC_TESTBED_SLURMD_TIMEOUT=${ELASTIC_TESTBED_SLURMD_TIMEOUT:-300}
 C=$top/testbed/cluster
 build=build-testbed$([ "$ELASTIC_TESTBED_RUNTIME" = ompi5 ] || echo "-$ELASTIC_TESTBED_RUNTIME")
 train=/src/$build/examples/elastic_train

@@ -14,6 +14,12 @@ NODES=$(seq -f 'node%g' 1 "$NNODES" | paste -sd' ')
 GPUS_PER_NODE=${ELASTIC_TESTBED_GPUS_PER_NODE:-4}
 [[ "$GPUS_PER_NODE" =~ ^[1-8]$ ]] ||
 	{ echo "[cluster] error: ELASTIC_TESTBED_GPUS_PER_NODE=$GPUS_PER_NODE is not in 1..8" >&2; exit 1; }
+# 10 s: the node-loss tests see a dead slurmd quickly. A big job's launch on
+# a few cores can keep slurmds from answering that long (bench/big_job.sh
+# takes Slurm's default, 300).
+SLURMD_TIMEOUT=${ELASTIC_TESTBED_SLURMD_TIMEOUT:-10}
+[[ "$SLURMD_TIMEOUT" =~ ^[1-9][0-9]{0,3}$ ]] ||
+	{ echo "[cluster] error: ELASTIC_TESTBED_SLURMD_TIMEOUT=$SLURMD_TIMEOUT is not in 1..9999 (seconds)" >&2; exit 1; }
 if [ -n "${ELASTIC_TESTBED_PORT_BASE:-}" ]; then
 	PB=$ELASTIC_TESTBED_PORT_BASE
 else
@@ -238,7 +244,7 @@ AccountingStorageEnforce=associations,limits,qos
 AccountingStorageTRES=gres/gpu
 JobAcctGatherType=jobacct_gather/none
 ReturnToService=1
-SlurmdTimeout=10
+SlurmdTimeout=$SLURMD_TIMEOUT
 SlurmctldTimeout=30
 MessageTimeout=10
 InactiveLimit=0
