@@ -69,7 +69,7 @@ for i in range(steps + 5):
         times.append(t1 - t0)
         if mode.startswith("elastic"):
             k0 = time.perf_counter()
-            job._arena.save(job._state())
+            job.kept.save(job.size)
             keep.append(time.perf_counter() - k0)
             k0 = time.perf_counter()
             job._check_layout()  # the dtype/device check each step begins with
@@ -80,7 +80,7 @@ if rank == 0:
           % (mode, 1e3 * statistics.median(times), size, params, batch, device), flush=True)
     if keep:
         print("%s keep_ms %.3f (%.1f MiB of state a step)"
-              % (mode, 1e3 * statistics.median(keep), job._arena.used / 2**20), flush=True)
+              % (mode, 1e3 * statistics.median(keep), job.kept.arena.used / 2**20), flush=True)
         print("%s layout_ms %.4f (%d parameters checked)"
               % (mode, 1e3 * statistics.median(layout), len(list(model.parameters()))),
               flush=True)

@@ -388,6 +388,10 @@ class ElasticSampler:
     step takes the next ``global_batch`` samples of the epoch, split over
     the ranks by the batch plan: every sample is used once per epoch
     whatever the sizes.
+
+    It is the sampler of a ``ctx.steps()`` loop; ``ElasticDataParallel``
+    makes one itself, and a DDP script uses
+    ``slurm_elastic.torch.DistributedSampler``.
     """
 
     def __init__(self, ctx, nsamples, global_batch, max_micro, seed=0, shuffle=True):

@@ -34,6 +34,7 @@ import numpy as _np
 import torch as _torch
 import torch.distributed as _dist
 
+from slurm_elastic import _grads
 from slurm_elastic import ddp as _ddp
 
 ReduceOp = _dist.ReduceOp
@@ -72,7 +73,7 @@ def _whole(g, what):
 
 
 def _done(async_op, result=None):
-    return _ddp._make_work(result) if async_op else None
+    return _grads.make_work(result) if async_op else None
 
 
 def _op_name(op, tensor, what):

@@ -81,25 +81,18 @@ or device changed after the model was wrapped (``model.to(torch.float64)``).
 """
 
 import atexit as _atexit
-import gc as _gc
-import io as _io
 import os as _os
-import pickle as _pickle
-import queue as _queue
-import random as _random
 import socket as _socket
-import struct as _struct
 import sys as _sys
-import threading as _threading
 import zlib as _zlib
 
 import numpy as _np
 import torch as _torch
-import torch.distributed as _dist
-from torch.utils.data import DataLoader as _DataLoader
-from torch.utils.data import Sampler as _TorchSampler
 
 import slurm_elastic as _se
+from slurm_elastic import _grads
+from slurm_elastic._kept import Kept as _Kept
+from slurm_elastic._sampler import DistributedSampler
 
 __all__ = ["init", "current", "Job", "DistributedDataParallel", "DistributedSampler",
            "init_process_group", "destroy_process_group", "is_initialized", "get_rank",
@@ -136,8 +129,6 @@ def _torchrun_env():
 
 _torchrun_env()
 
-_MAGIC = b"SETS0001"
-_HEAD = _struct.Struct("<8sQQQ")  # magic, tensor bytes, meta bytes, meta crc
 
 
 DEFAULT_TIMEOUT = 1800.0  # seconds: torch.distributed's default for gloo (30 min)
@@ -228,7 +219,7 @@ def step():
     step is not counted, nor a collective called between steps; after a
     resume it goes on from the snapshot's."""
     j = current()
-    return j.ctx.step - j._side
+    return j.ctx.step - j.kept.side
 
 
 def committed():
@@ -253,186 +244,6 @@ def current():
     return _job
 
 
-class _Tag:
-    """What the sampler handed out for one step on this rank."""
-
-    __slots__ = ("gen", "epoch", "pos", "local", "total", "sampler")
-
-    def __init__(self, gen, epoch, pos, local, total, sampler):
-        self.gen, self.epoch, self.pos = gen, epoch, pos
-        self.local, self.total, self.sampler = local, total, sampler
-
-
-class _Ref:
-    """A tensor's place in the serialized state."""
-
-    __slots__ = ("i",)
-
-    def __init__(self, i):
-        self.i = i
-
-    def __reduce__(self):
-        return (_Ref, (self.i,))
-
-
-class _Opaque:
-    """A value the serializer pickles whole, without looking inside for
-    tensors (the RNG states: hundreds of ints)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def __reduce__(self):
-        return (_Opaque, (self.value,))
-
-
-def _map(obj, fn):
-    """obj rebuilt with fn(x) in place of each leaf x (dicts, plain lists and
-    tuples are walked)."""
-    if isinstance(obj, dict):
-        d = {k: _map(v, fn) for k, v in obj.items()}
-        return type(obj)(d) if type(obj) is not dict else d
-    if type(obj) in (list, tuple):
-        return type(obj)(_map(v, fn) for v in obj)
-    return fn(obj)
-
-
-def _strip(obj, out):
-    """obj with every tensor replaced by a _Ref into out (a list)."""
-    def leaf(x):
-        if isinstance(x, _torch.Tensor):
-            out.append(x)
-            return _Ref(len(out) - 1)
-        return x
-    return _map(obj, leaf)
-
-
-def _fill(obj, tensors):
-    """_strip undone: each _Ref replaced by its tensor."""
-    return _map(obj, lambda x: tensors[x.i] if isinstance(x, _Ref) else x)
-
-
-class _Arena:
-    """The training state serialized into one registered byte buffer:
-    a header, the tensors' bytes, then the pickled rest (structure, Python
-    values, each tensor's dtype/shape/device)."""
-
-    def __init__(self, capacity, pinned=False):
-        capacity = (capacity + 7) // 8 * 8
-        if pinned:
-            # page-locked: the GPU copies into it asynchronously, at its
-            # full bandwidth, and one synchronization ends the save
-            self.t = _torch.zeros(capacity, dtype=_torch.uint8, pin_memory=True)
-            self.buf = self.t.numpy()
-        else:
-            self.buf = _np.zeros(capacity, dtype=_np.uint8)
-            self.t = _torch.from_numpy(self.buf)
-        self.used = 0
-
-    def save(self, state):
-        tensors = []
-        skel = _strip(state, tensors)
-        specs, off = [], _HEAD.size
-        for t in tensors:
-            n = t.numel() * t.element_size()
-            specs.append((t.dtype, tuple(t.shape), str(t.device), off, n))
-            off += n
-        meta = _pickle.dumps((skel, specs), protocol=_pickle.HIGHEST_PROTOCOL)
-        end = off + len(meta)
-        if end > self.buf.size:
-            raise RuntimeError(
-                "slurm_elastic: the training state (%.1f MiB) does not fit the %.1f MiB "
-                "registered for it: pass a larger state_capacity to slurm_elastic.torch."
-                "init() (or set ELASTIC_TORCH_STATE_MB) on every rank"
-                % (end / 2**20, self.buf.size / 2**20))
-        on_gpu = False
-        for t, (_, _, _, o, n) in zip(tensors, specs):
-            if n:
-                src = t.detach().contiguous().reshape(-1)
-                if src.dtype == _torch.bool:
-                    src = src.to(_torch.uint8)
-                if src.device.type == "cpu":
-                    self.t[o:o + n].copy_(src.view(_torch.uint8))
-                else:
-                    self.t[o:o + n].copy_(src.view(_torch.uint8), non_blocking=True)
-                    on_gpu = True
-        if on_gpu:
-            _torch.cuda.synchronize()  # the bytes are in host memory before libelastic reads them
-        self.buf[off:end] = _np.frombuffer(meta, dtype=_np.uint8)
-        _HEAD.pack_into(self.buf, 0, _MAGIC, off - _HEAD.size, len(meta),
-                        _zlib.crc32(meta))
-        self.used = end
-        return end
-
-    @classmethod
-    def over(cls, buf):
-        """An arena reading the bytes of buf (a uint8 array), not a copy."""
-        a = cls.__new__(cls)
-        a.buf, a.t, a.used = buf, _torch.from_numpy(buf), buf.size
-        return a
-
-    def load(self):
-        magic, tbytes, mbytes, crc = _HEAD.unpack_from(self.buf, 0)
-        if magic != _MAGIC:
-            return None
-        off = _HEAD.size + tbytes
-        meta = self.buf[off:off + mbytes].tobytes()
-        if _zlib.crc32(meta) != crc:
-            raise RuntimeError("slurm_elastic: the kept training state is damaged "
-                               "(checksum of its description differs)")
-        skel, specs = _pickle.loads(meta)
-        tensors = []
-        for dtype, shape, device, o, n in specs:
-            raw = self.t[o:o + n].clone()
-            if dtype == _torch.bool:
-                t = raw.to(_torch.bool)
-            else:
-                t = raw.view(dtype) if n else _torch.empty(0, dtype=dtype)
-            tensors.append(t.reshape(shape))
-        return _fill(skel, tensors)
-
-
-def _rng_state():
-    st = {"torch": _torch.get_rng_state(), "random": _random.getstate(),
-          "numpy": _np.random.get_state()}
-    if _torch.cuda.is_initialized():
-        st["cuda"] = _torch.cuda.get_rng_state()  # the current device's (Dropout on the GPU)
-    return st
-
-
-def _set_rng_state(st):
-    _torch.set_rng_state(st["torch"])
-    _random.setstate(st["random"])
-    _np.random.set_state(st["numpy"])
-    if "cuda" in st and _torch.cuda.is_available():
-        _torch.cuda.set_rng_state(st["cuda"])
-
-
-def _stateful_kinds():
-    """The classes whose objects the first step looks for: optimizers, LR
-    schedulers, GradScalers (torch.amp's and torch.cuda.amp's)."""
-    from torch.optim import lr_scheduler as ls
-    sched = (getattr(ls, "LRScheduler", None) or getattr(ls, "_LRScheduler"),
-             ls.ReduceLROnPlateau)
-    scalers = []
-    for mod, name in (("torch.amp", "GradScaler"), ("torch.cuda.amp", "GradScaler")):
-        try:
-            scalers.append(getattr(__import__(mod, fromlist=[name]), name))
-        except (ImportError, AttributeError):
-            pass
-    return _torch.optim.Optimizer, sched, tuple(scalers)
-
-
-def _make_work(result):
-    """A finished c10d Work holding result (for the one-rank group that
-    stands in for the world in DDP's own collectives)."""
-    fut = _torch.futures.Future()
-    fut.set_result(result)
-    return _torch._C._distributed_c10d._create_work_from_future(fut)
-
-
 def _forkserver_workers():
     """DataLoader workers started through a forkserver (Python 3.14's
     default) end with this rank and ignore elastic-run's SIGUSR1: the
@@ -446,70 +257,10 @@ def _forkserver_workers():
         multiprocessing.set_forkserver_preload(mods + ["slurm_elastic._workers"])
 
 
-class _SelfGroup(_dist.ProcessGroup):
-    """A process group of this rank alone. DDP runs its construction-time
-    checks and buffer broadcasts on it (nothing to do for one rank); the
-    real reductions go through the comm hook, over libelastic's world."""
-
-    def __init__(self):
-        super().__init__(0, 1)
-
-    def broadcast(self, tensors, opts):
-        return _make_work(tensors)
-
-    def allgather(self, outputs, inputs, opts):
-        for o, i in zip(outputs[0], inputs):
-            o.copy_(i)
-        return _make_work(outputs)
-
-    def allreduce(self, tensors, opts):
-        return _make_work(tensors)
-
-    def size(self):
-        return 1
-
-    def getBackendName(self):
-        return "slurm-elastic"
-
-
-# ELASTIC_TORCH_OVERLAP=0: each bucket's reduction runs inside DDP's comm hook,
-# on the thread of backward (for a side-by-side measure, bench/ddp_step.sh)
-_OVERLAP = _os.environ.get("ELASTIC_TORCH_OVERLAP", "1") != "0"
-
-
-class _Reducer:
-    """One thread that runs the CPU reductions of DDP's buckets, in the order
-    DDP hands them over (the same on every rank), while backward computes the
-    next buckets' gradients: libelastic's allreduce releases the GIL. DDP
-    waits for every bucket's future before backward returns, so the
-    thread is idle when the step commits; after a reduction failed, the
-    step's later buckets are not reduced, as on the thread of backward."""
-
-    def __init__(self, job):
-        self.job, self.q = job, _queue.Queue()
-        _threading.Thread(target=self._run, name="slurm_elastic reducer", daemon=True).start()
-
-    def submit(self, reduce, buf):
-        fut = _torch.futures.Future()
-        self.q.put((reduce, buf, fut))
-        return fut
-
-    def _run(self):
-        while True:
-            reduce, buf, fut = self.q.get()
-            try:
-                if not self.job._failed and not reduce():
-                    self.job._failed = True
-                fut.set_result(buf)
-            except BaseException as e:  # to backward, which raises it
-                self.job._failed = True
-                fut.set_exception(e)
-            finally:
-                self.q.task_done()
-
-
 class Job:
-    """The elastic training job of this process (made by :func:`init`).
+    """The elastic training job of this process (made by :func:`init`): its
+    world and its steps. What it keeps is ``kept`` (slurm_elastic._kept),
+    its gradients and buffers are reduced by slurm_elastic._grads.
 
     Attributes: ``rank``, ``size``, ``local_rank``, ``local_size`` (the
     current world), ``epoch`` (the epoch to start from: the first one not
@@ -531,24 +282,18 @@ class Job:
         _forkserver_workers()
         # after the Context's own exit handler was registered: runs before it
         _atexit.register(self._keep_at_exit)
-        self._capacity = state_capacity
-        self._tracked = []  # (name, obj)
-        self._models = []
-        self._samplers = []
+        self.kept = _Kept(state_capacity)  # what is kept, and its registered bytes
         self._fifo = []  # tags of batches handed out and not yet stepped
         self._tail_warned = -1  # the epoch mark of the last warning of a drop in a tail
-        self._arena = None
-        self._base = None  # rank 0's state as the first step received it (_from_rank0)
         self._started = False  # the first step began (state registered)
         self._settled = False  # the first step's state applied (_settle)
         self._open = False  # a step is open
         self._reduced = False  # the comm hook ran in the open step
         self._failed = False  # a reduction of the open step failed
-        self._reducer = None  # the thread of CPU reductions (_Reducer), once needed
+        self._reducer = None  # the thread of CPU reductions (_grads.Reducer), once needed
         self._tags = []  # the sampler's batches of the open step
         self._dropped = 0  # the last step was dropped (at this epoch mark)
         self._last_committed = True  # the last step ended committed (committed())
-        self._side = 0  # side steps committed (collectives between training steps)
         self._epoch_marks = 1  # set_epoch() calls that changed the epoch, + 1
         self._fsizes = 0  # samples given to the model's forward in this step
         self._hooked = set()
@@ -605,111 +350,23 @@ class Job:
         for i, o in enumerate(objs):
             named.setdefault("%s%d" % (type(o).__name__, i), o)
         for name, o in named.items():
-            if any(n == name for n, _ in self._tracked):
-                raise ValueError("slurm_elastic: track(): the name %r is taken" % name)
-            if not isinstance(o, dict) and not (hasattr(o, "state_dict")
-                                                and hasattr(o, "load_state_dict")):
-                raise TypeError("slurm_elastic: track(%s=...): a %s has no state_dict()/"
-                                "load_state_dict(): track a dict, or an object that has "
-                                "them" % (name, type(o).__name__))
-            self._tracked.append((name, o))
+            self.kept.add(name, o)
             if isinstance(o, _torch.optim.Optimizer) and id(o) not in self._hooked:
                 o.register_step_pre_hook(self._pre_step)
                 o.register_step_post_hook(self._post_step)
                 self._hooked.add(id(o))
         return self
 
-    def _state(self):
-        st = {"models": [m.module.state_dict() for m in self._models],
-              "samplers": [s.state_dict() for s in self._samplers],
-              "rng": _Opaque(_rng_state()), "world": self.size, "side": self._side,
-              "objs": {}}
-        for name, o in self._tracked:
-            st["objs"][name] = dict(o) if isinstance(o, dict) else o.state_dict()
-        return st
-
-    def _load(self, st, samplers=True, models=True, objs=True):
-        if models:
-            with _torch.no_grad():
-                for m, sd in zip(self._models, st["models"]):
-                    m.module.load_state_dict(sd)
-        if samplers:
-            for s, sd in zip(self._samplers, st["samplers"]):
-                s.load_state_dict(sd)
-        if objs:
-            self._side = st.get("side", 0)
-            for name, o in self._tracked:
-                sd = st["objs"][name]
-                if isinstance(o, dict):
-                    o.clear()
-                    o.update(sd)
-                else:
-                    o.load_state_dict(sd)
-            _set_rng_state(st["rng"].value)
-
-    def _check_untracked(self):
-        """Refuse an optimizer, LR scheduler or GradScaler over the model that
-        would not be kept (its state would silently restart after a re-form)."""
-        params = {id(p) for m in self._models for p in m.parameters()}
-        kept = {id(o) for _, o in self._tracked}
-        # the schedulers inside a tracked SequentialLR/ChainedScheduler are in
-        # its state_dict
-        kept |= {id(c) for _, o in self._tracked for c in getattr(o, "_schedulers", ())}
-        optk, schedk, scalerk = _stateful_kinds()
-        opts, scheds, scalers = [], [], []
-        # one pass over the collector's objects; issubclass(type(o)) reads no
-        # attribute of o (some objects warn on any)
-        for o in _gc.get_objects():
-            t = type(o)
-            if issubclass(t, optk):
-                opts.append(o)
-            elif issubclass(t, schedk):
-                scheds.append(o)
-            elif scalerk and issubclass(t, scalerk):
-                scalers.append(o)
-        opts = [o for o in opts
-                if any(id(p) in params for g in o.param_groups for p in g["params"])]
-        missing = [type(o).__name__ for o in opts if id(o) not in kept]
-        optids = {id(o) for o in opts}
-        missing += ["%s (an LR scheduler)" % type(o).__name__ for o in scheds
-                    if id(getattr(o, "optimizer", None)) in optids and id(o) not in kept]
-        missing += ["GradScaler" for o in scalers
-                    if getattr(o, "_enabled", True) and id(o) not in kept]
-        if missing:
-            raise RuntimeError(
-                "slurm_elastic: %s of the model %s not kept: pass %s to "
-                "slurm_elastic.torch.track() before the training loop, or a re-form "
-                "would restart %s from scratch"
-                % (", ".join(missing), "is" if len(missing) == 1 else "are",
-                   "it" if len(missing) == 1 else "them",
-                   "it" if len(missing) == 1 else "them"))
-
-    def _capacity_bytes(self):
-        if self._capacity:
-            return int(self._capacity)
-        mb = _os.environ.get("ELASTIC_TORCH_STATE_MB")
-        if mb:
-            try:
-                return int(float(mb) * 2**20)
-            except ValueError:
-                raise ValueError("ELASTIC_TORCH_STATE_MB=%r is not a number of MiB" % mb)
-        p = sum(t.numel() * t.element_size() for m in self._models for t in m.parameters())
-        b = sum(t.numel() * t.element_size() for m in self._models for t in m.buffers())
-        return 4 * p + 2 * b + 4 * 2**20
-
     # -- the step --
     def _start(self):
         """The first step: register the state and begin (libelastic resumes
         a snapshot, or hands a joiner the running ranks' state). What it
         brings is applied by _settle."""
-        if not self._models:
+        if not self.kept.models:
             raise RuntimeError("slurm_elastic: no model: wrap it in "
                                "slurm_elastic.torch.DistributedDataParallel first")
-        self._check_untracked()
-        self._arena = _Arena(self._capacity_bytes(), pinned=any(
-            p.is_cuda for m in self._models for p in m.parameters()))
-        self._arena.save(self._state())
-        self.ctx.register("torch_state", self._arena.buf)
+        self.kept.check_untracked()
+        self.kept.open(self.ctx, self.size)
         self._started = True
         self.ctx._c.step_begin()
         self._open = True
@@ -723,10 +380,10 @@ class Job:
         self._settled = True
         world = self.size
         if self.ctx.resumed:
-            st = self._arena.load()
-            self._load(st)
+            st = self.kept.arena.load()
+            self.kept.load(st)
             world = st["world"]
-        elif not self._from_rank0():
+        elif not self.kept.from_rank0(self.ctx, self.rank, self.size):
             self._failed = True
             return
         self._where()
@@ -735,47 +392,12 @@ class Job:
         if world != self.size:
             self._bump()
 
-    def _from_rank0(self):
-        """Rank 0's state to every rank, as DDP's construction broadcast does
-        (a script that seeds nothing trains one model), whatever its size.
-        It travels in a copy: the registered bytes are this step's begin
-        state, which libelastic checks is unchanged at the commit. Until the
-        next step's begin saves it, that copy is what a dropped step goes
-        back to (_kept). False when the world failed."""
-        mine = None
-        if self.rank == 0:  # its state now (a checkpoint loaded since the begin)
-            st = self._state()
-            # (room for what a checkpoint may have added, not the whole capacity)
-            mine = _Arena(min(self._arena.buf.size, 2 * self._arena.used + 2**20))
-            try:
-                mine.save(st)
-            except RuntimeError:
-                mine = _Arena(self._arena.buf.size)
-                mine.save(st)
-        used = _np.array([(mine.used + 7) // 8 if mine else 0], dtype=_np.int64)
-        if not self.ctx.allreduce(used, "max"):
-            return False
-        words = _np.zeros(int(used[0]), dtype=_np.int64)
-        if mine is not None:
-            words[:] = mine.buf.view(_np.int64)[:words.size]
-        if not self.ctx.allreduce(words):
-            return False
-        self._base = _Arena.over(words.view(_np.uint8))
-        if self.rank != 0:
-            self._load(self._base.load())
-        return True
-
-    def _kept(self):
-        """The state a dropped step goes back to: the registered bytes, or
-        rank 0's as the first step received them."""
-        return (self._base or self._arena).load()
-
     def _check_layout(self):
         """Refuse a model whose parameters changed dtype or device after it
         was wrapped (``model.to(torch.float64)``, ``.cuda()``): DDP's buckets
         and the kept state were laid out for the old ones, and the ranks
         would drift apart. One comparison of a list per step."""
-        for m in self._models:
+        for m in self.kept.models:
             now = [(p.dtype, p.device) for p in m._elastic_params]
             if now == m._elastic_layout:
                 continue
@@ -810,11 +432,11 @@ class Job:
             # per-step scheduler, counters) goes too, unless an epoch ended
             # in between: then the epoch's own work is kept
             if self._dropped == self._epoch_marks:
-                self._load(self._kept(), samplers=False, models=False)
+                self.kept.load(self.kept.last(), samplers=False, models=False)
             self._dropped = 0
         world = self.size
-        self._arena.save(self._state())
-        self._base = None
+        self.kept.save(self.size)
+        self.kept.base = None
         self.ctx._c.step_begin()
         self._open, self._reduced, self._failed = True, False, False
         self._fsizes, self._tags = 0, []
@@ -832,7 +454,7 @@ class Job:
         if self._done:
             raise RuntimeError("slurm_elastic: %s after destroy_process_group()" % what)
         if not self._started:
-            if not self._models:
+            if not self.kept.models:
                 raise RuntimeError(
                     "slurm_elastic: %s before the model is wrapped: the job's world and "
                     "its state start with DistributedDataParallel(model), wrap it first"
@@ -855,7 +477,7 @@ class Job:
             if self.size != size0:
                 self._bump()
             if r == _se.COMMITTED:
-                self._side += 1
+                self.kept.side += 1
                 return
 
     def _keep_at_exit(self):
@@ -868,10 +490,10 @@ class Job:
         the committed state (the after-step work is to be undone)."""
         if self._started and not self._done and not self._open and not self._dropped \
                 and not self.ctx._c.closed:
-            self._arena.save(self._state())
+            self.kept.save(self.size)
 
     def _bump(self):
-        for s in self._samplers:
+        for s in self.kept.samplers:
             s._bump()
 
     def _forward(self, model, args, kwargs):
@@ -894,14 +516,14 @@ class Job:
                                "forward ran in eval() mode or without gradients?)")
         self._reduced = True
         if self._failed:
-            return self._done_future(buf)
+            return _grads.done_future(buf)
         if self._tags and self._fresh():
             # the sampler's batches say this rank's share of the step
             total = sum(t.total for t in self._tags)
             buf.mul_(sum(t.local for t in self._tags) / total if total else 0.0)
 
             def reduce():
-                return self._allreduce(buf)
+                return _grads.allreduce(self.ctx, buf)
         else:
             # the samples the forwards were given, summed with the gradients:
             # sum(n_r * g_r) / sum(n_r)
@@ -911,21 +533,21 @@ class Job:
             wide[-1] = float(self._fsizes)
 
             def reduce():
-                ok = self._allreduce(wide)
+                ok = _grads.allreduce(self.ctx, wide)
                 if ok:
                     n = float(wide[-1])
                     buf.copy_(wide[:-1] / n if n > 0 else wide[:-1] * 0)
                 return ok
-        if buf.device.type == "cuda" or not _OVERLAP or bucket.is_last():
+        if buf.device.type == "cuda" or not _grads.OVERLAP or bucket.is_last():
             # (NCCL's reduction is queued on the stream already; after the
             # last bucket backward has nothing left to overlap: it is reduced
             # here, after the reducer thread's, in DDP's order)
             self._drain()
             if not self._failed and not reduce():
                 self._failed = True
-            return self._done_future(buf)
+            return _grads.done_future(buf)
         if self._reducer is None:
-            self._reducer = _Reducer(self)
+            self._reducer = _grads.Reducer(self)
         return self._reducer.submit(reduce, buf)
 
     def _drain(self):
@@ -933,25 +555,6 @@ class Job:
         before any other MPI call of this process (MPI_THREAD_SERIALIZED)."""
         if self._reducer is not None:
             self._reducer.q.join()
-
-    def _allreduce(self, buf):
-        if buf.device.type == "cuda":
-            return self.ctx.gpu_allreduce(buf.data_ptr(), buf.numel(),
-                                          {_torch.float32: "float32",
-                                           _torch.float64: "float64"}[buf.dtype],
-                                          _torch.cuda.current_stream(buf.device).cuda_stream)
-        if buf.dtype in (_torch.float32, _torch.float64):
-            return self.ctx.allreduce(buf.numpy())
-        wide = buf.to(_torch.float32)
-        ok = self.ctx.allreduce(wide.numpy())
-        buf.copy_(wide)
-        return ok
-
-    @staticmethod
-    def _done_future(buf):
-        fut = _torch.futures.Future()
-        fut.set_result(buf)
-        return fut
 
     def _fresh(self):
         return all(t.gen == t.sampler.gen for t in self._tags)
@@ -968,7 +571,7 @@ class Job:
 
     def _post_step(self, optimizer, args, kwargs):
         if self._dropped:
-            self._load(self._kept(), samplers=False, objs=False)
+            self.kept.load(self.kept.last(), samplers=False, objs=False)
 
     def _end(self):
         """End the open step: rank 0's buffers everywhere, the agreement.
@@ -985,7 +588,7 @@ class Job:
         if ok and self._hosts_stale:
             self._where()
         if ok:
-            synced = self._sync_buffers(ints)
+            synced = _grads.sync_buffers(self.ctx, self.rank, self.kept.models, ints)
             ok = synced is not None
             ints = synced if ok else ints
         if not ok or not fresh:
@@ -1002,7 +605,7 @@ class Job:
         if self.size != size0 or (ok and ints[0] > 0):
             self._bump()
         self._dropped = self._epoch_marks
-        if any(s._spent and not (s._refills and s._owes()) for s in self._samplers):
+        if any(s._spent and not (s._refills and s._owes()) for s in self.kept.samplers):
             self._dropped_in_tail()
         return False
 
@@ -1031,46 +634,6 @@ class Job:
               "epoch, and what the iteration did after optimizer.step() (a per-step LR "
               "scheduler, counters) is kept" % self.rank, file=_sys.stderr, flush=True)
 
-    def _sync_buffers(self, flags):
-        """One collective: rank 0's buffers to every rank (the others add
-        zeros), with the step's flags (how many ranks hold batches of the
-        current hand-out, how many do not). Integer buffers travel as two
-        float64 halves each, exact for any int64. Returns the flags summed
-        over the ranks, or None when the world failed."""
-        bufs = [b for m in self._models for b in m.module.buffers()]
-        fl = [b for b in bufs if b.is_floating_point()]
-        it = [b for b in bufs if not b.is_floating_point()]
-        nf, ni = sum(b.numel() for b in fl), sum(b.numel() for b in it)
-        vec = _torch.zeros(len(flags) + nf + 2 * ni, dtype=_torch.float64)
-        vec[:len(flags)] = _torch.from_numpy(flags.astype(_np.float64))
-        if self.rank == 0:
-            off = len(flags)
-            for b in fl:
-                n = b.numel()
-                vec[off:off + n] = b.detach().reshape(-1).cpu().to(_torch.float64)
-                off += n
-            if it:
-                v = _torch.cat([b.detach().reshape(-1).cpu().to(_torch.int64) for b in it])
-                vec[off:off + ni] = (v >> 32).to(_torch.float64)
-                vec[off + ni:off + 2 * ni] = (v & 0xFFFFFFFF).to(_torch.float64)
-        if not self.ctx.allreduce(vec.numpy()):
-            return None
-        with _torch.no_grad():
-            off = len(flags)
-            for b in fl:
-                n = b.numel()
-                b.copy_(vec[off:off + n].view(b.shape))
-                off += n
-            if it:
-                v = (vec[off:off + ni].to(_torch.int64) << 32) | \
-                    vec[off + ni:off + 2 * ni].to(_torch.int64)
-                o = 0
-                for b in it:
-                    n = b.numel()
-                    b.copy_(v[o:o + n].view(b.shape))
-                    o += n
-        return vec[:len(flags)].numpy().astype(_np.int64)
-
     # -- the end --
     @property
     def epoch(self):
@@ -1081,9 +644,9 @@ class Job:
         sampler, and after :meth:`track`."""
         if not self._settled:
             self._begin()
-        if not self._samplers:
+        if not self.kept.samplers:
             return 0
-        return self._samplers[0].epoch
+        return self.kept.samplers[0].epoch
 
     def close(self):
         """Mark the training complete (collective; a later launch starts
@@ -1095,7 +658,7 @@ class Job:
         self._drain()
         if self._open:
             self._end()
-        for s in self._samplers:
+        for s in self.kept.samplers:
             left = s._untrained()
             if left:
                 print("slurm_elastic: warning: rank %d: %d samples of epoch %d were not "
@@ -1135,7 +698,7 @@ class DistributedDataParallel(_torch.nn.parallel.DistributedDataParallel):
             kwargs.setdefault("forward_sync_buffers", False)
         elif "broadcast_buffers" in params:
             kwargs.setdefault("broadcast_buffers", False)
-        super().__init__(module, process_group=_SelfGroup(), **kwargs)
+        super().__init__(module, process_group=_grads.SelfGroup(), **kwargs)
         super().register_comm_hook(job, job._hook)
         # what the buckets and the kept state were laid out for (Job._check_layout)
         named = list(module.named_parameters())
@@ -1143,7 +706,7 @@ class DistributedDataParallel(_torch.nn.parallel.DistributedDataParallel):
         self._elastic_params = [p for _, p in named]
         self._elastic_layout = [(p.dtype, p.device) for p in self._elastic_params]
         self._elastic_job = job
-        job._models.append(self)
+        job.kept.models.append(self)
 
     def register_comm_hook(self, state, hook):
         raise RuntimeError("slurm_elastic: the gradients are reduced by the elastic job's "
@@ -1152,204 +715,3 @@ class DistributedDataParallel(_torch.nn.parallel.DistributedDataParallel):
     def forward(self, *args, **kwargs):
         self._elastic_job._forward(self, args, kwargs)
         return super().forward(*args, **kwargs)
-
-
-class _FreshBatches:
-    """A DataLoader's iterator over an elastic sampler, without the batches
-    its workers prepared for a world that changed since (a dropped step bumps
-    the sampler's hand-out): the loop never sees them. Batches arrive in the
-    order the sampler handed them out (the DataLoader keeps it), so this
-    sampler's oldest tag is the arriving batch's.
-
-    When the DataLoader had taken the epoch's last batch before the change
-    (its workers prefetch), its pass ends with samples of the epoch still
-    owed: a new pass of the same DataLoader hands them out from the
-    committed positions, inside the loop's epoch."""
-
-    def __init__(self, loader, sampler):
-        self._loader, self._sampler = loader, sampler
-        self._it = _loader_iter(loader)
-        sampler._refills = True
-
-    def __iter__(self):
-        return self
-
-    def __len__(self):
-        return len(self._it)
-
-    def __getattr__(self, name):  # the DataLoader iterator's own attributes
-        return getattr(self._it, name)
-
-    def __next__(self):
-        s = self._sampler
-        fifo = s.job._fifo
-        while True:
-            try:
-                batch = next(self._it)
-            except StopIteration:
-                if not s._owes():
-                    raise
-                fifo[:] = [t for t in fifo if t.sampler is not s]
-                self._it = _loader_iter(self._loader)
-                continue
-            tag = next((t for t in fifo if t.sampler is s), None)
-            if tag is None or tag.gen == s.gen:
-                return batch
-            fifo.remove(tag)
-
-
-_loader_iter = _DataLoader.__iter__
-
-
-def _elastic_loader_iter(loader):
-    """DataLoader.__iter__, filtered (_FreshBatches) when its batch sampler
-    is an elastic one."""
-    if isinstance(getattr(loader, "batch_sampler", None), DistributedSampler):
-        return _FreshBatches(loader, loader.batch_sampler)
-    return _loader_iter(loader)
-
-
-_DataLoader.__iter__ = _elastic_loader_iter
-
-
-class DistributedSampler(_TorchSampler):
-    """An elastic batch sampler: give it to ``DataLoader(batch_sampler=...)``.
-
-    Each step takes the next ``batch_size`` samples of the epoch (the
-    *global* batch, constant whatever the number of ranks) and gives this
-    rank its share of them (sizes differ by at most one). Shuffled per
-    epoch from ``seed + epoch`` (``set_epoch``) as torch's
-    DistributedSampler is. The position is part of the kept state: a
-    re-form resumes it, and the samples of a step that was dropped are
-    handed out again, so that every sample is trained once per epoch.
-
-    ``dataset`` is a dataset (its ``len``) or a number of samples;
-    ``drop_last`` drops the epoch's last, smaller batch. After a change of
-    the world the batches the DataLoader's workers had already prepared
-    are skipped before the loop sees them (at most ``num_workers *
-    prefetch_factor`` batches of loading work); when they were the epoch's
-    last, a new pass of the DataLoader hands out the rest of the epoch
-    within the same loop (its workers start again unless persistent).
-    """
-
-    def __init__(self, dataset, batch_size, shuffle=True, seed=0, drop_last=False, job=None):
-        self.job = job or current()
-        if self.job._started:
-            raise RuntimeError("slurm_elastic: create the sampler before the first step "
-                               "begins (the first training forward, start_epoch() or a "
-                               "collective)")
-        self.n = dataset if isinstance(dataset, int) else len(dataset)
-        if batch_size < 1 or self.n < 1:
-            raise ValueError("DistributedSampler: batch_size and the number of samples "
-                             "must be >= 1")
-        self.batch_size, self.shuffle, self.seed = int(batch_size), shuffle, int(seed)
-        self.drop_last = drop_last
-        self.epoch, self.pos, self.gen = 0, 0, 0
-        self.tails = []  # [epoch, pos] of earlier epochs not finished
-        self._perms = {}
-        # the DataLoader took this epoch's last batch: it asks no more
-        self._spent = False
-        self._spent_gen = 0  # the hand-out that was spent
-        self._refills = False  # a DataLoader's pass over it starts anew (_FreshBatches)
-        self.job._samplers.append(self)
-
-    def _end(self):
-        return self.n - self.n % self.batch_size if self.drop_last else self.n
-
-    def set_epoch(self, epoch):
-        """Start epoch ``epoch`` (call it before iterating, as with torch's)."""
-        epoch = int(epoch)
-        if epoch == self.epoch:
-            return
-        if self.pos < self._end() and epoch > self.epoch and self.pos > 0:
-            self.tails.append([self.epoch, self.pos])
-        self.epoch, self.pos = epoch, 0
-        self.job._epoch_marks += 1
-
-    def _perm(self, epoch):
-        p = self._perms.get(epoch)
-        if p is None:
-            if self.shuffle:
-                g = _torch.Generator()
-                g.manual_seed(self.seed + epoch)
-                p = _torch.randperm(self.n, generator=g).tolist()
-            else:
-                p = list(range(self.n))
-            self._perms = {epoch: p}  # one epoch at a time (tails are rare)
-        return p
-
-    def _share(self, total):
-        """(offset, count) of this rank's share of a batch of total samples."""
-        size, rank = self.job.size, self.job.rank
-        base, extra = divmod(total, size)
-        count = base + (1 if rank < extra else 0)
-        return rank * base + min(rank, extra), count
-
-    def __iter__(self):
-        self._spent = False
-        gen = self.gen
-        # the tails of earlier epochs first, then this epoch
-        queue = [list(t) for t in self.tails] + [[self.epoch, self.pos]]
-        while queue:
-            if self.gen != gen:  # a dropped step: from the committed positions again
-                gen = self.gen
-                queue = [list(t) for t in self.tails] + [[self.epoch, self.pos]]
-            ep, pos = queue[0]
-            end = self._end()
-            if pos >= end:
-                queue.pop(0)
-                continue
-            total = min(self.batch_size, end - pos)
-            perm = self._perm(ep)
-            off, count = self._share(total)
-            idx = perm[pos + off:pos + off + count]
-            tag = _Tag(gen, ep, pos, count, total, self)
-            if not idx:  # a rank without samples in this step keeps in step
-                idx, tag.local = perm[pos:pos + 1], 0
-            self.job._fifo.append(tag)
-            queue[0][1] = pos + total
-            yield idx
-        self._spent, self._spent_gen = True, gen
-
-    def _owes(self):
-        """The hand-out was spent before a change of the world or a dropped
-        step made some of its batches stale: samples of the loop's epoch
-        (or an earlier one's tail) are not trained and will not come from
-        this pass."""
-        return self._spent and self.gen != self._spent_gen and (
-            self.pos < self._end() or bool(self.tails))
-
-    def __len__(self):
-        return -(-(self._end() - self.pos) // self.batch_size) + sum(
-            -(-(self._end() - p) // self.batch_size) for _, p in self.tails)
-
-    def _bump(self):
-        # the batches already handed out keep their tags: they arrive, and
-        # are dropped, in order
-        self.gen += 1
-
-    def _advance(self, tag):
-        if tag.gen != self.gen:
-            return
-        if tag.epoch == self.epoch and tag.pos == self.pos:
-            self.pos += tag.total
-            return
-        for t in self.tails:
-            if t[0] == tag.epoch and t[1] == tag.pos:
-                t[1] += tag.total
-                if t[1] >= self._end():
-                    self.tails.remove(t)
-                return
-
-    def _untrained(self):
-        return (self._end() - self.pos if 0 < self.pos < self._end() else 0) + sum(
-            self._end() - p for _, p in self.tails)
-
-    def state_dict(self):
-        return {"epoch": self.epoch, "pos": self.pos, "gen": self.gen,
-                "tails": [list(t) for t in self.tails]}
-
-    def load_state_dict(self, sd):
-        self.epoch, self.pos = sd["epoch"], sd["pos"]
-        self.tails = [list(t) for t in sd["tails"]]
-        self.gen = max(self.gen, sd["gen"]) + 1

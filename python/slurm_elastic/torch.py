@@ -118,7 +118,10 @@ def _same_storage(t, view):
 
 
 class ElasticSampler(_TorchSampler):
-    """A torch Sampler over libelastic's elastic sampler.
+    """The step loop's sampler (:class:`slurm_elastic.ElasticSampler`) as a
+    torch Sampler, nothing more: what ``ElasticDataParallel(...,
+    nsamples=...)`` makes for its steps (``edp.sampler``). A DDP script
+    uses :class:`DistributedSampler` instead.
 
     Iterating yields this rank's sample indices of the current step (its
     share of the global batch, see :class:`slurm_elastic.BatchPlan`); use it
