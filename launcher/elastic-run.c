@@ -177,7 +177,7 @@ static int _hold_out_stepless(struct run *r)
 {
 	struct _stepless k = {.r = r};
 
-	if (!r->launch.t_bound)
+	if (!r->launch.clock.t_bound)
 		return 0;
 	elastic__report_no_step(&r->launch.rep, &r->sets.launched, elastic__self_host(),
 				r->job.jobid, _stepless_one, &k);
@@ -287,7 +287,7 @@ static enum run_state _reform(struct run *r)
 		sum->failed, sum->reform, sum->signaled, sum->missing,
 		changed ? "; the job's GPUs changed" : "");
 	/* (a stop sent because a rank failed on its own error plans nothing) */
-	int planned = r->launch.stop_sent && !r->launch.stop_now;
+	int planned = r->launch.stop.sent && !r->launch.stop.now;
 	switch (elastic__run_retry(sum->reform > 0 || changed || planned, planned,
 				   &r->launch.stuck, &r->launch.unplanned,
 				   r->opt.max_stuck, r->opt.max_relaunch)) {

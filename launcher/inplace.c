@@ -95,6 +95,28 @@ struct elastic_leave_plan elastic__inplace_plan_leave(const struct elastic_leave
 	return p;
 }
 
+enum elastic_inplace_state elastic__inplace_next(enum elastic_inplace_state state,
+						 enum elastic_inplace_event event,
+						 int heal_open)
+{
+	switch (event) {
+	case ELASTIC_INPLACE_LAUNCHED:
+		return ELASTIC_INPLACE_IDLE;
+	case ELASTIC_INPLACE_JOIN_PLANNED:
+		return ELASTIC_INPLACE_JOINING;
+	case ELASTIC_INPLACE_LEAVE_PLANNED:
+		return ELASTIC_INPLACE_LEAVING;
+	case ELASTIC_INPLACE_JOINED:
+	case ELASTIC_INPLACE_RELEASED:
+		return heal_open ? ELASTIC_INPLACE_HEALING : ELASTIC_INPLACE_IDLE;
+	case ELASTIC_INPLACE_HEALED:
+		return state == ELASTIC_INPLACE_IDLE ? ELASTIC_INPLACE_HEALING : state;
+	case ELASTIC_INPLACE_HEAL_OVER:
+		return state == ELASTIC_INPLACE_HEALING ? ELASTIC_INPLACE_IDLE : state;
+	}
+	return state;
+}
+
 enum elastic_record_what elastic__inplace_on_record(const struct elastic_record_in *in)
 {
 	if (in->size <= 0)

@@ -41,6 +41,28 @@ struct elastic_inplace {
 	double t_heal, t_heal_look;
 };
 
+/* ---- The state's moves: what happened, and the state it leaves. */
+
+enum elastic_inplace_event {
+	ELASTIC_INPLACE_LAUNCHED,      /* a launch began: its world is the set */
+	ELASTIC_INPLACE_JOIN_PLANNED,  /* new ranks join at the next boundary */
+	ELASTIC_INPLACE_LEAVE_PLANNED, /* ranks on released GPUs leave there */
+	ELASTIC_INPLACE_JOINED,	       /* the joining ranks joined */
+	ELASTIC_INPLACE_RELEASED,      /* the leaving ranks left and the others
+				       * committed a step: the grants go */
+	ELASTIC_INPLACE_HEALED,	       /* ranks were lost and healed around */
+	ELASTIC_INPLACE_HEAL_OVER,     /* the heal's set agrees with Slurm's, or
+				       * its look-ups ended */
+};
+
+/* The state after event in state; heal_open: a heal's set still waits for
+ * Slurm (t_heal set). A join or a leave ends in HEALING while a heal's
+ * wait runs beside it, else in IDLE; a heal opens HEALING only from IDLE
+ * (a join or a leave under way keeps its state) and its end closes it. */
+enum elastic_inplace_state elastic__inplace_next(enum elastic_inplace_state state,
+						 enum elastic_inplace_event event,
+						 int heal_open);
+
 /* ---- The growth plan: a larger set seen on a runtime that grows in place. */
 
 struct elastic_grow_in {

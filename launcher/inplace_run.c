@@ -29,10 +29,10 @@ static void _empty_file(const char *path)
 		close(fd);
 }
 
-/* A join or a leave ended: what stays is the heal's wait, if any. */
-static void _settle(struct run *r)
+/* The in-place state's one writer (inplace.h: elastic__inplace_next). */
+static void _move(struct run *r, enum elastic_inplace_event event)
 {
-	r->ip.state = r->ip.t_heal ? ELASTIC_INPLACE_HEALING : ELASTIC_INPLACE_IDLE;
+	r->ip.state = elastic__inplace_next(r->ip.state, event, r->ip.t_heal != 0);
 }
 
 void elastic__inplace_begin(struct run *r)
@@ -41,7 +41,7 @@ void elastic__inplace_begin(struct run *r)
 	r->ip.leave_ranks = 0;
 	r->ip.join_add = 0;
 	r->ip.t_heal = 0;
-	r->ip.state = ELASTIC_INPLACE_IDLE;
+	_move(r, ELASTIC_INPLACE_LAUNCHED);
 	if (r->job.in_place) {
 		_empty_file(r->file.leave);
 		setenv("ELASTIC_RUN_LEAVE", r->file.leave, 1);
@@ -100,7 +100,7 @@ int elastic__plan_grow(struct run *r)
 		_empty_file(r->file.join);
 		return 0;
 	}
-	r->ip.state = ELASTIC_INPLACE_JOINING;
+	_move(r, ELASTIC_INPLACE_JOIN_PLANNED);
 	r->ip.join_add = p.add, r->ip.join_world = r->ip.world + p.add;
 	r->ip.t_join = elastic__now();
 	elastic__sets_plan_grown(&r->sets);
@@ -134,10 +134,10 @@ static void _grow_done(struct run *r, unsigned long long step, int size)
 	r->ip.world = size;
 	r->ip.join_add = 0;
 	elastic__recovery_resized(r, ELASTIC_RESIZE_GROW, r->ip.t_join);
-	_settle(r);
+	_move(r, ELASTIC_INPLACE_JOINED);
 	/* the joiners started cold: the next relaunch need not */
 	elastic__prewarm_hosts(&r->sets.launched);
-	r->launch.stop_sent = r->launch.stop_due = 0;
+	elastic__stop_done(&r->launch.stop);
 	_empty_file(r->file.join);
 	if (r->job.have_ctl) {
 		r->job.ctl.gpus = r->sets.launched.total;
@@ -146,9 +146,9 @@ static void _grow_done(struct run *r, unsigned long long step, int size)
 		 * change under way): a release gets its shrink, grants still
 		 * outside the set another change */
 		if (elastic__uses_released(r)) {
-			r->launch.stop_due = elastic__plan_leave(r);
+			elastic__stop_set_due(&r->launch.stop, elastic__plan_leave(r));
 		} else if (elastic__grants_add(r)) {
-			r->launch.stop_due = 1;
+			elastic__stop_set_due(&r->launch.stop, 1);
 			elastic__grow_from_slurm(r);
 		}
 	}
@@ -216,7 +216,7 @@ int elastic__plan_leave(struct run *r)
 			     r->file.leave, strerror(errno));
 		return 1;
 	}
-	r->ip.state = ELASTIC_INPLACE_LEAVING;
+	_move(r, ELASTIC_INPLACE_LEAVE_PLANNED);
 	r->ip.leave_ranks = p.leaving, r->ip.leave_world = r->ip.world;
 	r->ip.leave_step = 0;
 	r->ip.t_leave = elastic__now();
@@ -245,7 +245,7 @@ static void _shrink_done(struct run *r, unsigned long long step, int size)
 			"planned shrink in place: %d rank%s left after step %llu, %d go on (%.0f ms after the order); GPUs now: %s",
 			r->ip.leave_ranks, r->ip.leave_ranks == 1 ? "" : "s", step, size,
 			(elastic__now() - r->ip.t_leave) * 1e3, desc);
-		r->launch.stop_sent = r->launch.stop_due = 0;
+		elastic__stop_done(&r->launch.stop);
 		_empty_file(r->file.leave);
 		elastic__recovery_resized(r, ELASTIC_RESIZE_SHRINK, r->ip.t_leave);
 	}
@@ -255,7 +255,7 @@ static void _shrink_done(struct run *r, unsigned long long step, int size)
 		"planned shrink in place: step %llu committed at %d rank%s: releasing",
 		step, size, size == 1 ? "" : "s");
 	r->ip.leave_ranks = 0;
-	_settle(r);
+	_move(r, ELASTIC_INPLACE_RELEASED);
 	if (r->job.have_ctl) {
 		r->job.ctl.gpus = r->sets.launched.total;
 		/* only the grants no rank runs on any more; one released while
@@ -264,7 +264,7 @@ static void _shrink_done(struct run *r, unsigned long long step, int size)
 			&r->job.orders, elastic__grant_has_gpu, &r->sets.launched);
 		elastic__orders_poll(&r->job.orders, &r->job.ctl, 0, elastic__say);
 		if (elastic__uses_released(r))
-			r->launch.stop_due = elastic__plan_leave(r);
+			elastic__stop_set_due(&r->launch.stop, elastic__plan_leave(r));
 	}
 }
 
@@ -291,8 +291,7 @@ static void _heal_shrink_set(struct run *r)
 	switch (elastic__inplace_heal_look(&in)) {
 	case ELASTIC_HEAL_END:
 		r->ip.t_heal = 0;
-		if (r->ip.state == ELASTIC_INPLACE_HEALING)
-			r->ip.state = ELASTIC_INPLACE_IDLE;
+		_move(r, ELASTIC_INPLACE_HEAL_OVER);
 		return;
 	case ELASTIC_HEAL_WAIT:
 		return; /* (a release under way drops its GPUs and acknowledges them) */
@@ -315,12 +314,12 @@ static void _heal_shrink_set(struct run *r)
 	 * node's other GPUs, which live on, ended with it. They are taken
 	 * back at once by a re-form onto all the job's GPUs (a node with no
 	 * daemon takes no rank in place). */
-	if (orphans && !r->launch.stop_due && !r->launch.stop_sent) {
+	if (orphans && elastic__stop_open(&r->launch.stop)) {
 		elastic__say(
 			"%s: the grant that hosted its daemon (job %lu) ended, and its ranks there with it: re-forming onto all %d GPUs at once (%d there)",
 			host, daemon, r->sets.launched.total, orphans);
 		r->launch.replacing = 1;
-		r->launch.stop_due = 1;
+		elastic__stop_set_due(&r->launch.stop, 1);
 	}
 	/* (elasticd hears it with the next progress) */
 	r->job.ctl.gpus = r->sets.launched.total < r->ip.world ? r->sets.launched.total
@@ -339,8 +338,7 @@ static void _healed(struct run *r, unsigned long long step, int size)
 	r->ip.world = size;
 	r->ip.t_heal = elastic__now();
 	r->ip.t_heal_look = 0;
-	if (r->ip.state == ELASTIC_INPLACE_IDLE)
-		r->ip.state = ELASTIC_INPLACE_HEALING;
+	_move(r, ELASTIC_INPLACE_HEALED);
 	_heal_shrink_set(r);
 	if (r->job.have_ctl) {
 		r->job.ctl.gpus =

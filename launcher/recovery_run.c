@@ -19,7 +19,7 @@ void elastic__recovery_reform(struct run *r)
 {
 	struct elastic_recovery *rc = &r->recov;
 	struct elastic_reform_in in = {
-		.planned = r->launch.stop_sent,
+		.planned = r->launch.stop.sent,
 		.released = elastic__released_gpus(r),
 		.gained = elastic__grants_add(r) ||
 			  (r->sets.seen_fresh &&

@@ -15,6 +15,8 @@
 #include "orders.h"
 #include "recovery.h"
 #include "report.h"
+#include "stopask.h"
+#include "watchclock.h"
 
 #define EXIT_REFORM  ELASTIC_EXIT_REFORM /* common/contract.h */
 #define EXIT_USAGE   ELASTIC_EXIT_USAGE
@@ -85,23 +87,18 @@ struct run_failure {
 
 /* The launch under way and how the last one ended. */
 struct run_launch {
-	int launches, stuck, status, stop_sent, mstatus;
+	int launches, stuck, status, mstatus;
 	int unplanned; /* relaunches no controller order asked for */
 	int failures;  /* launches failed on the program's own error, no step between */
 	int fail_seen; /* a rank of this launch failed on its own error... */
 	int fail_committed;	  /* ...after rank 0 committed a step in it (1) or not */
 	struct run_failure first; /* the run's first such failure */
 	int say_first;		  /* the run gives up on failures: say it at the end */
-	double t_first; /* when rank 0 first committed in this launch (0: not yet) */
-	double slowest_first; /* the longest a launch of the run took to that, s */
-	double t_bound;	      /* when this launch was ended at its bound (0: not) */
-	int bound_killed;     /* ...and SIGKILLed after it did not end */
-	double t_all_ended;   /* since when every rank said how it ended (0: not) */
-	char last_cause[200]; /* the last launch's failure, as first.cause */
-	int blank;	      /* launches in a row that started no rank */
-	int retried;	      /* launches that repeated one that started no rank */
-	int stop_due; /* a re-form is due; SIGUSR1 waits until the ranks can take it */
-	int stop_now; /* ...or not: the launch ends (a rank failed on its own error) */
+	struct elastic_watch_clock clock; /* its bounds (watchclock.h) */
+	char last_cause[200];		  /* the last launch's failure, as first.cause */
+	int blank;			  /* launches in a row that started no rank */
+	int retried;		  /* launches that repeated one that started no rank */
+	struct elastic_stop stop; /* the ranks asked to stop (stopask.h) */
 	double t_failed; /* since when GPUs of failed ranks are held with no rank (0: none) */
 	struct elastic_replace replace; /* re-forms onto such GPUs (recovery.h) */
 	int replacing;			/* the re-form asked is one of them */

@@ -91,7 +91,7 @@ static void _follow_orders(struct run *r)
 {
 	elastic__progress_forward(r);
 	int act = elastic__orders_poll(&r->job.orders, &r->job.ctl, 50, elastic__say);
-	if (r->launch.stop_sent || r->launch.stop_due || (!act && !r->ip.t_rel_wait))
+	if (!elastic__stop_open(&r->launch.stop) || (!act && !r->ip.t_rel_wait))
 		return;
 	int released = elastic__released_gpus(r);
 	if (released) {
@@ -106,18 +106,18 @@ static void _follow_orders(struct run *r)
 		if (_heal_unsettled(r) || _releases_to_come(r, released))
 			return;
 		r->ip.t_rel_wait = 0;
-		r->launch.stop_due = elastic__plan_leave(r);
+		elastic__stop_set_due(&r->launch.stop, elastic__plan_leave(r));
 		return;
 	}
 	r->ip.t_rel_wait = 0;
 	if (!act)
 		return;
 	if (elastic__grants_add(r)) {
-		r->launch.stop_due = 1;
+		elastic__stop_set_due(&r->launch.stop, 1);
 		elastic__grow_from_slurm(r);
 		return;
 	}
-	r->launch.stop_due = _slurm_changed(r);
+	elastic__stop_set_due(&r->launch.stop, _slurm_changed(r));
 }
 
 /* How often Slurm is asked about the nodes held out as lost. */
@@ -130,8 +130,8 @@ static void _look_at_lost(struct run *r)
 {
 	elastic_error_t err;
 
-	if (!r->sets.lost.n || elastic__now() < r->sets.lost_look || r->launch.stop_due ||
-	    r->launch.stop_sent ||
+	if (!r->sets.lost.n || elastic__now() < r->sets.lost_look ||
+	    !elastic__stop_open(&r->launch.stop) ||
 	    (r->ip.state != ELASTIC_INPLACE_IDLE &&
 	     r->ip.state != ELASTIC_INPLACE_HEALING))
 		return;
@@ -149,7 +149,7 @@ static void _look_at_lost(struct run *r)
 		elastic__say(
 			"%s: Slurm still lists the job's GPUs there %.0f s after its ranks were lost: taking them again",
 			k.host, k.held_for);
-		r->launch.stop_due = _slurm_changed(r);
+		elastic__stop_set_due(&r->launch.stop, _slurm_changed(r));
 	}
 }
 
@@ -180,7 +180,7 @@ static void _replace_failed(struct run *r)
 {
 	int n = 0, silent = 0;
 
-	if (!r->launch.stop_due && !r->launch.stop_sent &&
+	if (elastic__stop_open(&r->launch.stop) &&
 	    (r->ip.state == ELASTIC_INPLACE_IDLE ||
 	     r->ip.state == ELASTIC_INPLACE_HEALING))
 		n = _rankless_gpus(r, NULL, &silent);
@@ -215,7 +215,7 @@ static void _replace_failed(struct run *r)
 	elastic__replace_asked(&r->launch.replace, now);
 	r->launch.replacing = 1;
 	r->launch.t_failed = 0;
-	r->launch.stop_due = 1;
+	elastic__stop_set_due(&r->launch.stop, 1);
 }
 
 /* How long a due re-form waits, at most, for the warm interpreters of the
@@ -285,30 +285,37 @@ static void _number_request(struct run *r)
  * zygotes it needs serve). */
 static void _stop_when_ready(struct run *r)
 {
+	struct elastic_stop *s = &r->launch.stop;
+	int joining = r->ip.state == ELASTIC_INPLACE_JOINING;
+
 	/* (one asked while the ranks grow is taken once they have) */
-	if (elastic__usr1_pending && r->ip.state != ELASTIC_INPLACE_JOINING) {
+	if (elastic__usr1_pending && !joining) {
 		elastic__usr1_pending = 0;
-		r->launch.stop_due = 1;
+		elastic__stop_set_due(s, 1);
 		/* (a set that only grew onto new nodes: in place, where the
 		 * runtime can) */
-		if (!r->launch.stop_sent)
+		if (!s->sent)
 			elastic__grow_from_slurm(r);
+		joining = r->ip.state == ELASTIC_INPLACE_JOINING;
 	}
-	if (r->launch.stop_due && !r->launch.stop_sent &&
-	    (r->launch.stop_now || elastic__ranks_ready(r))) {
-		if (r->ip.state != ELASTIC_INPLACE_JOINING && !r->launch.stop_now &&
-		    !_warm_ahead(r))
+	switch (elastic__stop_when(s, elastic__stop_pending(s) && elastic__ranks_ready(r),
+				   joining)) {
+	case ELASTIC_STOP_WAIT:
+		return;
+	case ELASTIC_STOP_SEND_WARM:
+		if (!_warm_ahead(r))
 			return;
-		r->launch.t_warm = 0;
-		_number_request(r);
-		elastic__say(
-			"asking the %d ranks to %s at the next step boundary (SIGUSR1)",
-			r->ip.world,
-			r->ip.state == ELASTIC_INPLACE_JOINING ? "grow" : "re-form");
-		kill(elastic__child, SIGUSR1);
-		r->launch.stop_sent = 1;
-		elastic__recovery_stopping(r);
+		break;
+	case ELASTIC_STOP_SEND:
+		break;
 	}
+	r->launch.t_warm = 0;
+	_number_request(r);
+	elastic__say("asking the %d ranks to %s at the next step boundary (SIGUSR1)",
+		     r->ip.world, joining ? "grow" : "re-form");
+	kill(elastic__child, SIGUSR1);
+	elastic__stop_sent(s);
+	elastic__recovery_stopping(r);
 }
 
 /* A rank that failed on an error of its own: whether rank 0 had committed
@@ -325,13 +332,12 @@ static void _own_failure(struct run *r, const struct elastic_rank_end *e, int ra
 		r->launch.fail_seen = 1;
 		r->launch.fail_committed = elastic__progress_committed(r);
 	}
-	if (r->launch.rep.err_from != rank + 1 || r->launch.stop_sent ||
-	    r->launch.stop_due)
+	if (r->launch.rep.err_from != rank + 1 || !elastic__stop_open(&r->launch.stop))
 		return;
 	elastic__say(
 		"rank %d failed on an error of its own (exit status %d): the launch ends; the other ranks stop at their next step boundary",
 		rank, e->value);
-	r->launch.stop_due = r->launch.stop_now = 1;
+	elastic__stop_failed(&r->launch.stop);
 }
 
 struct _text {
@@ -432,101 +438,68 @@ static void _not_training(const struct run *r, char *buf, size_t len)
 	}
 }
 
-/* How long a launch ended at its bound has after SIGTERM before SIGKILL. */
-#define BOUND_KILL_S 5.0
-
-/* End the launch at a bound: SIGTERM to mpirun and to all it started on
- * this node (its launch agents and their sruns included), SIGKILL
- * BOUND_KILL_S later (_kill_ended). */
-static void _end_launch(struct run *r)
-{
-	r->launch.t_bound = elastic__now();
-	elastic__kill_tree(elastic__child, SIGTERM);
-}
-
-/* A launch ended at a bound that did not end BOUND_KILL_S after SIGTERM. */
-static void _kill_ended(struct run *r)
+/* The launch's clocks (watchclock.h), acted on. The launch bound
+ * (--launch-timeout, elastic__launch_bound): a launch whose rank 0 commits
+ * no step within it holds its GPUs and trains nothing (a rank that never
+ * came: its srun into a grant failed or hangs, a node's slurmd not
+ * answering after a slurmctld restart, a rank stuck before MPI_Init).
+ * Every rank said how it ended and mpirun runs on: what it waits for (an
+ * srun into a grant's step that cannot tell slurmctld its step ended,
+ * slurmctld restarting) holds the job's GPUs for nothing. Either launch is
+ * ended: SIGTERM to mpirun and to all it started on this node (its launch
+ * agents and their sruns included), SIGKILL if it is still there
+ * ELASTIC_BOUND_KILL_S later; the job launches again. */
+static void _clocks(struct run *r)
 {
 	struct run_launch *l = &r->launch;
+	struct elastic_watch_seen s = {
+		.now = elastic__now(),
+		.t0 = l->t0,
+		.committed = !l->clock.t_first && !l->clock.t_bound &&
+			     elastic__progress_committed(r),
+		.all_ended = 1,
+		.launch_timeout = r->opt.launch_timeout,
+	};
+	char why[1536], what[160];
+	double bound;
 
-	if (!l->t_bound || l->bound_killed || elastic__now() - l->t_bound <= BOUND_KILL_S)
+	for (int i = 0; i < l->rep.nranks && s.all_ended; i++)
+		s.all_ended = l->rep.end[i].how != ELASTIC_RANK_UNKNOWN;
+	switch (elastic__watch_clock(&l->clock, &s, &bound)) {
+	case ELASTIC_CLOCK_GO_ON:
 		return;
-	l->bound_killed = 1;
-	elastic__say(
-		"the launch did not end %.0f s after SIGTERM: SIGKILL to mpirun and what it started here",
-		BOUND_KILL_S);
-	elastic__kill_tree(elastic__child, SIGKILL);
-}
-
-/* The launch bound (--launch-timeout, elastic__launch_bound): a launch
- * whose rank 0 commits no step within it holds its GPUs and trains nothing
- * (a rank that never came: its srun into a grant failed or hangs, a node's
- * slurmd not answering after a slurmctld restart, a rank stuck before
- * MPI_Init). Such a launch is ended (_end_launch) and the job launches
- * again. */
-static void _launch_bound(struct run *r)
-{
-	struct run_launch *l = &r->launch;
-	double now = elastic__now(), took = now - l->t0;
-
-	if (l->t_bound || l->t_first)
-		return;
-	if (elastic__progress_committed(r)) {
-		l->t_first = now;
-		if (took > l->slowest_first)
-			l->slowest_first = took;
+	case ELASTIC_CLOCK_UNTRAINED:
+		_hear_sruns(r);
+		_not_training(r, why, sizeof(why));
+		if (l->clock.slowest_first > 0 && bound < r->opt.launch_timeout)
+			snprintf(
+				what, sizeof(what),
+				"%.0f x the slowest first commit of this run, %.1f s, at least %.0f s",
+				ELASTIC_LAUNCH_BOUND_FACTOR, l->clock.slowest_first,
+				ELASTIC_LAUNCH_BOUND_MIN_S);
+		else
+			snprintf(what, sizeof(what), "--launch-timeout %d",
+				 r->opt.launch_timeout);
+		elastic__say(
+			"no step committed %.1f s after mpirun started, %d GPU%s held (the launch bound: %s): %s; ending the launch to launch again",
+			s.now - l->t0, r->sets.launched.total,
+			r->sets.launched.total == 1 ? "" : "s", what,
+			why[0] ? why : "every rank started, none committed");
+		break;
+	case ELASTIC_CLOCK_LINGERING:
+		elastic__say(
+			"every rank ended %.0f s ago and mpirun runs on (an srun that cannot end its step?): ending it",
+			ELASTIC_ENDED_SETTLE_S);
+		break;
+	case ELASTIC_CLOCK_KILL:
+		elastic__say(
+			"the launch did not end %.0f s after SIGTERM: SIGKILL to mpirun and what it started here",
+			ELASTIC_BOUND_KILL_S);
+		elastic__kill_tree(elastic__child, SIGKILL);
 		return;
 	}
-	double bound = elastic__launch_bound(r->opt.launch_timeout, l->slowest_first);
-	if (bound <= 0 || took < bound)
-		return;
-	char why[1536], what[160];
-	_hear_sruns(r);
-	_not_training(r, why, sizeof(why));
-	if (l->slowest_first > 0 && bound < r->opt.launch_timeout)
-		snprintf(
-			what, sizeof(what),
-			"%.0f x the slowest first commit of this run, %.1f s, at least %.0f s",
-			ELASTIC_LAUNCH_BOUND_FACTOR, l->slowest_first,
-			ELASTIC_LAUNCH_BOUND_MIN_S);
-	else
-		snprintf(what, sizeof(what), "--launch-timeout %d",
-			 r->opt.launch_timeout);
-	elastic__say(
-		"no step committed %.1f s after mpirun started, %d GPU%s held (the launch bound: %s): %s; ending the launch to launch again",
-		took, r->sets.launched.total, r->sets.launched.total == 1 ? "" : "s",
-		what, why[0] ? why : "every rank started, none committed");
-	_end_launch(r);
-}
-
-/* How long mpirun may run on once every rank of the launch said how it
- * ended. */
-#define ENDED_SETTLE_S 10.0
-
-/* Every rank said how it ended and mpirun runs on: what it waits for (an
- * srun into a grant's step that cannot tell slurmctld its step ended,
- * slurmctld restarting) holds the job's GPUs for nothing. The launch is
- * ended as at its bound. */
-static void _ended_bound(struct run *r)
-{
-	struct run_launch *l = &r->launch;
-	double now = elastic__now();
-
-	if (l->t_bound)
-		return;
-	for (int i = 0; i < l->rep.nranks; i++)
-		if (l->rep.end[i].how == ELASTIC_RANK_UNKNOWN) {
-			l->t_all_ended = 0;
-			return;
-		}
-	if (!l->t_all_ended)
-		l->t_all_ended = now;
-	if (now - l->t_all_ended < ENDED_SETTLE_S)
-		return;
-	elastic__say(
-		"every rank ended %.0f s ago and mpirun runs on (an srun that cannot end its step?): ending it",
-		ENDED_SETTLE_S);
-	_end_launch(r);
+	elastic__watch_clock_ended(&l->clock, elastic__now());
+	elastic__kill_tree(elastic__child, SIGTERM);
 }
 
 /* With a runtime that heals in place, a rank that ends while mpirun runs
@@ -552,10 +525,9 @@ enum run_state elastic__watch(struct run *r)
 {
 	int ws;
 
-	r->launch.stop_sent = r->launch.stop_due = 0;
-	r->launch.fail_seen = r->launch.fail_committed = r->launch.stop_now = 0;
-	r->launch.t_first = r->launch.t_bound = r->launch.t_all_ended = 0;
-	r->launch.bound_killed = 0;
+	elastic__stop_start(&r->launch.stop);
+	r->launch.fail_seen = r->launch.fail_committed = 0;
+	elastic__watch_clock_start(&r->launch.clock);
 	r->launch.t_failed = 0;
 	r->launch.replacing = 0;
 	r->launch.t_warm = 0;
@@ -569,16 +541,14 @@ enum run_state elastic__watch(struct run *r)
 		elastic__recovery_watch(r);
 		/* (a launch ended at a bound plans nothing more: the orders
 		 * wait for the next launch) */
-		if (!r->launch.t_bound) {
+		if (!r->launch.clock.t_bound) {
 			if (r->job.have_ctl)
 				_follow_orders(r);
 			_look_at_lost(r);
 			_replace_failed(r);
 			_stop_when_ready(r);
 		}
-		_launch_bound(r);
-		_ended_bound(r);
-		_kill_ended(r);
+		_clocks(r);
 	}
 	elastic__child = -1;
 	r->launch.t_end = elastic__now();

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* launcher/test/test_inplace.c: unit tests of the plans of elastic-run's
  * resizes in place: the growth onto new nodes, the planned shrink of
- * released GPUs, rank 0's record of the world, the heal's look-ups. One
- * table per plan, one loop each. */
+ * released GPUs, rank 0's record of the world, the heal's look-ups, the
+ * state's moves. One table per plan, one loop each. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -321,12 +321,56 @@ static void heal_table(void **state)
 	}
 }
 
+/* ---- the state's moves */
+
+/* state, event, heal_open -> state */
+static const struct {
+	const char *claim;
+	enum elastic_inplace_state from;
+	enum elastic_inplace_event event;
+	int heal_open;
+	enum elastic_inplace_state to;
+} move_cases[] = {
+	{"a launch starts idle, whatever came before", LEAVING, ELASTIC_INPLACE_LAUNCHED,
+	 1, IDLE},
+	{"a growth planned: joining", IDLE, ELASTIC_INPLACE_JOIN_PLANNED, 0, JOINING},
+	{"a growth planned while a heal's set waits: joining", HEALING,
+	 ELASTIC_INPLACE_JOIN_PLANNED, 1, JOINING},
+	{"a shrink planned: leaving", IDLE, ELASTIC_INPLACE_LEAVE_PLANNED, 0, LEAVING},
+	{"the joiners joined: idle", JOINING, ELASTIC_INPLACE_JOINED, 0, IDLE},
+	{"the joiners joined while a heal's set waits: healing", JOINING,
+	 ELASTIC_INPLACE_JOINED, 1, HEALING},
+	{"the leavers left and a step committed: idle", LEAVING, ELASTIC_INPLACE_RELEASED,
+	 0, IDLE},
+	{"...while a heal's set waits: healing", LEAVING, ELASTIC_INPLACE_RELEASED, 1,
+	 HEALING},
+	{"a heal from idle: healing", IDLE, ELASTIC_INPLACE_HEALED, 1, HEALING},
+	{"a heal while ranks leave: still leaving (its clock runs beside)", LEAVING,
+	 ELASTIC_INPLACE_HEALED, 1, LEAVING},
+	{"a heal while ranks join: still joining", JOINING, ELASTIC_INPLACE_HEALED, 1,
+	 JOINING},
+	{"the heal's set settled: idle", HEALING, ELASTIC_INPLACE_HEAL_OVER, 0, IDLE},
+	{"the heal's set settled while ranks leave: still leaving", LEAVING,
+	 ELASTIC_INPLACE_HEAL_OVER, 0, LEAVING},
+};
+
+static void move_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(move_cases) / sizeof(move_cases[0]); i++) {
+		enum elastic_inplace_state to = elastic__inplace_next(
+			move_cases[i].from, move_cases[i].event, move_cases[i].heal_open);
+		if (to != move_cases[i].to)
+			fail_msg("move: %s: got state %d, not %d", move_cases[i].claim,
+				 to, move_cases[i].to);
+	}
+}
+
 /* One test a table, the tables' sets built once. */
 static const struct CMUnitTest tables[] = {
-	cmocka_unit_test(grow_table),
-	cmocka_unit_test(leave_table),
-	cmocka_unit_test(record_table),
-	cmocka_unit_test(heal_table),
+	cmocka_unit_test(grow_table),	cmocka_unit_test(leave_table),
+	cmocka_unit_test(record_table), cmocka_unit_test(heal_table),
+	cmocka_unit_test(move_table),
 };
 
 int main(void)
