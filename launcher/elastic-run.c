@@ -48,7 +48,8 @@ static int _healed_world(struct run *r)
 	double t;
 	int size = 0;
 
-	if (r->job.in_place && elastic__progress_read(r, &step, &seen, &t, &size) == 0 &&
+	if (r->job.in_place &&
+	    elastic__progress_read(&r->progress, &step, &seen, &t, &size) == 0 &&
 	    size > 0 && size < r->ip.world)
 		r->ip.world = size;
 	return r->job.in_place && r->ip.world < r->launch.rep.nranks ? r->ip.world : 0;
@@ -71,7 +72,7 @@ static int _blank_launch(const struct run *r)
 	/* (the summary's counts partition the ranks) */
 	return r->launch.rep.nranks > 0 &&
 	       r->launch.sum.missing == r->launch.rep.nranks &&
-	       elastic__progress_read(r, &step, &seen, &t, &size) != 0;
+	       elastic__progress_read(&r->progress, &step, &seen, &t, &size) != 0;
 }
 
 /* Nodes whose ranks never said how they ended (their daemon or the node
@@ -268,7 +269,7 @@ static enum run_state _reform(struct run *r)
 	 * the survivors of a failure may commit more, at a smaller size) */
 	int failed = sum->failed > 0 && _note_failure(r),
 	    committed = r->launch.fail_seen ? r->launch.fail_committed
-					    : elastic__progress_committed(r);
+					    : elastic__progress_committed(&r->progress);
 	/* (a re-form that takes back GPUs whose ranks were lost and healed
 	 * around holds none of their nodes out: it is there for them) */
 	if (!_hold_out_stepless(r) && !r->launch.replacing)

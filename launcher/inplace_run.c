@@ -356,7 +356,7 @@ void elastic__watch_record(struct run *r)
 	if (elastic__now() - r->progress.t_record_read < 0.1)
 		return;
 	r->progress.t_record_read = elastic__now();
-	if (elastic__progress_read(r, &step, &seen, &t, &size) < 0)
+	if (elastic__progress_read(&r->progress, &step, &seen, &t, &size) < 0)
 		return;
 	/* A runtime that ends mpirun on a lost daemon still heals a rank lost
 	 * alone (its daemon lives): said and counted, nothing else changes

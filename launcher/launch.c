@@ -243,7 +243,7 @@ static int _spawn(struct run *r, const char **av)
 	elastic__prewarm_launch(&r->sets.launched,
 				r->launch.t_end); /* zygotes ahead of need */
 	r->launch.t0 = elastic__now();
-	clock_gettime(CLOCK_REALTIME, &r->launch.t0_wall);
+	clock_gettime(CLOCK_REALTIME, &r->progress.since);
 	elastic__inplace_begin(r);
 	elastic__child = fork();
 	if (elastic__child < 0) {

@@ -320,6 +320,7 @@ enum run_setup elastic__files_setup(struct run *r, int *code)
 	snprintf(r->file.hostfile, sizeof(r->file.hostfile), "%s/hostfile", r->file.dir);
 	snprintf(r->file.agent, sizeof(r->file.agent), "%s/agent", r->file.dir);
 	snprintf(r->file.progress, sizeof(r->file.progress), "%s/progress", r->file.dir);
+	r->progress.path = r->file.progress;
 	setenv("ELASTIC_RUN_PROGRESS", r->file.progress, 1);
 	snprintf(r->file.leave, sizeof(r->file.leave), "%s/leave", r->file.dir);
 	snprintf(r->file.join, sizeof(r->file.join), "%s/join", r->file.dir);

@@ -8,18 +8,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "orders.h"
 #include "progress.h"
 #include "runlog.h"
 
 /* Was a file last written (st) after the current mpirun was started? */
-static int _since_launch(const struct run *r, const struct stat *st)
+static int _since_launch(const struct elastic_progress *p, const struct stat *st)
 {
-	return st->st_mtim.tv_sec > r->launch.t0_wall.tv_sec ||
-	       (st->st_mtim.tv_sec == r->launch.t0_wall.tv_sec &&
-		st->st_mtim.tv_nsec > r->launch.t0_wall.tv_nsec);
+	return st->st_mtim.tv_sec > p->since.tv_sec ||
+	       (st->st_mtim.tv_sec == p->since.tv_sec &&
+		st->st_mtim.tv_nsec > p->since.tv_nsec);
 }
 
-int elastic__progress_read(const struct run *r, unsigned long long *step,
+int elastic__progress_read(const struct elastic_progress *p, unsigned long long *step,
 			   unsigned long long *seen, double *t, int *size)
 {
 	char buf[96];
@@ -27,9 +28,9 @@ int elastic__progress_read(const struct run *r, unsigned long long *step,
 	int fd;
 	ssize_t n;
 
-	if ((fd = open(r->file.progress, O_RDONLY | O_CLOEXEC)) < 0)
+	if ((fd = open(p->path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1; /* no record yet */
-	if (fstat(fd, &st) < 0 || !_since_launch(r, &st)) {
+	if (fstat(fd, &st) < 0 || !_since_launch(p, &st)) {
 		close(fd);
 		return -1;
 	}
@@ -42,18 +43,17 @@ int elastic__progress_read(const struct run *r, unsigned long long *step,
 	return sscanf(buf, "%llu %llu %lf %d", step, seen, t, size) >= 3 ? 0 : -1;
 }
 
-int elastic__progress_committed(const struct run *r)
+int elastic__progress_committed(const struct elastic_progress *p)
 {
 	unsigned long long step, seen;
 	double t;
 	int size;
 
-	return elastic__progress_read(r, &step, &seen, &t, &size) == 0;
+	return elastic__progress_read(p, &step, &seen, &t, &size) == 0;
 }
 
-void elastic__progress_forward(struct run *r)
+void elastic__progress_forward(struct elastic_progress *pr, struct elastic_ctlclient *ctl)
 {
-	struct run_progress *pr = &r->progress;
 	unsigned long long step, seen;
 	double t;
 	int size;
@@ -61,7 +61,7 @@ void elastic__progress_forward(struct run *r)
 	if (elastic__now() - pr->t_read < 1.0)
 		return;
 	pr->t_read = elastic__now();
-	if (elastic__progress_read(r, &step, &seen, &t, &size) < 0 ||
+	if (elastic__progress_read(pr, &step, &seen, &t, &size) < 0 ||
 	    (pr->have_last && step == pr->step_last))
 		return;
 	/* The rate between two records, by the writer's clock: a measurement
@@ -75,13 +75,13 @@ void elastic__progress_forward(struct run *r)
 	pr->step_last = step, pr->seen_last = seen, pr->t_last = t;
 	pr->size_last = size;
 	pr->have_last = 1;
-	elastic__orders_status(&r->job.ctl, step, pr->rate, elastic__say);
+	elastic__orders_status(ctl, step, pr->rate, elastic__say);
 }
 
-int elastic__ranks_ready(const struct run *r)
+int elastic__ranks_ready(const struct elastic_progress *p, double t0)
 {
 	struct stat st;
-	if (elastic__now() - r->launch.t0 > 10.0)
+	if (elastic__now() - t0 > 10.0)
 		return 1;
-	return stat(r->file.progress, &st) == 0 && _since_launch(r, &st);
+	return stat(p->path, &st) == 0 && _since_launch(p, &st);
 }

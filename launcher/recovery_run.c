@@ -82,7 +82,7 @@ void elastic__recovery_watch(struct run *r)
 	if (now - rc->t_read < 0.1)
 		return;
 	rc->t_read = now;
-	if (elastic__progress_read(r, &step, &seen, &t, &size) < 0)
+	if (elastic__progress_read(&r->progress, &step, &seen, &t, &size) < 0)
 		return;
 	if (elastic__recovery_close(rc, now)) {
 		rc->step_seen = step, rc->t_commit = now;

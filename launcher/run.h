@@ -13,6 +13,7 @@
 #include "inplace.h"
 #include "lost.h"
 #include "orders.h"
+#include "progress.h"
 #include "recovery.h"
 #include "report.h"
 #include "stopask.h"
@@ -104,19 +105,9 @@ struct run_launch {
 	int replacing;			/* the re-form asked is one of them */
 	double t_warm; /* since when a due re-form waits for zygotes (0: none) */
 	unsigned long long asks; /* requests (SIGUSR1) sent to the ranks, all launches */
-	struct timespec t0_wall; /* when the current mpirun was started */
 	double t0, t_end;
 	struct elastic_report rep; /* the ranks' reports of their end */
 	struct elastic_report_summary sum;
-};
-
-/* Rank 0's progress record as last read and forwarded to elasticd. */
-struct run_progress {
-	double t_read, t_last, rate;
-	unsigned long long step_last, seen_last;
-	int size_last;	      /* the world that committed step_last (0: unknown) */
-	int have_last;	      /* step_last, seen_last and t_last are a record's */
-	double t_record_read; /* last read for a resize in place */
 };
 
 /* One run of the job. main() drives it through the states below. */
@@ -127,8 +118,8 @@ struct run {
 	struct run_sets sets;
 	struct run_launch launch;
 	struct elastic_inplace ip;
-	struct run_progress progress;
-	struct elastic_recovery recov; /* re-forms, resizes in place, recoveries */
+	struct elastic_progress progress; /* rank 0's record (progress.h) */
+	struct elastic_recovery recov;	  /* re-forms, resizes in place, recoveries */
 };
 
 enum run_state { RUN_LAUNCH, RUN_WATCH, RUN_REFORM, RUN_FINISH };

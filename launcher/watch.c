@@ -89,7 +89,7 @@ static int _slurm_changed(struct run *r)
  * is asked (a grant may add no usable GPU, e.g. under --elastic-sizes). */
 static void _follow_orders(struct run *r)
 {
-	elastic__progress_forward(r);
+	elastic__progress_forward(&r->progress, &r->job.ctl);
 	int act = elastic__orders_poll(&r->job.orders, &r->job.ctl, 50, elastic__say);
 	if (!elastic__stop_open(&r->launch.stop) || (!act && !r->ip.t_rel_wait))
 		return;
@@ -298,8 +298,11 @@ static void _stop_when_ready(struct run *r)
 			elastic__grow_from_slurm(r);
 		joining = r->ip.state == ELASTIC_INPLACE_JOINING;
 	}
-	switch (elastic__stop_when(s, elastic__stop_pending(s) && elastic__ranks_ready(r),
-				   joining)) {
+	switch (elastic__stop_when(
+		s,
+		elastic__stop_pending(s) &&
+			elastic__ranks_ready(&r->progress, r->launch.t0),
+		joining)) {
 	case ELASTIC_STOP_WAIT:
 		return;
 	case ELASTIC_STOP_SEND_WARM:
@@ -330,7 +333,7 @@ static void _own_failure(struct run *r, const struct elastic_rank_end *e, int ra
 	    elastic__report_end_failed(e->how, e->value) &&
 	    !elastic__report_killed_status(e->value)) {
 		r->launch.fail_seen = 1;
-		r->launch.fail_committed = elastic__progress_committed(r);
+		r->launch.fail_committed = elastic__progress_committed(&r->progress);
 	}
 	if (r->launch.rep.err_from != rank + 1 || !elastic__stop_open(&r->launch.stop))
 		return;
@@ -456,7 +459,7 @@ static void _clocks(struct run *r)
 		.now = elastic__now(),
 		.t0 = l->t0,
 		.committed = !l->clock.t_first && !l->clock.t_bound &&
-			     elastic__progress_committed(r),
+			     elastic__progress_committed(&r->progress),
 		.all_ended = 1,
 		.launch_timeout = r->opt.launch_timeout,
 	};
