@@ -275,7 +275,8 @@ static enum run_state _reform(struct run *r)
 	if (!_hold_out_stepless(r) && !r->launch.replacing)
 		_hold_out_lost(r);
 	double t_ask = elastic__now();
-	r->sets.seen_fresh = elastic__slurm_gpus(r, &r->sets.seen, &err) == 0;
+	r->sets.seen_fresh =
+		elastic__slurm_gpus(&r->job, &r->sets, &r->sets.seen, &err) == 0;
 	/* (Slurm not answering: the launch counts this as its first ask) */
 	r->sets.seen_failed = r->sets.seen_fresh ? 0 : t_ask;
 	if (!r->sets.seen_fresh)

@@ -114,7 +114,8 @@ int elastic__plan_grow(struct run *r)
 void elastic__grow_from_slurm(struct run *r)
 {
 	elastic_error_t err;
-	if (r->job.grow_in_place && elastic__slurm_gpus(r, &r->sets.seen, &err) == 0)
+	if (r->job.grow_in_place &&
+	    elastic__slurm_gpus(&r->job, &r->sets, &r->sets.seen, &err) == 0)
 		elastic__plan_grow(r);
 }
 
@@ -299,7 +300,7 @@ static void _heal_shrink_set(struct run *r)
 		break;
 	}
 	r->ip.t_heal_look = in.now;
-	if (elastic__slurm_gpus(r, &r->sets.seen, &err) < 0 ||
+	if (elastic__slurm_gpus(&r->job, &r->sets, &r->sets.seen, &err) < 0 ||
 	    r->sets.seen.total >= r->sets.launched.total)
 		return;
 	char host[64];

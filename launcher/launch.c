@@ -94,7 +94,8 @@ static int _launch_set_from_slurm(struct run *r)
 	}
 	for (int tries = 1;; tries++) {
 		if ((tries > 1 || !asked) &&
-		    elastic__slurm_gpus(r, &r->sets.launched, &err) == 0) {
+		    elastic__slurm_gpus(&r->job, &r->sets, &r->sets.launched, &err) ==
+			    0) {
 			if (tries > 1)
 				elastic__say(
 					"Slurm answered after %.0f s: this job's GPUs are known again",

@@ -99,10 +99,10 @@ static int _add_job(struct elastic_gpuset *set, unsigned long job, elastic_error
 
 /* The GPUs of the elastic job now: its own allocation, then its running
  * grant jobs in job id order. */
-static int _discover(const struct run *r, struct elastic_gpuset *set,
+static int _discover(const struct run_job *job, struct elastic_gpuset *set,
 		     elastic_error_t *err)
 {
-	unsigned long jobid = r->job.jobid;
+	unsigned long jobid = job->jobid;
 	char name[64], user[64];
 	int st;
 
@@ -123,8 +123,7 @@ static int _discover(const struct run *r, struct elastic_gpuset *set,
 		elastic_error_t e;
 		unsigned long g = strtoul(line, NULL, 10);
 		/* Grants ordered released stay out, even while still running. */
-		if (r->job.have_ctl &&
-		    elastic__orders_released(&r->job.orders, (uint32_t)g))
+		if (job->have_ctl && elastic__orders_released(&job->orders, (uint32_t)g))
 			continue;
 		/* A grant that ended between squeue and scontrol is just gone. */
 		if (g && _add_job(set, g, &e) < 0 && elastic__verbose)
@@ -146,14 +145,14 @@ const char *elastic__self_host(void)
 	return hn;
 }
 
-int elastic__slurm_gpus_all(struct run *r, struct elastic_gpuset *set,
+int elastic__slurm_gpus_all(struct run_job *job, struct elastic_gpuset *set,
 			    elastic_error_t *err)
 {
-	if (_discover(r, set, err) < 0)
+	if (_discover(job, set, err) < 0)
 		return -1;
-	int n = r->job.have_ctl ? elastic__orders_forget_ended(&r->job.orders,
-							       elastic__grant_listed, set)
-				: 0;
+	int n = job->have_ctl ? elastic__orders_forget_ended(&job->orders,
+							     elastic__grant_listed, set)
+			      : 0;
 	if (n && elastic__verbose)
 		elastic__say(
 			"%d grant%s announced as started no longer listed by Slurm (ended)",
@@ -172,17 +171,18 @@ static int _stepless(unsigned long job, const void *arg)
 	return 0;
 }
 
-int elastic__slurm_gpus(struct run *r, struct elastic_gpuset *set, elastic_error_t *err)
+int elastic__slurm_gpus(struct run_job *job, const struct run_sets *sets,
+			struct elastic_gpuset *set, elastic_error_t *err)
 {
-	if (elastic__slurm_gpus_all(r, set, err) < 0)
+	if (elastic__slurm_gpus_all(job, set, err) < 0)
 		return -1;
-	elastic__lost_hold_out(&r->sets.lost, set);
-	if (r->sets.nstepless && elastic__gpuset_drop(set, _stepless, &r->sets)) {
+	elastic__lost_hold_out(&sets->lost, set);
+	if (sets->nstepless && elastic__gpuset_drop(set, _stepless, sets)) {
 		/* a host's daemon runs in a job that stays there */
 		for (int h = 0; h < set->nhosts; h++)
-			if (_stepless(set->host[h].job, &r->sets))
+			if (_stepless(set->host[h].job, sets))
 				set->host[h].job = set->host[h].gpu_job[0];
 	}
-	elastic__gpuset_trim(set, &r->job.req);
+	elastic__gpuset_trim(set, &job->req);
 	return 0;
 }

@@ -11,11 +11,12 @@
  * cut to what it may use (--elastic-gpus MAX, sizes), into set: 0, or -1
  * with err. Grants announced as started that Slurm no longer lists leave
  * the book of orders. */
-int elastic__slurm_gpus(struct run *r, struct elastic_gpuset *set, elastic_error_t *err);
+int elastic__slurm_gpus(struct run_job *job, const struct run_sets *sets,
+			struct elastic_gpuset *set, elastic_error_t *err);
 
 /* The same with no node held out and nothing cut: every GPU Slurm lists
  * for the job (what elastic__lost_look compares with). */
-int elastic__slurm_gpus_all(struct run *r, struct elastic_gpuset *set,
+int elastic__slurm_gpus_all(struct run_job *job, struct elastic_gpuset *set,
 			    elastic_error_t *err);
 
 /* The node elastic-run (and mpirun) runs on: Slurm's name for it. */

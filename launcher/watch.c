@@ -74,7 +74,7 @@ static int _slurm_changed(struct run *r)
 {
 	elastic_error_t err;
 
-	if (elastic__slurm_gpus(r, &r->sets.seen, &err) < 0)
+	if (elastic__slurm_gpus(&r->job, &r->sets, &r->sets.seen, &err) < 0)
 		return 0;
 	elastic__gpuset_drop(&r->sets.seen, elastic__released_job, &r->job.orders);
 	if (elastic__same_set(&r->sets.launched, &r->sets.seen))
@@ -136,7 +136,7 @@ static void _look_at_lost(struct run *r)
 	     r->ip.state != ELASTIC_INPLACE_HEALING))
 		return;
 	r->sets.lost_look = elastic__now() + LOST_LOOK_S;
-	if (elastic__slurm_gpus_all(r, &r->sets.seen, &err) < 0)
+	if (elastic__slurm_gpus_all(&r->job, &r->sets.seen, &err) < 0)
 		return;
 	struct elastic_lost_look k =
 		elastic__lost_look(&r->sets.lost, &r->sets.seen, elastic__now());
@@ -198,7 +198,7 @@ static void _replace_failed(struct run *r)
 	/* only GPUs the job still holds (a cancelled grant's are gone: Slurm
 	 * is asked again REPLACE_RECHECK_S later, not at every turn) */
 	elastic_error_t err;
-	if (elastic__slurm_gpus(r, &r->sets.seen, &err) < 0 ||
+	if (elastic__slurm_gpus(&r->job, &r->sets, &r->sets.seen, &err) < 0 ||
 	    !(n = _rankless_gpus(r, &r->sets.seen, &silent))) {
 		r->launch.t_failed = now + REPLACE_RECHECK_S;
 		return;
@@ -236,7 +236,7 @@ static int _warm_ahead(struct run *r)
 	if (!r->launch.t_warm) {
 		elastic_error_t err;
 		r->launch.t_warm = now;
-		if (elastic__slurm_gpus(r, &r->sets.seen, &err) < 0)
+		if (elastic__slurm_gpus(&r->job, &r->sets, &r->sets.seen, &err) < 0)
 			return 1;
 		elastic__prewarm_hosts(&r->sets.seen);
 		if (elastic__prewarm_ready(&r->sets.seen, wait, sizeof(wait)))
