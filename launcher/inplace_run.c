@@ -81,7 +81,7 @@ int elastic__plan_grow(struct run *r)
 	struct elastic_grow_in in = {
 		.grow_in_place = r->job.grow_in_place,
 		.state = r->ip.state,
-		.released = elastic__released_gpus(r),
+		.released = elastic__released_gpus(elastic__sets_view(r)),
 		.world = r->ip.world,
 		.launched = &r->sets.launched,
 		.seen = seen,
@@ -146,9 +146,9 @@ static void _grow_done(struct run *r, unsigned long long step, int size)
 		/* orders that came while the ranks grew (the watch waits for a
 		 * change under way): a release gets its shrink, grants still
 		 * outside the set another change */
-		if (elastic__uses_released(r)) {
+		if (elastic__uses_released(elastic__sets_view(r))) {
 			elastic__stop_set_due(&r->launch.stop, elastic__plan_leave(r));
-		} else if (elastic__grants_add(r)) {
+		} else if (elastic__grants_add(elastic__sets_view(r))) {
 			elastic__stop_set_due(&r->launch.stop, 1);
 			elastic__grow_from_slurm(r);
 		}
@@ -181,15 +181,15 @@ int elastic__plan_leave(struct run *r)
 	struct elastic_leave_in in = {
 		.in_place = r->job.in_place,
 		.state = r->ip.state,
-		.daemon_host = elastic__daemon_released(r),
+		.daemon_host = elastic__daemon_released(elastic__sets_view(r)),
 		.world = r->ip.world,
-		.live = elastic__live_gpus(r),
+		.live = elastic__live_gpus(elastic__sets_view(r)),
 		.total = r->sets.launched.total,
-		.grants_add = elastic__grants_add(r),
+		.grants_add = elastic__grants_add(elastic__sets_view(r)),
 		.released =
 			elastic__gpuset_leave(&r->sets.launched, elastic__released_job,
 					      &r->job.orders, list, sizeof(list)),
-		.idle_released = elastic__idle_gpus(r, 1),
+		.idle_released = elastic__idle_gpus(elastic__sets_view(r), 1),
 		.target = r->job.orders.target,
 		.req = &r->job.req,
 	};
@@ -264,7 +264,7 @@ static void _shrink_done(struct run *r, unsigned long long step, int size)
 		elastic__orders_releases_done_unless(
 			&r->job.orders, elastic__grant_has_gpu, &r->sets.launched);
 		elastic__orders_poll(&r->job.orders, &r->job.ctl, 0, elastic__say);
-		if (elastic__uses_released(r))
+		if (elastic__uses_released(elastic__sets_view(r)))
 			elastic__stop_set_due(&r->launch.stop, elastic__plan_leave(r));
 	}
 }
@@ -283,7 +283,7 @@ static void _heal_shrink_set(struct run *r)
 	struct elastic_heal_in in = {
 		.world = r->ip.world,
 		.total = r->sets.launched.total,
-		.released = elastic__released_gpus(r),
+		.released = elastic__released_gpus(elastic__sets_view(r)),
 		.now = elastic__now(),
 		.t_heal = r->ip.t_heal,
 		.t_heal_look = r->ip.t_heal_look,

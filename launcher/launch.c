@@ -127,7 +127,8 @@ static int _choose(struct run *r)
 	elastic_error_t err;
 
 	/* a planned re-form that gave grants back (acknowledged below) */
-	int released = r->launch.launches > 0 && elastic__uses_released(r) &&
+	int released = r->launch.launches > 0 &&
+		       elastic__uses_released(elastic__sets_view(r)) &&
 		       !r->launch.sum.failed && !r->launch.sum.signaled &&
 		       !r->launch.sum.missing;
 

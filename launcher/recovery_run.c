@@ -20,8 +20,8 @@ void elastic__recovery_reform(struct run *r)
 	struct elastic_recovery *rc = &r->recov;
 	struct elastic_reform_in in = {
 		.planned = r->launch.stop.sent,
-		.released = elastic__released_gpus(r),
-		.gained = elastic__grants_add(r) ||
+		.released = elastic__released_gpus(elastic__sets_view(r)),
+		.gained = elastic__grants_add(elastic__sets_view(r)) ||
 			  (r->sets.seen_fresh &&
 			   r->sets.seen.total > r->sets.launched.total),
 		.replaced = r->launch.replacing,

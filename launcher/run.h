@@ -60,6 +60,17 @@ struct run_files {
 	char join[PATH_MAX + 32], mapfile[PATH_MAX + 32], ask[PATH_MAX + 32];
 };
 
+/* What the queries of the launched set read (sets.h): the set, the
+ * controller's orders, the ranks' reports of their end, the job's request,
+ * the ranks of the world now. */
+struct elastic_sets_view {
+	const struct elastic_gpuset *launched;
+	const struct elastic_orders *orders;
+	const struct elastic_report *rep;
+	const struct elastic_request *req;
+	int world;
+};
+
 /* The job's GPU sets, each named for what it is; they change shape only
  * through sets.h's operations. */
 struct run_sets {
@@ -121,6 +132,18 @@ struct run {
 	struct elastic_progress progress; /* rank 0's record (progress.h) */
 	struct elastic_recovery recov;	  /* re-forms, resizes in place, recoveries */
 };
+
+/* What the launched set's queries (sets.h) read of the run, now. */
+static inline struct elastic_sets_view elastic__sets_view(const struct run *r)
+{
+	return (struct elastic_sets_view){
+		.launched = &r->sets.launched,
+		.orders = &r->job.orders,
+		.rep = &r->launch.rep,
+		.req = &r->job.req,
+		.world = r->ip.world,
+	};
+}
 
 enum run_state { RUN_LAUNCH, RUN_WATCH, RUN_REFORM, RUN_FINISH };
 

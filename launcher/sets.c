@@ -39,33 +39,30 @@ int elastic__released_job(unsigned long job, const void *arg)
 	return elastic__orders_released(arg, (uint32_t)job);
 }
 
-int elastic__released_gpus(const struct run *r)
+int elastic__released_gpus(struct elastic_sets_view v)
 {
 	int n = 0;
-	for (int h = 0; h < r->sets.launched.nhosts; h++)
-		for (int g = 0; g < r->sets.launched.host[h].ngpus; g++)
+	for (int h = 0; h < v.launched->nhosts; h++)
+		for (int g = 0; g < v.launched->host[h].ngpus; g++)
 			n += elastic__orders_released(
-				&r->job.orders,
-				(uint32_t)r->sets.launched.host[h].gpu_job[g]);
+				v.orders, (uint32_t)v.launched->host[h].gpu_job[g]);
 	return n;
 }
 
-int elastic__uses_released(const struct run *r)
+int elastic__uses_released(struct elastic_sets_view v)
 {
-	return elastic__released_gpus(r) > 0;
+	return elastic__released_gpus(v) > 0;
 }
 
-int elastic__idle_gpus(const struct run *r, int released)
+int elastic__idle_gpus(struct elastic_sets_view v, int released)
 {
 	int n = 0;
-	for (int h = 0; h < r->sets.launched.nhosts; h++) {
-		const struct elastic_host *x = &r->sets.launched.host[h];
+	for (int h = 0; h < v.launched->nhosts; h++) {
+		const struct elastic_host *x = &v.launched->host[h];
 		for (int g = 0; g < x->ngpus; g++)
-			n += elastic__report_ended_on(&r->launch.rep, x->name,
-						      x->gpu[g]) &&
-			     (!released ||
-			      elastic__orders_released(&r->job.orders,
-						       (uint32_t)x->gpu_job[g]));
+			n += elastic__report_ended_on(v.rep, x->name, x->gpu[g]) &&
+			     (!released || elastic__orders_released(
+						   v.orders, (uint32_t)x->gpu_job[g]));
 	}
 	return n;
 }
@@ -83,15 +80,14 @@ static int _has_gpu(const struct elastic_gpuset *set, const char *host, int gpu,
 	return 0;
 }
 
-int elastic__failed_gpus(const struct run *r, const struct elastic_gpuset *listed)
+int elastic__failed_gpus(struct elastic_sets_view v, const struct elastic_gpuset *listed)
 {
 	int n = 0;
-	for (int h = 0; h < r->sets.launched.nhosts; h++) {
-		const struct elastic_host *x = &r->sets.launched.host[h];
+	for (int h = 0; h < v.launched->nhosts; h++) {
+		const struct elastic_host *x = &v.launched->host[h];
 		for (int g = 0; g < x->ngpus; g++)
-			n += elastic__report_failed_on(&r->launch.rep, x->name,
-						       x->gpu[g]) &&
-			     !elastic__orders_released(&r->job.orders,
+			n += elastic__report_failed_on(v.rep, x->name, x->gpu[g]) &&
+			     !elastic__orders_released(v.orders,
 						       (uint32_t)x->gpu_job[g]) &&
 			     (!listed ||
 			      _has_gpu(listed, x->name, x->gpu[g], x->gpu_job[g]));
@@ -99,50 +95,48 @@ int elastic__failed_gpus(const struct run *r, const struct elastic_gpuset *liste
 	return n;
 }
 
-int elastic__silent_gpus(const struct run *r, const struct elastic_gpuset *listed)
+int elastic__silent_gpus(struct elastic_sets_view v, const struct elastic_gpuset *listed)
 {
 	int quiet = 0, kept = 0;
-	for (int h = 0; h < r->sets.launched.nhosts; h++) {
-		const struct elastic_host *x = &r->sets.launched.host[h];
+	for (int h = 0; h < v.launched->nhosts; h++) {
+		const struct elastic_host *x = &v.launched->host[h];
 		for (int g = 0; g < x->ngpus; g++) {
-			if (elastic__report_ended_on(&r->launch.rep, x->name, x->gpu[g]))
+			if (elastic__report_ended_on(v.rep, x->name, x->gpu[g]))
 				continue;
 			quiet++;
-			kept += !elastic__orders_released(&r->job.orders,
+			kept += !elastic__orders_released(v.orders,
 							  (uint32_t)x->gpu_job[g]) &&
 				(!listed ||
 				 _has_gpu(listed, x->name, x->gpu[g], x->gpu_job[g]));
 		}
 	}
-	quiet -= r->ip.world;
+	quiet -= v.world;
 	return quiet <= 0 ? 0 : quiet < kept ? quiet : kept;
 }
 
-int elastic__live_gpus(const struct run *r)
+int elastic__live_gpus(struct elastic_sets_view v)
 {
-	return r->sets.launched.total - elastic__idle_gpus(r, 0);
+	return v.launched->total - elastic__idle_gpus(v, 0);
 }
 
-int elastic__grants_add(const struct run *r)
+int elastic__grants_add(struct elastic_sets_view v)
 {
-	int add = elastic__orders_new_gpus(&r->job.orders, elastic__grant_listed,
-					   &r->sets.launched);
+	int add = elastic__orders_new_gpus(v.orders, elastic__grant_listed, v.launched);
 	return add > 0 &&
-	       (int)elastic_sizes_fit(&r->job.req.sizes, r->job.req.min_gpus,
-				      r->job.req.max_gpus, r->sets.launched.raw + add) !=
-		       r->sets.launched.total;
+	       (int)elastic_sizes_fit(&v.req->sizes, v.req->min_gpus, v.req->max_gpus,
+				      v.launched->raw + add) != v.launched->total;
 }
 
-int elastic__daemon_released(const struct run *r)
+int elastic__daemon_released(struct elastic_sets_view v)
 {
-	for (int h = 0; h < r->sets.launched.nhosts; h++) {
-		const struct elastic_host *x = &r->sets.launched.host[h];
-		if (!elastic__orders_released(&r->job.orders, (uint32_t)x->job))
+	for (int h = 0; h < v.launched->nhosts; h++) {
+		const struct elastic_host *x = &v.launched->host[h];
+		if (!elastic__orders_released(v.orders, (uint32_t)x->job))
 			continue;
 		for (int g = 0; g < x->ngpus; g++)
-			if (!elastic__orders_released(&r->job.orders,
+			if (!elastic__orders_released(v.orders,
 						      (uint32_t)x->gpu_job[g]) &&
-			    !elastic__report_ended_on(&r->launch.rep, x->name, x->gpu[g]))
+			    !elastic__report_ended_on(v.rep, x->name, x->gpu[g]))
 				return h;
 	}
 	return -1;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* launcher/sets.h: what the controller's orders and the ranks' reports say
- * of the launched GPU set (pure reads of the run). */
+ * of the launched GPU set (pure reads of a struct elastic_sets_view, run.h's
+ * elastic__sets_view). */
 #ifndef ELASTIC_LAUNCHER_SETS_H
 #define ELASTIC_LAUNCHER_SETS_H
 
@@ -46,41 +47,41 @@ int elastic__grant_has_gpu(uint32_t grant, const void *set);
 int elastic__released_job(unsigned long job, const void *arg);
 
 /* GPUs of the launched set that belong to grants ordered released. */
-int elastic__released_gpus(const struct run *r);
+int elastic__released_gpus(struct elastic_sets_view v);
 
 /* 1 if a GPU of the launched set belongs to a grant ordered released: the
  * set changes for sure, no need to ask Slurm first. */
-int elastic__uses_released(const struct run *r);
+int elastic__uses_released(struct elastic_sets_view v);
 
 /* GPUs of the launched set that hold no live rank: their rank ended (its
  * wrapper said where it ran) and the others healed in place around it.
  * released: only those of grants ordered released. */
-int elastic__idle_gpus(const struct run *r, int released);
+int elastic__idle_gpus(struct elastic_sets_view v, int released);
 
 /* GPUs of the launched set, not ordered released, whose rank failed while
  * the others went on (healed in place): held by the job with no rank. With
  * listed, only those listed has too (the same GPU of the same job). */
-int elastic__failed_gpus(const struct run *r, const struct elastic_gpuset *listed);
+int elastic__failed_gpus(struct elastic_sets_view v, const struct elastic_gpuset *listed);
 
 /* GPUs of the launched set, not ordered released, with no live rank whose
  * rank never said how it ended: lost with its node or its daemon, while the
  * others healed in place around it (the GPUs with no end report, less the
  * world's live ranks). With listed, at most those listed has too. */
-int elastic__silent_gpus(const struct run *r, const struct elastic_gpuset *listed);
+int elastic__silent_gpus(struct elastic_sets_view v, const struct elastic_gpuset *listed);
 
 /* GPUs of the launched set that hold a live rank. */
-int elastic__live_gpus(const struct run *r);
+int elastic__live_gpus(struct elastic_sets_view v);
 
 /* 1 if grants announced as started add GPUs the job's sizes let it use (by
  * the controller's word: its GRANT message names the grant's GPUs): the set
  * changes for sure, no need to ask Slurm first (a look-up costs 0.1-0.6 s of
  * scontrol/squeue on a busy node, all of it on the grow's critical path). */
-int elastic__grants_add(const struct run *r);
+int elastic__grants_add(struct elastic_sets_view v);
 
 /* A host of the launched set whose daemon runs in a released grant's job
  * step while live ranks on GPUs not released stay there (the grant's end
  * would end them too), or -1. */
-int elastic__daemon_released(const struct run *r);
+int elastic__daemon_released(struct elastic_sets_view v);
 
 /* Hosts of launched other than self whose daemon's job (the host's job)
  * seen no longer lists while it lists other GPUs of the job there: the

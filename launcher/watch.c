@@ -32,7 +32,7 @@
 static int _heal_unsettled(struct run *r)
 {
 	if (!r->ip.t_heal || elastic__now() - r->ip.t_heal >= HEAL_SETTLE_S ||
-	    r->ip.world >= elastic__live_gpus(r))
+	    r->ip.world >= elastic__live_gpus(elastic__sets_view(r)))
 		return 0;
 	if (!r->ip.t_rel_wait) {
 		r->ip.t_rel_wait = elastic__now();
@@ -93,7 +93,7 @@ static void _follow_orders(struct run *r)
 	int act = elastic__orders_poll(&r->job.orders, &r->job.ctl, 50, elastic__say);
 	if (!elastic__stop_open(&r->launch.stop) || (!act && !r->ip.t_rel_wait))
 		return;
-	int released = elastic__released_gpus(r);
+	int released = elastic__released_gpus(elastic__sets_view(r));
 	if (released) {
 		/* The ranks of a planned shrink in place left and the others
 		 * have not committed a step yet: the end of that shrink plans this
@@ -112,7 +112,7 @@ static void _follow_orders(struct run *r)
 	r->ip.t_rel_wait = 0;
 	if (!act)
 		return;
-	if (elastic__grants_add(r)) {
+	if (elastic__grants_add(elastic__sets_view(r))) {
 		elastic__stop_set_due(&r->launch.stop, 1);
 		elastic__grow_from_slurm(r);
 		return;
@@ -165,9 +165,10 @@ static void _look_at_lost(struct run *r)
 static int _rankless_gpus(const struct run *r, const struct elastic_gpuset *listed,
 			  int *silent)
 {
-	*silent =
-		r->ip.state == ELASTIC_INPLACE_IDLE ? elastic__silent_gpus(r, listed) : 0;
-	return elastic__failed_gpus(r, listed) + *silent;
+	*silent = r->ip.state == ELASTIC_INPLACE_IDLE
+			  ? elastic__silent_gpus(elastic__sets_view(r), listed)
+			  : 0;
+	return elastic__failed_gpus(elastic__sets_view(r), listed) + *silent;
 }
 
 /* A rank that failed while its node lives on was healed around, and so were
