@@ -459,7 +459,7 @@ static void _clocks(struct run *r)
 	struct elastic_watch_seen s = {
 		.now = elastic__now(),
 		.t0 = l->t0,
-		.committed = !l->clock.t_first && !l->clock.t_bound &&
+		.committed = elastic__watch_clock_awaits_commit(&l->clock) &&
 			     elastic__progress_committed(&r->progress),
 		.all_ended = 1,
 		.launch_timeout = r->opt.launch_timeout,

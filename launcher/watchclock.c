@@ -12,6 +12,11 @@ void elastic__watch_clock_start(struct elastic_watch_clock *c)
 	*c = (struct elastic_watch_clock){.slowest_first = slowest};
 }
 
+int elastic__watch_clock_awaits_commit(const struct elastic_watch_clock *c)
+{
+	return !c->t_first && !c->t_bound;
+}
+
 enum elastic_watch_clock_act elastic__watch_clock(struct elastic_watch_clock *c,
 						  const struct elastic_watch_seen *s,
 						  double *bound)
@@ -27,7 +32,7 @@ enum elastic_watch_clock_act elastic__watch_clock(struct elastic_watch_clock *c,
 		return ELASTIC_CLOCK_KILL;
 	}
 	/* the launch bound, until rank 0's first commit */
-	if (!c->t_first && s->committed) {
+	if (elastic__watch_clock_awaits_commit(c) && s->committed) {
 		c->t_first = s->now;
 		if (took > c->slowest_first)
 			c->slowest_first = took;

@@ -41,6 +41,10 @@ enum elastic_watch_clock_act {
 				  * ELASTIC_BOUND_KILL_S after SIGTERM: SIGKILL */
 };
 
+/* 1 while rank 0's first commit is still looked for (none seen, the
+ * launch not ended at a bound): the watch reads the record only then. */
+int elastic__watch_clock_awaits_commit(const struct elastic_watch_clock *c);
+
 /* A launch starts: its clocks at 0 (the run's slowest first commit kept). */
 void elastic__watch_clock_start(struct elastic_watch_clock *c);
 

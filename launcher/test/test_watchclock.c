@@ -180,9 +180,11 @@ static void two_launches(void **state)
 
 	(void)state;
 	elastic__watch_clock_start(&c);
+	assert_true(elastic__watch_clock_awaits_commit(&c));
 	s.now = 50, s.committed = 1;
 	assert_int_equal(elastic__watch_clock(&c, &s, &bound), GO_ON);
 	assert_true(c.t_first == 50 && c.slowest_first == 50);
+	assert_false(elastic__watch_clock_awaits_commit(&c));
 	s.now = 60, s.all_ended = 1;
 	assert_int_equal(elastic__watch_clock(&c, &s, &bound), GO_ON);
 	s.now = 70;
@@ -201,6 +203,10 @@ static void two_launches(void **state)
 	assert_true(bound == 3 * 50);
 	s.now = 250;
 	assert_int_equal(elastic__watch_clock(&c, &s, &bound), UNTRAINED);
+	assert_true(elastic__watch_clock_awaits_commit(&c));
+	elastic__watch_clock_ended(&c, 250);
+	assert_false(elastic__watch_clock_awaits_commit(
+		&c)); /* no record read after the end */
 }
 
 int main(void)
