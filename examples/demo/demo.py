@@ -134,6 +134,10 @@ IDLE_CAUSES = {
 # or shrunk rank's GPU waits for its release or for the re-form onto it.
 IDLE_BOUND_S = {"start": 60, "join": 30, "relaunch": 60, "gone": 60}
 DIGITS_TRAIN = 1500  # examples/pytorch/train_digits.py's training split
+# A committed step as rank 0 prints it (the job's and its static run's):
+# step, epoch, size, loss, test accuracy (with --accuracy), time
+STEP_LINE = re.compile(r"step (\d+) epoch (\d+) size (\d+) .*loss ([0-9.]+)(?: acc ([0-9.]+))? "
+                       r"t=([0-9.]+)")
 TORCH_TRAIN = os.path.join(ec.SRC, "examples/pytorch/train_digits.py")
 TORCH_SBATCH = os.path.join(ec.SRC, "examples/pytorch/train.sbatch")
 MIN_REFORMS = {1: {"grow": 0, "shrink": 2, "failure": 0, "replace": 1, "other": 0, "heal": 1},
@@ -249,8 +253,7 @@ class Demo:
             self.parse_line(j, line)
 
     def parse_line(self, j, line):
-        m = re.match(r"step (\d+) epoch (\d+) size (\d+) .*loss ([0-9.]+)(?: acc ([0-9.]+))? "
-                     r"t=([0-9.]+)", line)
+        m = STEP_LINE.match(line)
         if m:
             step, epoch, size = int(m.group(1)), int(m.group(2)), int(m.group(3))
             loss, t = float(m.group(4)), float(m.group(6))
@@ -842,9 +845,9 @@ class Demo:
         try:
             with open(os.path.join(self.a.out, f"reference-job{j.num}.out"), errors="replace") as f:
                 for line in f:
-                    m = re.match(r"step (\d+) .*loss ([0-9.]+)", line)
+                    m = STEP_LINE.match(line)
                     if m:
-                        ref[int(m.group(1))] = float(m.group(2))
+                        ref[int(m.group(1))] = float(m.group(4))
         except OSError:
             return ""
         for s in sorted(j.steps):
