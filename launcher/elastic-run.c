@@ -275,6 +275,8 @@ static enum run_state _reform(struct run *r)
 	if (!_hold_out_stepless(r) && !r->launch.replacing)
 		_hold_out_lost(r);
 	double t_ask = elastic__now();
+	/* (Slurm's answer holds the orders taken so far: orders.h) */
+	elastic__orders_heed(&r->job.orders);
 	r->sets.seen_fresh =
 		elastic__slurm_gpus(&r->job, &r->sets, &r->sets.seen, &err) == 0;
 	/* (Slurm not answering: the launch counts this as its first ask) */

@@ -146,6 +146,7 @@ static void _grow_done(struct run *r, unsigned long long step, int size)
 		/* orders that came while the ranks grew (the watch waits for a
 		 * change under way): a release gets its shrink, grants still
 		 * outside the set another change */
+		elastic__orders_heed(&r->job.orders);
 		if (elastic__uses_released(elastic__sets_view(r))) {
 			elastic__stop_set_due(&r->launch.stop, elastic__plan_leave(r));
 		} else if (elastic__grants_add(elastic__sets_view(r))) {

@@ -93,9 +93,12 @@ static int _launch_set_from_slurm(struct run *r)
 		r->sets.seen_failed = 0;
 	}
 	for (int tries = 1;; tries++) {
-		if ((tries > 1 || !asked) &&
-		    elastic__slurm_gpus(&r->job, &r->sets, &r->sets.launched, &err) ==
-			    0) {
+		int ask = tries > 1 || !asked;
+		/* (Slurm's answer holds the orders taken so far: orders.h) */
+		if (ask)
+			elastic__orders_heed(&r->job.orders);
+		if (ask && elastic__slurm_gpus(&r->job, &r->sets, &r->sets.launched,
+					       &err) == 0) {
 			if (tries > 1)
 				elastic__say(
 					"Slurm answered after %.0f s: this job's GPUs are known again",

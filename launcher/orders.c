@@ -141,11 +141,16 @@ int elastic__orders_take(struct elastic_orders *o, const struct elastic_msg *m,
 		    o->job);
 		return 0;
 	}
+	int act;
 	switch (m->type) {
 	case ELASTIC_MSG_RELEASE:
-		return _release(o, m, say);
+		act = _release(o, m, say);
+		o->unheeded |= act;
+		return act;
 	case ELASTIC_MSG_GRANT:
-		return _grant(o, m, say);
+		act = _grant(o, m, say);
+		o->unheeded |= act;
+		return act;
 	case ELASTIC_MSG_TARGET:
 		o->target = m->target;
 		say("controller: target %u GPUs", m->target);
@@ -158,6 +163,13 @@ int elastic__orders_take(struct elastic_orders *o, const struct elastic_msg *m,
 		    elastic_msg_type_name(m->type));
 		return 0;
 	}
+}
+
+int elastic__orders_heed(struct elastic_orders *o)
+{
+	int was = o->unheeded;
+	o->unheeded = 0;
+	return was;
 }
 
 void elastic__orders_releases_done(struct elastic_orders *o)

@@ -28,6 +28,10 @@ struct elastic_orders {
 	uint32_t grow_gpus[ELASTIC_ORDERS_MAX]; /* their GPUs, as announced */
 	uint32_t
 		target; /* GPUs the controller last said the job should hold; 0: none yet */
+	/* An order that needs a re-form was taken and not yet acted on
+	 * (elastic__orders_heed): whoever polls the channel takes the orders,
+	 * the watch acts on them. */
+	int unheeded;
 	/* Grants the job gives back (unusable): told again after each hello,
 	 * since the controller that heard them may be gone, and a new one
 	 * never announced them. The oldest go once the book is full. */
@@ -42,10 +46,18 @@ struct elastic_orders {
 void elastic__orders_init(struct elastic_orders *o, uint32_t job);
 
 /* Take one message from the controller: 1 when it is an order that needs a
- * re-form (a new release, or a grant that started), else 0. Messages about
- * another job are ignored. say logs what happened. */
+ * re-form (a new release, or a grant that started; it is then unheeded too),
+ * else 0. Messages about another job are ignored. say logs what happened. */
 int elastic__orders_take(struct elastic_orders *o, const struct elastic_msg *m,
 			 elastic_say_fn say);
+
+/* 1 when an order that needs a re-form was taken since the last call, else
+ * 0; the orders count as acted on from then. Called where the job acts on
+ * the book, and before each look at Slurm that chooses a launch set (Slurm
+ * lists a grant before elasticd tells of it, and the look leaves out the
+ * grants ordered released): an order taken after that look, in the launch,
+ * waits for the watch. */
+int elastic__orders_heed(struct elastic_orders *o);
 
 /* 1 if grant was ordered released (it must not be used again). */
 int elastic__orders_released(const struct elastic_orders *o, uint32_t grant);

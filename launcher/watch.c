@@ -86,13 +86,17 @@ static int _slurm_changed(struct run *r)
 /* While mpirun runs: an order that changes the job's GPUs makes a re-form
  * due (_stop_when_ready tells the ranks). A release of GPUs in use, or
  * started grants that add usable GPUs, settle it at once; otherwise Slurm
- * is asked (a grant may add no usable GPU, e.g. under --elastic-sizes). */
+ * is asked (a grant may add no usable GPU, e.g. under --elastic-sizes).
+ * Orders taken while a change is under way, or by the launch after its look
+ * at Slurm, are acted on at the first turn that can (orders.h). */
 static void _follow_orders(struct run *r)
 {
 	elastic__progress_forward(&r->progress, &r->job.ctl);
-	int act = elastic__orders_poll(&r->job.orders, &r->job.ctl, 50, elastic__say);
-	if (!elastic__stop_open(&r->launch.stop) || (!act && !r->ip.t_rel_wait))
+	elastic__orders_poll(&r->job.orders, &r->job.ctl, 50, elastic__say);
+	if (!elastic__stop_open(&r->launch.stop) ||
+	    (!r->job.orders.unheeded && !r->ip.t_rel_wait))
 		return;
+	int act = elastic__orders_heed(&r->job.orders);
 	int released = elastic__released_gpus(elastic__sets_view(r));
 	if (released) {
 		/* The ranks of a planned shrink in place left and the others

@@ -130,6 +130,37 @@ static void grants_and_others(void **state)
 	assert_non_null(strstr(said, "message about job 8 ignored (this is job 7)"));
 }
 
+/* An order that needs a re-form stays unheeded, whoever took it, until
+ * one place acts on the book: a target, an error, a grant known already or
+ * another job's order leave it as it was; heeding answers once. */
+static void heed_once(void **state)
+{
+	struct elastic_orders o;
+	struct elastic_msg g = msg(ELASTIC_MSG_GRANT, 7, 0, 20);
+	struct elastic_msg rel = msg(ELASTIC_MSG_RELEASE, 7, 4, 21);
+	struct elastic_msg t = msg(ELASTIC_MSG_TARGET, 7, 3, 0);
+	struct elastic_msg other = msg(ELASTIC_MSG_GRANT, 8, 0, 30);
+	elastic__orders_init(&o, 7);
+	assert_int_equal(elastic__orders_heed(&o), 0);
+	assert_int_equal(elastic__orders_take(&o, &t, say), 0);
+	assert_int_equal(elastic__orders_take(&o, &other, say), 0);
+	assert_int_equal(elastic__orders_heed(&o), 0);
+	assert_int_equal(elastic__orders_take(&o, &g, say), 1);
+	/* later messages that ask nothing keep it */
+	assert_int_equal(elastic__orders_take(&o, &t, say), 0);
+	assert_int_equal(elastic__orders_take(&o, &g, say), 0);
+	assert_int_equal(elastic__orders_heed(&o), 1);
+	assert_int_equal(elastic__orders_heed(&o), 0);
+	assert_int_equal(elastic__orders_take(&o, &rel, say), 1);
+	/* the same release again under a new order is nothing new, and
+	 * answers 0 though the first is still unheeded */
+	rel.order = 5;
+	assert_int_equal(elastic__orders_take(&o, &rel, say), 0);
+	assert_int_equal(elastic__orders_heed(&o), 1);
+	assert_int_equal(elastic__orders_heed(&o), 0);
+	(void)state;
+}
+
 static int known_21(uint32_t grant, const void *arg)
 {
 	(void)arg;
@@ -266,6 +297,7 @@ int main(void)
 		cmocka_unit_test(release_once),
 		cmocka_unit_test(release_after_done),
 		cmocka_unit_test(grants_and_others),
+		cmocka_unit_test(heed_once),
 		cmocka_unit_test(new_gpus),
 		cmocka_unit_test(forget_ended),
 		cmocka_unit_test(release_overflow),
