@@ -370,6 +370,21 @@ static int _signal_end(struct ed_ctl *c, struct ed_ending *x, uint64_t now_ms,
 	return 1;
 }
 
+/* Room for one more ending grant at c->ending[c->nending]: 0, or -1 out
+ * of memory. */
+static int _ending_room(struct ed_ctl *c)
+{
+	if (c->nending < c->capending)
+		return 0;
+	int cap = c->capending ? 2 * c->capending : 8;
+	struct ed_ending *n = realloc(c->ending, (size_t)cap * sizeof(*n));
+	if (!n)
+		return -1;
+	c->ending = n;
+	c->capending = cap;
+	return 0;
+}
+
 /* A running grant whose work is done (its job released it, or ended) ends
  * as done, COMPLETED in sacct: its script exits 0 on a signal. One that
  * cannot be signalled is cancelled now, one that ignores the signal (an
@@ -382,15 +397,9 @@ void ed_ctl_end_released(struct ed_ctl *c, uint32_t grant, uint32_t job, const c
 		ed_info("dry run: would end grant %u of job %u (%s)", grant, job, why);
 		return;
 	}
-	if (c->nending == c->capending) {
-		int cap = c->capending ? 2 * c->capending : 8;
-		struct ed_ending *n = realloc(c->ending, (size_t)cap * sizeof(*n));
-		if (!n) {
-			ed_ctl_cancel(c, grant, job, why);
-			return;
-		}
-		c->ending = n;
-		c->capending = cap;
+	if (_ending_room(c) < 0) {
+		ed_ctl_cancel(c, grant, job, why);
+		return;
 	}
 	e = &c->ending[c->nending];
 	*e = (struct ed_ending){.grant = grant, .job = job};
@@ -407,6 +416,23 @@ void ed_ctl_end_released(struct ed_ctl *c, uint32_t grant, uint32_t job, const c
 	else
 		ed_info("job %u: grant %u ends once slurmctld answers (%s)", job, grant,
 			why);
+}
+
+#define GIVEN_BACK "given back by the job: unusable"
+
+/* A given-back grant Slurm could not cancel because slurmctld is away joins
+ * the ending grants: left out of each tick's snapshot (its GPUs free, as
+ * its job cannot use them), cancelled at the first tick slurmctld answers.
+ * Its job tells it again only after a new hello. */
+void ed_ctl_cancel_given_back(struct ed_ctl *c, uint32_t grant, uint32_t job)
+{
+	if (ed_ctl_cancel(c, grant, job, GIVEN_BACK) == 0 || !ed_slurm_ctld_down() ||
+	    _ending_room(c) < 0)
+		return;
+	c->ending[c->nending++] =
+		(struct ed_ending){.grant = grant, .job = job, .given_back = 1};
+	ed_info("job %u: grant %u is cancelled once slurmctld answers (%s)", job, grant,
+		GIVEN_BACK);
 }
 
 /* Grants signalled to end (_end_released) that still run are left out of
@@ -427,6 +453,15 @@ static void _ending_settle(struct ed_ctl *c, struct ed_snapshot *s, uint64_t now
 		if (g == s->ngrants)
 			continue; /* ended */
 		s->grants[g] = s->grants[--s->ngrants];
+		if (x.given_back) {
+			double t0 = ed_mono_s();
+			if (!_act_budget(c, x.job, "the cancel of a grant given back") ||
+			    (ed_ctl_cancel(c, x.grant, x.job, GIVEN_BACK) < 0 &&
+			     ed_slurm_ctld_down()))
+				c->ending[kept++] = x; /* again at the next tick */
+			_act_spent(c, t0);
+			continue;
+		}
 		if (x.signalled && now_ms >= x.by_ms) {
 			if (ed_ctl_cancel(c, x.grant, x.job,
 					  "its work done, it did not end on its signal") <
@@ -978,7 +1013,7 @@ uint64_t ed_ctl_next_deadline(const struct ed_ctl *c)
 		if (!first || c->rels[i].deadline_ms < first)
 			first = c->rels[i].deadline_ms;
 	for (int i = 0; i < c->nending; i++)
-		if (!first || c->ending[i].by_ms < first)
+		if (c->ending[i].by_ms && (!first || c->ending[i].by_ms < first))
 			first = c->ending[i].by_ms;
 	return first;
 }

@@ -103,9 +103,10 @@ static void _on_ack(struct ed_ctl *c, struct ed_jobrt *rt, const struct elastic_
 }
 
 /* A grant the job cannot use: the step its launch needed there never began
- * (an srun that slurmctld never gave its step). Cancelled at once if it is
- * the job's: announced to it, or listed by Slurm as its grant under its user
- * (a grant from before this elasticd started); the policy may grant again. */
+ * (an srun that slurmctld never gave its step). Cancelled at once, or once
+ * slurmctld answers, if it is the job's: announced to it, or listed by Slurm
+ * as its grant under its user (a grant from before this elasticd started);
+ * the policy may grant again. */
 static void _on_giveback(struct ed_ctl *c, struct ed_jobrt *rt,
 			 const struct elastic_msg *m)
 {
@@ -134,7 +135,7 @@ static void _on_giveback(struct ed_ctl *c, struct ed_jobrt *rt,
 	ed_info("job %u: gives back grant %u, which it cannot use (%s)", m->job, m->grant,
 		m->reason[0] ? m->reason : "no reason given");
 	c->last_action_ms = ed_now_ms();
-	ed_ctl_cancel(c, m->grant, m->job, "given back by the job: unusable");
+	ed_ctl_cancel_given_back(c, m->grant, m->job);
 }
 
 /* May uid say m on a connection registered for conn_job? Returns the job,

@@ -65,6 +65,7 @@ struct ed_release {
 struct ed_ending {
 	uint32_t grant, job;
 	int signalled; /* 0: slurmctld was away: ENDING_MS counts from the first signal */
+	int given_back; /* unusable to its job: cancelled, not signalled */
 	uint64_t by_ms, resignal_ms;
 };
 
@@ -143,6 +144,9 @@ struct ed_jobrt *ed_ctl_job_rt(struct ed_ctl *c, uint32_t job);
 int ed_ctl_cancel(struct ed_ctl *c, uint32_t grant, uint32_t job, const char *why);
 /* A grant its job released: signalled to end as done (ed_slurm_end_grant). */
 void ed_ctl_end_released(struct ed_ctl *c, uint32_t grant, uint32_t job, const char *why);
+/* Cancel a grant its job gave back (unusable); while slurmctld does not
+ * answer, at the first tick it does (ctl.c). */
+void ed_ctl_cancel_given_back(struct ed_ctl *c, uint32_t grant, uint32_t job);
 /* The jobs of snapshot s into the controller's entries; 0 on success. */
 int ed_ctl_observe_jobs(struct ed_ctl *c, const struct ed_snapshot *s);
 /* A release done or given up: forgotten. */

@@ -31,11 +31,12 @@ static void _usage(FILE *f)
 		"  scaling [-j JOBID] [-p]    each job's measured samples/s per GPU count, its\n"
 		"                             model's prediction, efficiency and confidence\n"
 		"  proto-client -j JOBID [-H HOST] [-g GPUS] [-a SECONDS | -N | -R]\n"
-		"               [-s SECONDS] [-x SECONDS] [-r]\n"
+		"               [-s SECONDS] [-x SECONDS] [-r] [-b FILE]\n"
 		"                             stand in for an elastic job on the channel:\n"
 		"                             -a ack releases after SECONDS (default 0),\n"
 		"                             -N never answer, -R refuse, -s status period,\n"
-		"                             -x exit after SECONDS, -r reconnect when closed\n"
+		"                             -x exit after SECONDS, -r reconnect when closed,\n"
+		"                             -b give back its grants while FILE exists\n"
 		"  seal TYPE KEY=VALUE...     write one sealed frame to stdout\n"
 		"  send [-w SECONDS]          send stdin's bytes as they are; print replies\n"
 		"  snapshots [-r] [JOBID...]  list this node's job snapshot files (-r: remove\n"
@@ -431,6 +432,7 @@ struct _standin {
 	int mode; /* STANDIN_*: what to answer a release order */
 	int reconnect, base;
 	double ack_delay, status_every, exit_after, start, last_status;
+	const char *giveback; /* -b: while this file exists, the grants are given back */
 	uint32_t grants[256];
 	int grant_gpus[256], ngrants;
 	struct _pending_ack acks[64];
@@ -445,7 +447,7 @@ static int _standin_args(struct _standin *s, int argc, char **argv, uint32_t *jo
 	int opt;
 
 	optind = 1;
-	while ((opt = getopt(argc, argv, "j:H:g:a:NRs:x:r")) != -1) {
+	while ((opt = getopt(argc, argv, "j:H:g:a:NRs:x:rb:")) != -1) {
 		char *e = NULL;
 		switch (opt) {
 		case 'j':
@@ -474,6 +476,9 @@ static int _standin_args(struct _standin *s, int argc, char **argv, uint32_t *jo
 			break;
 		case 'r':
 			s->reconnect = 1;
+			break;
+		case 'b':
+			s->giveback = optarg;
 			break;
 		default:
 			_usage(stderr);
@@ -610,13 +615,31 @@ static int _standin_event(struct _standin *s, const struct elastic_ctl_ev *ev)
 	}
 }
 
-/* One turn while connected: due acks and status; -1 or the exit status. */
+/* Give back every grant held while the -b file exists (as a job whose launch
+ * found no step there). 0, or -1 with err when a send failed. */
+static int _standin_giveback(struct _standin *s, elastic_error_t *err)
+{
+	if (!s->giveback || access(s->giveback, F_OK) != 0)
+		return 0;
+	while (s->ngrants > 0) {
+		uint32_t g = s->grants[s->ngrants - 1];
+		if (elastic__ctl_giveback(&s->c, g, "proto-client told to give it back",
+					  err) < 0)
+			return -1;
+		_event("giveback %u", g);
+		_standin_forget_grant(s, g);
+	}
+	return 0;
+}
+
+/* One turn while connected: due acks, give-backs and status; -1 or the
+ * exit status. */
 static int _standin_turn(struct _standin *s, double now)
 {
 	struct elastic_ctl_ev ev = {.type = ELASTIC_CTL_EV_DOWN,
 				    .down = ELASTIC_CTL_DOWN_LOST};
 
-	if (_standin_acks(s, now, &ev.err) < 0)
+	if (_standin_acks(s, now, &ev.err) < 0 || _standin_giveback(s, &ev.err) < 0)
 		return _standin_event(s, &ev);
 	if (s->status_every > 0 && now - s->last_status >= s->status_every) {
 		s->c.gpus = _standin_held(s);
