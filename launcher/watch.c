@@ -446,15 +446,31 @@ static void _not_training(const struct run *r, char *buf, size_t len)
 	}
 }
 
+/* The launch bound in force, for people. */
+static void _bound_name(const struct run *r, double bound, char *buf, size_t len)
+{
+	const struct elastic_watch_clock *c = &r->launch.clock;
+	if (c->slowest_first > 0 && bound < r->opt.launch_timeout)
+		snprintf(
+			buf, len,
+			"%.0f x the slowest first commit of this run, %.1f s, at least %.0f s",
+			ELASTIC_LAUNCH_BOUND_FACTOR, c->slowest_first,
+			ELASTIC_LAUNCH_BOUND_MIN_S);
+	else
+		snprintf(buf, len, "--launch-timeout %d", r->opt.launch_timeout);
+}
+
 /* The launch's clocks (watchclock.h), acted on. The launch bound
  * (--launch-timeout, elastic__launch_bound): a launch whose rank 0 commits
  * no step within it holds its GPUs and trains nothing (a rank that never
  * came: its srun into a grant failed or hangs, a node's slurmd not
- * answering after a slurmctld restart, a rank stuck before MPI_Init).
- * Every rank said how it ended and mpirun runs on: what it waits for (an
- * srun into a grant's step that cannot tell slurmctld its step ended,
- * slurmctld restarting) holds the job's GPUs for nothing. Either launch is
- * ended: SIGTERM to mpirun and to all it started on this node (its launch
+ * answering after a slurmctld restart, a rank stuck before MPI_Init). A
+ * growth in place whose new ranks do not join within the same bound holds
+ * every rank in MPI_Comm_spawn (the new daemon's srun into a grant waits
+ * for a slurmctld that restarted). Every rank said how it ended and mpirun
+ * runs on: what it waits for (an srun into a grant's step that cannot tell
+ * slurmctld its step ended, slurmctld restarting) holds the job's GPUs for
+ * nothing. Each such launch is ended: SIGTERM to mpirun and to all it started on this node (its launch
  * agents and their sruns included), SIGKILL if it is still there
  * ELASTIC_BOUND_KILL_S later; the job launches again. */
 static void _clocks(struct run *r)
@@ -467,6 +483,7 @@ static void _clocks(struct run *r)
 			     elastic__progress_committed(&r->progress),
 		.all_ended = 1,
 		.launch_timeout = r->opt.launch_timeout,
+		.t_join = r->ip.state == ELASTIC_INPLACE_JOINING ? r->ip.t_join : 0,
 	};
 	char why[1536], what[160];
 	double bound;
@@ -479,20 +496,20 @@ static void _clocks(struct run *r)
 	case ELASTIC_CLOCK_UNTRAINED:
 		_hear_sruns(r);
 		_not_training(r, why, sizeof(why));
-		if (l->clock.slowest_first > 0 && bound < r->opt.launch_timeout)
-			snprintf(
-				what, sizeof(what),
-				"%.0f x the slowest first commit of this run, %.1f s, at least %.0f s",
-				ELASTIC_LAUNCH_BOUND_FACTOR, l->clock.slowest_first,
-				ELASTIC_LAUNCH_BOUND_MIN_S);
-		else
-			snprintf(what, sizeof(what), "--launch-timeout %d",
-				 r->opt.launch_timeout);
+		_bound_name(r, bound, what, sizeof(what));
 		elastic__say(
 			"no step committed %.1f s after mpirun started, %d GPU%s held (the launch bound: %s): %s; ending the launch to launch again",
 			s.now - l->t0, r->sets.launched.total,
 			r->sets.launched.total == 1 ? "" : "s", what,
 			why[0] ? why : "every rank started, none committed");
+		break;
+	case ELASTIC_CLOCK_JOIN_STALLED:
+		_bound_name(r, bound, what, sizeof(what));
+		elastic__gpuset_describe(&r->sets.grown, why, sizeof(why));
+		elastic__say(
+			"grow in place: %d new rank%s not joined %.1f s after the order (the launch bound: %s), on %s; ending the launch to launch again",
+			r->ip.join_add, r->ip.join_add == 1 ? "" : "s", s.now - s.t_join,
+			what, why);
 		break;
 	case ELASTIC_CLOCK_LINGERING:
 		elastic__say(

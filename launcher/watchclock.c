@@ -39,6 +39,9 @@ enum elastic_watch_clock_act elastic__watch_clock(struct elastic_watch_clock *c,
 	}
 	if (!c->t_first && *bound > 0 && took >= *bound)
 		return ELASTIC_CLOCK_UNTRAINED;
+	/* a growth in place starts ranks as a launch does: the same bound */
+	if (s->t_join && *bound > 0 && s->now - s->t_join >= *bound)
+		return ELASTIC_CLOCK_JOIN_STALLED;
 	/* every rank ended and mpirun runs on */
 	if (!s->all_ended) {
 		c->t_all_ended = 0;

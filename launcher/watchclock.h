@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* launcher/watchclock.h: the clocks of a running launch (pure): the launch
- * bound (no step committed in time), the end of a launch whose ranks all
- * ended while mpirun runs on, and SIGKILL after a SIGTERM that did not end
- * it. watch.c feeds it what it saw each turn and carries out its answer. */
+ * bound (no step committed in time; a growth in place not joined in time),
+ * the end of a launch whose ranks all ended while mpirun runs on, and
+ * SIGKILL after a SIGTERM that did not end it. watch.c feeds it what it saw each turn and carries out its answer. */
 #ifndef ELASTIC_LAUNCHER_WATCHCLOCK_H
 #define ELASTIC_LAUNCHER_WATCHCLOCK_H
 
@@ -29,15 +29,20 @@ struct elastic_watch_seen {
 	int committed;	    /* rank 0's record shows a commit in this launch */
 	int all_ended;	    /* every rank said how it ended */
 	int launch_timeout; /* --launch-timeout, s (0: no bound) */
+	double t_join;	    /* a growth in place ordered then, not joined yet (0: none) */
 };
 
 enum elastic_watch_clock_act {
-	ELASTIC_CLOCK_GO_ON,	 /* nothing to do */
-	ELASTIC_CLOCK_UNTRAINED, /* no step committed within the launch bound:
+	ELASTIC_CLOCK_GO_ON,	    /* nothing to do */
+	ELASTIC_CLOCK_UNTRAINED,    /* no step committed within the launch bound:
 				  * end the launch (SIGTERM) and launch again */
-	ELASTIC_CLOCK_LINGERING, /* every rank ended ELASTIC_ENDED_SETTLE_S ago
+	ELASTIC_CLOCK_JOIN_STALLED, /* a growth in place not joined within the
+				     * launch bound (its ranks' start hangs,
+				     * as when slurmctld restarted): end the
+				     * launch (SIGTERM) and launch again */
+	ELASTIC_CLOCK_LINGERING,    /* every rank ended ELASTIC_ENDED_SETTLE_S ago
 				  * and mpirun runs on: end it (SIGTERM) */
-	ELASTIC_CLOCK_KILL,	 /* ended at a bound and still there
+	ELASTIC_CLOCK_KILL,	    /* ended at a bound and still there
 				  * ELASTIC_BOUND_KILL_S after SIGTERM: SIGKILL */
 };
 
@@ -50,10 +55,11 @@ void elastic__watch_clock_start(struct elastic_watch_clock *c);
 
 /* One turn of the clocks: updates c (the first commit, the all-ended
  * clock, bound_killed when it answers ELASTIC_CLOCK_KILL) and says what to
- * do. *bound gets the launch bound in force (s, 0: none), for the message
- * of ELASTIC_CLOCK_UNTRAINED. Once the watch ended the launch for
- * UNTRAINED or LINGERING, it says when (elastic__watch_clock_ended): from
- * then on the only answers are GO_ON and, once, KILL. */
+ * do. *bound gets the launch bound in force (s, 0: none), for the messages
+ * of ELASTIC_CLOCK_UNTRAINED and JOIN_STALLED. Once the watch ended the
+ * launch for UNTRAINED, JOIN_STALLED or LINGERING, it says when
+ * (elastic__watch_clock_ended): from then on the only answers are GO_ON
+ * and, once, KILL. */
 enum elastic_watch_clock_act elastic__watch_clock(struct elastic_watch_clock *c,
 						  const struct elastic_watch_seen *s,
 						  double *bound);

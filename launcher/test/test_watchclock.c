@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* launcher/test/test_watchclock.c: unit tests of a running launch's clocks:
- * the launch bound, the end of a launch whose ranks all ended while mpirun
- * runs on, SIGKILL after a SIGTERM that did not end it. One table: a
- * clock, what the watch saw, what it must answer and the clock after. */
+ * the launch bound (a growth in place's too), the end of a launch whose
+ * ranks all ended while mpirun runs on, SIGKILL after a SIGTERM that did
+ * not end it. One table: a clock, what the watch saw, what it must answer
+ * and the clock after. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -21,7 +22,8 @@
 
 /* Each row: the claim; the clock before {t_first, slowest_first, t_bound,
  * bound_killed, t_all_ended}; what the watch saw {now, t0, committed,
- * all_ended, launch_timeout}; the answer; the clock after; the bound. */
+ * all_ended, launch_timeout, t_join}; the answer; the clock after; the
+ * bound. */
 static const struct {
 	const char *claim;
 	struct elastic_watch_clock before;
@@ -137,6 +139,30 @@ static const struct {
 	 {500, 100, 0, 0, 300},
 	 GO_ON,
 	 {0, 0, 400, 1, 0},
+	 300},
+	{"a growth in place not joined within the bound: the launch ends",
+	 {105, 5, 0, 0, 0},
+	 {230, 100, 0, 0, 300, 200},
+	 ELASTIC_CLOCK_JOIN_STALLED,
+	 {105, 5, 0, 0, 0},
+	 30},
+	{"...not before",
+	 {105, 5, 0, 0, 0},
+	 {229.9, 100, 0, 0, 300, 200},
+	 GO_ON,
+	 {105, 5, 0, 0, 0},
+	 30},
+	{"--launch-timeout 0: a growth in place is not bounded either",
+	 {105, 5, 0, 0, 0},
+	 {1e6, 100, 0, 0, 0, 200},
+	 GO_ON,
+	 {105, 5, 0, 0, 0},
+	 0},
+	{"a growth in place in the first launch before any commit: the launch bound first",
+	 {0, 0, 0, 0, 0},
+	 {400, 100, 0, 0, 300, 350},
+	 UNTRAINED,
+	 {0, 0, 0, 0, 0},
 	 300},
 	{"ended at a bound: no other end, no first commit noted",
 	 {0, 0, 400, 1, 0},

@@ -19,7 +19,7 @@ lr_setup() {
 # no grant (the job alone on node1). GRANT2_GPUS: a second grant on node2
 # after the first (which then hosts node2's daemon), the first's id in
 # grant1, the second's in grant. LR_PATH: directories put before
-# elastic-run's PATH.
+# elastic-run's PATH; LR_RUN_ARGS: elastic-run's options.
 lr_start() {
 	local args=$1 ggpus=$2 g2=${3:-}
 	lr_setup
@@ -29,7 +29,7 @@ lr_start() {
 # that paces the elastic run's steps (a sleep changes no number)
 ELASTIC_JOB_ID=ref\$SLURM_JOB_ID mpirun --bind-to none -np 2 $train $args --step-sleep 0 --quiet --out ref.model > ref.out 2>&1 || echo 'reference failed'
 echo reference-done
-${LR_PATH:+PATH=$LR_PATH:\$PATH }exec ./elastic-run -v -- $train $args --compare ref.model")
+${LR_PATH:+PATH=$LR_PATH:\$PATH }exec ./elastic-run -v ${LR_RUN_ARGS:-}-- $train $args --compare ref.model")
 	if [ "$ggpus" = 0 ]; then
 		scontrol release "$lead"
 	elif [ -n "$g2" ]; then
