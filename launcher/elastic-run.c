@@ -232,6 +232,19 @@ static void _say_first_failure(const struct run *r)
 		fprintf(stderr, "%s\n", f->text);
 }
 
+/* What the relaunch after this launch follows (recovery.h), for its cause. */
+static struct elastic_reform_in _reform_in(const struct run *r)
+{
+	return (struct elastic_reform_in){
+		.planned = r->launch.stop.sent,
+		.released = elastic__released_gpus(elastic__sets_view(r)),
+		.gained = elastic__grants_add(elastic__sets_view(r)) ||
+			  (r->sets.seen_fresh &&
+			   r->sets.seen.total > r->sets.launched.total),
+		.replaced = r->launch.replacing,
+	};
+}
+
 /* REFORM: finished, or launch again, or give up (elastic__run_* decide). */
 static enum run_state _reform(struct run *r)
 {
@@ -329,8 +342,11 @@ static enum run_state _reform(struct run *r)
 		return RUN_FINISH;
 	default:
 		/* (a launch again is the same re-form, still open: counted once) */
-		if (!elastic__launch_again(r))
-			elastic__recovery_reform(r);
+		if (!elastic__launch_again(r)) {
+			struct elastic_reform_in in = _reform_in(r);
+			elastic__recovery_reform(&r->recov, &r->job.ctl, &in,
+						 r->launch.t_end);
+		}
 		return RUN_LAUNCH;
 	}
 }

@@ -134,7 +134,8 @@ static void _grow_done(struct run *r, unsigned long long step, int size)
 		(elastic__now() - r->ip.t_join) * 1e3, desc);
 	r->ip.world = size;
 	r->ip.join_add = 0;
-	elastic__recovery_resized(r, ELASTIC_RESIZE_GROW, r->ip.t_join);
+	elastic__recovery_resized(&r->recov, &r->job.ctl, ELASTIC_RESIZE_GROW,
+				  r->ip.t_join);
 	_move(r, ELASTIC_INPLACE_JOINED);
 	/* the joiners started cold: the next relaunch need not */
 	elastic__prewarm_hosts(&r->sets.launched);
@@ -249,7 +250,8 @@ static void _shrink_done(struct run *r, unsigned long long step, int size)
 			(elastic__now() - r->ip.t_leave) * 1e3, desc);
 		elastic__stop_done(&r->launch.stop);
 		_empty_file(r->file.leave);
-		elastic__recovery_resized(r, ELASTIC_RESIZE_SHRINK, r->ip.t_leave);
+		elastic__recovery_resized(&r->recov, &r->job.ctl, ELASTIC_RESIZE_SHRINK,
+					  r->ip.t_leave);
 	}
 	if (step <= r->ip.leave_step)
 		return;
@@ -335,8 +337,8 @@ static void _healed(struct run *r, unsigned long long step, int size)
 		"%d rank%s lost; the survivors healed in place at %d rank%s from step %llu (no relaunch)",
 		r->ip.world - size, r->ip.world - size == 1 ? "" : "s", size,
 		size == 1 ? "" : "s", step);
-	elastic__recovery_resized(r, ELASTIC_RESIZE_HEAL,
-				  elastic__recovery_heal_since(r));
+	elastic__recovery_resized(&r->recov, &r->job.ctl, ELASTIC_RESIZE_HEAL,
+				  elastic__recovery_heal_since(&r->recov));
 	r->ip.world = size;
 	r->ip.t_heal = elastic__now();
 	r->ip.t_heal_look = 0;
@@ -370,8 +372,9 @@ void elastic__watch_record(struct run *r)
 				"%d rank%s lost; the survivors healed in place at %d rank%s from step %llu (no relaunch)",
 				r->ip.world - size, r->ip.world - size == 1 ? "" : "s",
 				size, size == 1 ? "" : "s", step);
-			elastic__recovery_resized(r, ELASTIC_RESIZE_HEAL,
-						  elastic__recovery_heal_since(r));
+			elastic__recovery_resized(
+				&r->recov, &r->job.ctl, ELASTIC_RESIZE_HEAL,
+				elastic__recovery_heal_since(&r->recov));
 			r->ip.world = size;
 		}
 		return;

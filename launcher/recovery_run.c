@@ -4,62 +4,51 @@
  * hears them with the next progress (common/ctlclient). */
 #include "config.h"
 
-#include "progress.h"
 #include "recovery_run.h"
 #include "runlog.h"
-#include "sets.h"
 
 /* The counts go with the next status. */
-static void _tell(struct run *r)
+static void _tell(const struct elastic_recovery *rc, struct elastic_ctlclient *ctl)
 {
-	r->job.ctl.rec = r->recov.n;
+	ctl->rec = rc->n;
 }
 
-void elastic__recovery_reform(struct run *r)
+void elastic__recovery_reform(struct elastic_recovery *rc, struct elastic_ctlclient *ctl,
+			      const struct elastic_reform_in *in, double t_end)
 {
-	struct elastic_recovery *rc = &r->recov;
-	struct elastic_reform_in in = {
-		.planned = r->launch.stop.sent,
-		.released = elastic__released_gpus(elastic__sets_view(r)),
-		.gained = elastic__grants_add(elastic__sets_view(r)) ||
-			  (r->sets.seen_fresh &&
-			   r->sets.seen.total > r->sets.launched.total),
-		.replaced = r->launch.replacing,
-	};
-	enum elastic_reform_cause cause = elastic__recovery_cause(&in);
-	double since = in.planned && rc->t_stop
-			       ? rc->t_stop
-			       : elastic__recovery_since(rc, r->launch.t_end);
+	enum elastic_reform_cause cause = elastic__recovery_cause(in);
+	double since = in->planned && rc->t_stop ? rc->t_stop
+						 : elastic__recovery_since(rc, t_end);
 
 	rc->n.reforms[cause]++;
 	elastic__recovery_open(rc, since);
 	rc->t_stop = rc->t_loss = 0;
 	if (elastic__verbose)
 		elastic__say("re-form cause: %s (%.0f ms before mpirun ended)",
-			     elastic_reform_cause_name(cause),
-			     (r->launch.t_end - since) * 1e3);
-	_tell(r);
+			     elastic_reform_cause_name(cause), (t_end - since) * 1e3);
+	_tell(rc, ctl);
 }
 
-void elastic__recovery_stopping(struct run *r)
+void elastic__recovery_stopping(struct elastic_recovery *rc)
 {
-	r->recov.t_stop = elastic__now();
+	rc->t_stop = elastic__now();
 }
 
-void elastic__recovery_rank_end(struct run *r, const struct elastic_rank_end *e)
+void elastic__recovery_rank_end(struct elastic_recovery *rc,
+				const struct elastic_rank_end *e)
 {
 	if (elastic__recovery_is_loss(e->how, e->value))
-		elastic__recovery_loss(&r->recov, elastic__now());
+		elastic__recovery_loss(rc, elastic__now());
 }
 
-double elastic__recovery_heal_since(const struct run *r)
+double elastic__recovery_heal_since(const struct elastic_recovery *rc)
 {
-	return elastic__recovery_since(&r->recov, r->recov.t_commit);
+	return elastic__recovery_since(rc, rc->t_commit);
 }
 
-void elastic__recovery_resized(struct run *r, enum elastic_resize_kind kind, double since)
+void elastic__recovery_resized(struct elastic_recovery *rc, struct elastic_ctlclient *ctl,
+			       enum elastic_resize_kind kind, double since)
 {
-	struct elastic_recovery *rc = &r->recov;
 	double now = elastic__now();
 
 	rc->n.in_place[kind]++;
@@ -69,12 +58,12 @@ void elastic__recovery_resized(struct run *r, enum elastic_resize_kind kind, dou
 		rc->t_loss = 0;
 	/* (the world changed: its commits are seen from now) */
 	rc->t_commit = now;
-	_tell(r);
+	_tell(rc, ctl);
 }
 
-void elastic__recovery_watch(struct run *r)
+void elastic__recovery_watch(struct elastic_recovery *rc, struct elastic_ctlclient *ctl,
+			     struct elastic_progress *pr, int world)
 {
-	struct elastic_recovery *rc = &r->recov;
 	unsigned long long step, seen;
 	double t, now = elastic__now();
 	int size;
@@ -82,14 +71,14 @@ void elastic__recovery_watch(struct run *r)
 	if (now - rc->t_read < 0.1)
 		return;
 	rc->t_read = now;
-	if (elastic__progress_read(&r->progress, &step, &seen, &t, &size) < 0)
+	if (elastic__progress_read(pr, &step, &seen, &t, &size) < 0)
 		return;
 	if (elastic__recovery_close(rc, now)) {
 		rc->step_seen = step, rc->t_commit = now;
-		_tell(r);
+		_tell(rc, ctl);
 		return;
 	}
 	/* a record of another world is a resize's (inplace_run.c's) */
-	if (step != rc->step_seen && (size == 0 || size == r->ip.world))
+	if (step != rc->step_seen && (size == 0 || size == world))
 		rc->step_seen = step, rc->t_commit = now;
 }

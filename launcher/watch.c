@@ -34,12 +34,12 @@ static int _heal_unsettled(struct run *r)
 	if (!r->ip.t_heal || elastic__now() - r->ip.t_heal >= HEAL_SETTLE_S ||
 	    r->ip.world >= elastic__live_gpus(elastic__sets_view(r)))
 		return 0;
-	if (!r->ip.t_rel_wait) {
-		r->ip.t_rel_wait = elastic__now();
+	/* (bounded by the heal's time above, not by the wait's) */
+	if (elastic__wait(&r->ip.t_rel_wait, elastic__now(), HEAL_SETTLE_S) ==
+	    ELASTIC_WAIT_BEGUN)
 		elastic__say(
 			"controller: a release %.0f ms after ranks were lost: waiting up to %.1f s for where they ran",
 			(elastic__now() - r->ip.t_heal) * 1e3, HEAL_SETTLE_S);
-	}
 	return 1;
 }
 
@@ -55,14 +55,18 @@ static int _releases_to_come(struct run *r, int released)
 	if (!target || target >= r->sets.launched.total ||
 	    r->sets.launched.total - released <= target)
 		return 0;
-	if (!r->ip.t_rel_wait) {
-		r->ip.t_rel_wait = elastic__now();
+	switch (elastic__wait(&r->ip.t_rel_wait, elastic__now(), RELEASE_SETTLE_S)) {
+	case ELASTIC_WAIT_BEGUN:
 		elastic__say(
 			"controller: target %d GPUs, %d of %d released so far: waiting up to %.1f s for the other releases",
 			target, released, r->sets.launched.total - target,
 			RELEASE_SETTLE_S);
+		return 1;
+	case ELASTIC_WAIT_ON:
+		return 1;
+	default:
+		return 0;
 	}
-	return elastic__now() - r->ip.t_rel_wait < RELEASE_SETTLE_S;
 }
 
 /* Slurm's list now against the launched set: 1 when it changed (a growth
@@ -193,12 +197,11 @@ static void _replace_failed(struct run *r)
 		r->launch.t_failed = 0;
 		return;
 	}
-	double now = elastic__now(), wait;
-	if (!r->launch.t_failed)
-		r->launch.t_failed = now;
-	wait = elastic__replace_wait(&r->launch.replace, r->launch.t_failed,
-				     r->opt.replace_after);
-	if (now - r->launch.t_failed < wait)
+	double now = elastic__now();
+	double wait = elastic__replace_wait(&r->launch.replace,
+					    r->launch.t_failed ? r->launch.t_failed : now,
+					    r->opt.replace_after);
+	if (elastic__wait(&r->launch.t_failed, now, wait) != ELASTIC_WAIT_OVER)
 		return;
 	/* only GPUs the job still holds (a cancelled grant's are gone: Slurm
 	 * is asked again REPLACE_RECHECK_S later, not at every turn) */
@@ -238,9 +241,9 @@ static int _warm_ahead(struct run *r)
 
 	if (!elastic__prewarm_on())
 		return 1;
-	if (!r->launch.t_warm) {
+	enum elastic_wait w = elastic__wait(&r->launch.t_warm, now, WARM_AHEAD_MAX_S);
+	if (w == ELASTIC_WAIT_BEGUN) {
 		elastic_error_t err;
-		r->launch.t_warm = now;
 		if (elastic__slurm_gpus(&r->job, &r->sets, &r->sets.seen, &err) < 0)
 			return 1;
 		elastic__prewarm_hosts(&r->sets.seen);
@@ -256,7 +259,7 @@ static int _warm_ahead(struct run *r)
 			     now - r->launch.t_warm);
 		return 1;
 	}
-	if (now - r->launch.t_warm < WARM_AHEAD_MAX_S)
+	if (w == ELASTIC_WAIT_ON)
 		return 0;
 	elastic__say(
 		"re-form: the warm interpreters on %s do not serve after %.0f s: re-forming (their ranks wait for them there)",
@@ -323,7 +326,7 @@ static void _stop_when_ready(struct run *r)
 		     r->ip.world, joining ? "grow" : "re-form");
 	kill(elastic__child, SIGUSR1);
 	elastic__stop_sent(s);
-	elastic__recovery_stopping(r);
+	elastic__recovery_stopping(&r->recov);
 }
 
 /* A rank that failed on an error of its own: whether rank 0 had committed
@@ -537,7 +540,7 @@ static void _say_ends(struct run *r)
 			continue;
 		e->told = 1;
 		_own_failure(r, e, i);
-		elastic__recovery_rank_end(r, e);
+		elastic__recovery_rank_end(&r->recov, e);
 		if (elastic__verbose && r->job.in_place && e->value != 0)
 			elastic__say("rank %d ended (%s %d) on %s GPU %d", i,
 				     e->how == ELASTIC_RANK_SIGNALED ? "signal"
@@ -563,7 +566,8 @@ enum run_state elastic__watch(struct run *r)
 		if (w == elastic__child || (w < 0 && errno != EINTR))
 			break;
 		elastic__watch_record(r);
-		elastic__recovery_watch(r);
+		elastic__recovery_watch(&r->recov, &r->job.ctl, &r->progress,
+					r->ip.world);
 		/* (a launch ended at a bound plans nothing more: the orders
 		 * wait for the next launch) */
 		if (!r->launch.clock.t_bound) {

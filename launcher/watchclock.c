@@ -58,3 +58,12 @@ void elastic__watch_clock_ended(struct elastic_watch_clock *c, double now)
 {
 	c->t_bound = now;
 }
+
+enum elastic_wait elastic__wait(double *since, double now, double limit)
+{
+	if (!*since) {
+		*since = now;
+		return limit > 0 ? ELASTIC_WAIT_BEGUN : ELASTIC_WAIT_OVER;
+	}
+	return now - *since < limit ? ELASTIC_WAIT_ON : ELASTIC_WAIT_OVER;
+}

@@ -67,4 +67,15 @@ enum elastic_watch_clock_act elastic__watch_clock(struct elastic_watch_clock *c,
 /* The launch was ended (SIGTERM) at now. */
 void elastic__watch_clock_ended(struct elastic_watch_clock *c, double now);
 
+/* The watch's bounded waits (for the other releases of a shrink, for the
+ * warm interpreters of a re-form, before GPUs left with no rank are taken
+ * again), each on a clock of its own: since, when it began (0: not begun;
+ * a time ahead of now puts the wait off until then). */
+enum elastic_wait {
+	ELASTIC_WAIT_BEGUN, /* it begins now (since = now): say what it waits for */
+	ELASTIC_WAIT_ON,    /* within limit s of since */
+	ELASTIC_WAIT_OVER,  /* limit s have passed */
+};
+enum elastic_wait elastic__wait(double *since, double now, double limit);
+
 #endif

@@ -196,6 +196,40 @@ static void table(void **state)
 	}
 }
 
+/* The bounded waits: each row a clock before, now, the limit, the answer
+ * and the clock after. */
+static const struct {
+	const char *claim;
+	double since, now, limit;
+	enum elastic_wait act;
+	double after;
+} waits[] = {
+	{"not begun: it begins now", 0, 100, 0.5, ELASTIC_WAIT_BEGUN, 100},
+	{"within the limit: on", 100, 100.4, 0.5, ELASTIC_WAIT_ON, 100},
+	{"at the limit: over", 100, 100.5, 0.5, ELASTIC_WAIT_OVER, 100},
+	{"long past: over, the clock kept (its owner resets it)", 100, 1e4, 0.5,
+	 ELASTIC_WAIT_OVER, 100},
+	{"a clock ahead of now: on until then and the limit after", 110, 105, 2,
+	 ELASTIC_WAIT_ON, 110},
+	{"...over once both passed", 110, 112, 2, ELASTIC_WAIT_OVER, 110},
+	{"no limit: over as it begins", 0, 100, 0, ELASTIC_WAIT_OVER, 100},
+};
+
+static void wait_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
+		double since = waits[i].since;
+		enum elastic_wait a = elastic__wait(&since, waits[i].now, waits[i].limit);
+		if (a != waits[i].act)
+			fail_msg("%s: answered %d, not %d", waits[i].claim, a,
+				 waits[i].act);
+		if (since != waits[i].after)
+			fail_msg("%s: clock %g after, not %g", waits[i].claim, since,
+				 waits[i].after);
+	}
+}
+
 /* A launch from its start to SIGKILL, and the next one: its clocks start
  * at 0, the run's slowest first commit kept, and its bound is 3x that. */
 static void two_launches(void **state)
@@ -239,6 +273,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(table),
+		cmocka_unit_test(wait_table),
 		cmocka_unit_test(two_launches),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
