@@ -959,6 +959,17 @@ out:
 }
 #endif
 
+#if HAVE_DECL_SLURM_LOAD_JOB_STATE
+/* 1 if id is among ids[0..n). */
+static int _listed(const uint32_t *ids, int n, uint32_t id)
+{
+	for (int i = 0; i < n; i++)
+		if (ids[i] == id)
+			return 1;
+	return 0;
+}
+#endif
+
 /* Targeted: the new jobs (probed by id) and the young jobs, each loaded,
  * and the watched elastic jobs and grants (_records_refresh). Replaces
  * _young. -1 (nothing
@@ -994,8 +1005,15 @@ static int _jobset_targeted(struct jobset *J, const char *prefix)
 	while (more) {
 		if ((got = _probe(ids + n, &more)) < 0)
 			goto fail;
-		n += got;
-		nnew += got;
+		/* A job hinted since the last tick is new too: the probe finds
+		 * it again. Each is loaded once (twice, it would be listed twice
+		 * and the policy would refuse the tick). */
+		int kept = 0;
+		for (int k = 0; k < got; k++)
+			if (!_listed(ids, n + kept, ids[n + k]))
+				ids[n + kept++] = ids[n + k];
+		n += kept;
+		nnew += kept;
 		if (nnew > TARGETED_MAX_LOADS)
 			goto fail;
 	}
