@@ -125,13 +125,25 @@ t_keep_files() { # dir
 	printf '[%s] scratch files kept in %s\n' "$T_NAME" "$dest" >&2
 }
 
-# Whether process PID's environment, as it was exec'd (/proc/PID/environ: a
-# process forked by a zygote shows the zygote's), holds every VAR=VALUE given.
+# Process PID's environment, as it was exec'd (/proc/PID/environ: a process
+# forked by a zygote shows the zygote's), in T_ENV: one VAR=VALUE a line,
+# with a newline at both ends; 1 when it cannot be read. No fork: a test
+# that scans every process of a loaded host must do it while what it looks
+# for still runs.
+t_env_read() { # pid
+	local -a e
+	T_ENV=
+	mapfile -d '' -t e 2>/dev/null <"/proc/$1/environ" || return 1
+	printf -v T_ENV '\n%s' "${e[@]}"
+	T_ENV+=$'\n'
+}
+
+# Whether process PID's environment (t_env_read) holds every VAR=VALUE given.
 t_env_has() { # pid VAR=VALUE...
-	local env kv
-	env=$'\n'$({ tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null)$'\n' || return 1
+	local kv
+	t_env_read "$1" || return 1
 	shift
-	for kv; do [[ $env == *$'\n'"$kv"$'\n'* ]] || return 1; done
+	for kv; do [[ $T_ENV == *$'\n'"$kv"$'\n'* ]] || return 1; done
 	return 0
 }
 

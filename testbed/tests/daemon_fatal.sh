@@ -10,7 +10,8 @@ C=$TT_TB/cluster
 export ELASTIC_TESTBED_INSTANCE=fataltest ELASTIC_TESTBED_PORT_BASE=${TT_FATAL_PORT_BASE:-19500}
 trap '"$C" down >/dev/null 2>&1 || true' EXIT
 # Limit: the quickest wait it replaces is 30 s (slurmctld), slurmdbd's 60 s.
-LIMIT=15
+# (cluster up itself, MariaDB first, takes up to 17 s on a loaded 2-core host)
+LIMIT=25
 
 _case() { # daemon variable value
 	local d=$1 var=$2 t0 dt line

@@ -61,11 +61,12 @@ done
 t_log "bob's job runs"
 # Processes of the elastic run (its job's environment) on GPU $gpu1 of node1.
 on_gpu() {
-	local p env out=""
+	local p map out=""
 	for p in /proc/[0-9]*; do
-		env=$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null) || continue
-		grep -qx "ELASTIC_GPU=$gpu1" <<<"$env" && grep -qx "SLURMD_NODENAME=node1" <<<"$env" &&
-			grep -q "^ELASTIC_RUN_MAP=.*node1=$lead:" <<<"$env" || continue
+		t_env_has "${p#/proc/}" "ELASTIC_GPU=$gpu1" "SLURMD_NODENAME=node1" || continue
+		[[ $T_ENV == *$'\n'ELASTIC_RUN_MAP=* ]] || continue
+		map=${T_ENV#*$'\n'ELASTIC_RUN_MAP=}
+		[[ ${map%%$'\n'*} == *"node1=$lead:"* ]] || continue
 		out="$out ${p#/proc/}($({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | cut -c1-60))"
 	done
 	echo "$out"

@@ -117,9 +117,10 @@ py_elastic_run_pid() { # job
 # in the job's output $3, written with elastic-run -v); a forked rank's
 # /proc/PID/environ is its zygote's, so the wrapper is found by its environment.
 py_rank_pid() { # job rank out
-	local p w="" c
+	local p w="" c comm
 	for p in /proc/[0-9]*; do
-		[ "$(cat "$p/comm" 2>/dev/null)" = elastic-run ] || continue
+		read -r comm 2>/dev/null <"$p/comm" || continue
+		[ "$comm" = elastic-run ] || continue
 		t_env_has "${p#/proc/}" "SLURM_JOB_ID=$1" "OMPI_COMM_WORLD_RANK=$2" && w=${p#/proc/}
 	done
 	[ -n "$w" ] || return 0
