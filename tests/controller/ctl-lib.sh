@@ -263,6 +263,15 @@ ctl_tag() { # job
 	echo "$t"
 }
 
+# Set JOB's elastic maximum to MAX in its tag (elasticd reads it at its next
+# tick), as an admin would with scontrol.
+ctl_set_max() { # job max
+	local t
+	t=$(ctl_tag "$1") || exit 1
+	scontrol update JobId="$1" AdminComment="$(sed -E "s/,max=[0-9]+/,max=$2/" <<<"$t")" ||
+		t_fail "cannot set job $1's maximum to $2"
+}
+
 # Background proto-client as USER for JOB; its events go to $T_DIR/client-JOB.out.
 ctl_client() { # user job args...
 	local u=$1 j=$2
@@ -356,6 +365,22 @@ ctl_wait_split() { # timeout job=gpus...
 			for p in "$@"; do s="$s ${p%%=*}=$(ctl_gpus "${p%%=*}")"; done
 			t_fail "split $* not reached in ${t}s (now:$s)"
 		fi
+		sleep 0.1
+	done
+}
+
+# "step" lines at SIZE in the training output OUT after its line LINE.
+ctl_steps_at() { # out size line
+	tail -n +"$3" "$1" | grep -aEc "^step [0-9]+ epoch [0-9]+ size $2 "
+}
+
+# Wait until OUT has COUNT step lines at SIZE after its line LINE; fail
+# after TIMEOUT seconds, or once the training ended, naming WHAT.
+ctl_wait_steps() { # out size count timeout line what
+	local end=$((SECONDS + $4))
+	until [ -f "$1" ] && [ "$(ctl_steps_at "$1" "$2" "$5")" -ge "$3" ]; do
+		grep -aq '^done: ' "$1" 2>/dev/null && t_fail "$6: the training ended before $3 steps at $2 ranks"
+		[ $SECONDS -lt $end ] || { tail -n 30 "$1" "$T_DIR/elasticd.log" >&2; t_fail "$6: no $3 steps at $2 ranks in $4 s"; }
 		sleep 0.1
 	done
 }

@@ -54,8 +54,12 @@ until tail -n +"$le" "$log" | grep -aq "job $jc: cancelled grant $g (given back 
 	}
 	sleep 0.2
 done
+# seconds from elasticd's first snapshot after slurmctld's return to the cancel
+stamp() { tail -n +"$le" "$log" | grep -a -m1 "$1" | sed 's/^\[\([^]]*\)\].*/\1/'; }
+after=$(python3 -c 'import sys, datetime as d; f = lambda s: d.datetime.fromisoformat(s).timestamp(); print("%.1f" % (f(sys.argv[2]) - f(sys.argv[1])))' \
+	"$(stamp "slurmctld answers again")" "$(stamp "cancelled grant $g ")")
 ctl_wait_split 30 "$jc=2"
 g2=$(squeue -h -n "elastic:$jc" -t R -o %i)
 [ -n "$g2" ] && [ "$g2" != "$g" ] || t_fail "job $jc holds 2 GPUs without a new grant (grants: '$g2')"
 ctl_alive || t_fail "elasticd died"
-t_log "PASS: grant $g given back while slurmctld was down, cancelled once it answered; job $jc at 2 again on grant $g2 ($CTL_WAITED s)"
+t_log "PASS: grant $g given back while slurmctld was down, cancelled ${after} s after elasticd saw it answer; job $jc at 2 again on grant $g2 ($CTL_WAITED s later)"

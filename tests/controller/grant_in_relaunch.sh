@@ -46,19 +46,6 @@ chmod 755 "$T_DIR/bin/squeue" "$T_DIR/bin"
 j=$(CTL_TRAIN_PATH=$T_DIR/bin ctl_train_job alice alice acct_a "--epochs $epochs $targs --step-sleep 20000 --compare $T_DIR/ref.model" "" \
 	--elastic-gpus=2-4 --elastic-grace=30 -N1 -n1)
 out=$T_DIR/alice.out
-tag=$(ctl_tag "$j") || exit 1
-set_max() { scontrol update JobId="$j" AdminComment="${tag/,max=4,/,max=$1,}" || t_fail "cannot set job $j's maximum to $1"; }
-steps_at() { # size line: "step" lines at SIZE after line LINE of the output
-	tail -n +"$2" "$out" | grep -aEc "^step [0-9]+ epoch [0-9]+ size $1 "
-}
-wait_steps() { # size count timeout line what
-	local end=$((SECONDS + $3))
-	until [ -f "$out" ] && [ "$(steps_at "$1" "$4")" -ge "$2" ]; do
-		grep -aq "^done: " "$out" 2>/dev/null && t_fail "$5: the training ended before $2 steps at $1 ranks"
-		[ $SECONDS -lt $end ] || { tail -n 30 "$out" "$T_DIR/elasticd.log" >&2; t_fail "$5: no $2 steps at $1 ranks in $3 s"; }
-		sleep 0.1
-	done
-}
 # The trainer's processes (the ranks, not elastic-run, mpirun, the sruns or
 # the rank wrappers, whose command lines name the trainer too).
 ranks() {
@@ -69,9 +56,9 @@ ranks() {
 	return 0
 }
 
-set_max 3
+ctl_set_max "$j" 3
 ctl_wait_split 60 "$j=3"
-wait_steps 3 3 90 1 "the start at 3"
+ctl_wait_steps "$out" 3 3 90 1 "the start at 3"
 t_log "job $j trains at 3"
 
 # One rank killed with the hold armed: the re-form asks Slurm and is held.
@@ -89,7 +76,7 @@ t_log "rank $victim killed; the re-form's look at Slurm is held"
 
 # Meanwhile a grant starts for her, and elasticd tells her.
 le=$(($(wc -l <"$T_DIR/elasticd.log") + 1))
-set_max 4
+ctl_set_max "$j" 4
 end=$((SECONDS + 30))
 until tail -n +"$le" "$T_DIR/elasticd.log" | grep -aq "job $j: told grant [0-9]* started"; do
 	[ $SECONDS -lt $end ] || { tail -n 20 "$T_DIR/elasticd.log" >&2; t_fail "elasticd told job $j of no grant within 30 s of the maximum raised to 4"; }
@@ -99,7 +86,7 @@ sleep 0.5 # (the order on its way to her elastic-run)
 touch "$sq/go"
 t_log "$(tail -n +"$le" "$T_DIR/elasticd.log" | grep -a -m1 "job $j: told grant" | sed 's/^.*\(job [0-9]*: told\)/\1/'); the look at Slurm let go"
 
-wait_steps 4 3 60 "$lo" "the grant that started during the relaunch"
+ctl_wait_steps "$out" 4 3 60 "$lo" "the grant that started during the relaunch"
 t_log "job $j trains at 4: $(tail -n +"$lo" "$out" | grep -a -m1 -e 'grow in place:' -e 'grow: ' -e 'controller: grant' | sed 's/^elastic-run [0-9:.]*: //')"
 
 t_wait_job "$j" 600

@@ -34,20 +34,7 @@ ctl_start
 j=$(CTL_RUN_ARGS="--replace-after 120" ctl_train_job heal alice acct_a "--epochs $epochs $targs --step-sleep 20000 --compare $T_DIR/ref.model" "" \
 	--elastic-gpus=2-4 --elastic-grace=30 -N1 -n1)
 out=$T_DIR/heal.out
-tag=$(ctl_tag "$j") || exit 1
 
-steps_at() { # size line: "step" lines at SIZE after line LINE of the output
-	tail -n +"$2" "$out" | grep -aEc "^step [0-9]+ epoch [0-9]+ size $1 "
-}
-wait_steps() { # size count timeout line what
-	local end=$((SECONDS + $3))
-	until [ -f "$out" ] && [ "$(steps_at "$1" "$4")" -ge "$2" ]; do
-		grep -aq '^done: ' "$out" 2>/dev/null && t_fail "$5: the training ended first (give it more epochs than $epochs)"
-		[ $SECONDS -lt $end ] || { tail -n 30 "$out" "$T_DIR/elasticd.log" >&2; t_fail "$5: no $2 steps at $1 ranks in $3 s"; }
-		sleep 0.1
-	done
-}
-set_max() { scontrol update JobId="$j" AdminComment="${tag/,max=4,/,max=$1,}" || t_fail "cannot set job $j's maximum to $1"; }
 no_relaunch() { # line what
 	local r
 	r=$(tail -n +"$1" "$out" | grep -a -m1 -e 're-form [0-9]*:' -e 'all ranks re-form') &&
@@ -81,7 +68,7 @@ wait_acked() { # line what
 	done
 }
 
-wait_steps 4 3 90 1 "start"
+ctl_wait_steps "$out" 4 3 90 1 "start"
 t_log "job $j: 4 ranks over 2 nodes: $(ctl_grants "$j" | awk '{print $3 ":" $4}' | paste -sd' ')"
 # the node of the grants (the job's own 2 GPUs are on the other)
 gnode=$(ctl_grants "$j" | awk '{print $3}' | sort -u)
@@ -92,7 +79,7 @@ lo=$(($(wc -l <"$out") + 1))
 victims=$(ranks_on_gnode | xargs)
 [ "$(echo $victims | wc -w)" = 2 ] || t_fail "2 ranks on $gnode expected, found pids '$victims'"
 kill -KILL "${victims%% *}"
-wait_steps 3 2 30 "$lo" "case 1 (a rank lost)"
+ctl_wait_steps "$out" 3 2 30 "$lo" "case 1 (a rank lost)"
 # elastic-run says it when it next reads rank 0's progress record: under
 # load that came after the survivors' second step at 3 (seen on sid).
 end=$((SECONDS + 10))
@@ -103,8 +90,8 @@ t_grep "1 rank lost; the survivors healed in place at 3 ranks" "$out" "case 1: e
 no_relaunch "$lo" "case 1, the heal"
 lo=$(($(wc -l <"$out") + 1))
 le=$(($(wc -l <"$T_DIR/elasticd.log") + 1))
-set_max 2
-wait_steps 2 2 60 "$lo" "case 1 (the grants released)"
+ctl_set_max "$j" 2
+ctl_wait_steps "$out" 2 2 60 "$lo" "case 1 (the grants released)"
 no_relaunch "$lo" "case 1, the shrink"
 tail -n +"$lo" "$out" | grep -aq "planned shrink in place: the 1 rank on released GPUs leave" ||
 	t_fail "case 1: not 1 leaver: $(tail -n +"$lo" "$out" | grep -a -m2 'planned shrink')"
@@ -113,21 +100,21 @@ t_log "case 1: a rank lost and healed at 3, then $gnode's grants released: $(tai
 
 # back to 4 ranks (a grow re-forms)
 lo=$(($(wc -l <"$out") + 1))
-set_max 4
-wait_steps 4 3 90 "$lo" "the grow back to 4"
+ctl_set_max "$j" 4
+ctl_wait_steps "$out" 4 3 90 "$lo" "the grow back to 4"
 
 # 2. both ranks of the grants' node lost, then its grants released: nobody leaves
 lo=$(($(wc -l <"$out") + 1))
 victims=$(ranks_on_gnode | xargs)
 [ "$(echo $victims | wc -w)" = 2 ] || t_fail "2 ranks on $gnode expected after the grow, found pids '$victims'"
 kill -KILL $victims
-wait_steps 2 2 30 "$lo" "case 2 (the grants' ranks lost)"
+ctl_wait_steps "$out" 2 2 30 "$lo" "case 2 (the grants' ranks lost)"
 no_relaunch "$lo" "case 2, the heal"
 lo=$(($(wc -l <"$out") + 1))
 le=$(($(wc -l <"$T_DIR/elasticd.log") + 1))
-set_max 2
+ctl_set_max "$j" 2
 wait_acked "$le" "case 2"
-wait_steps 2 2 30 "$lo" "case 2 (after the release)"
+ctl_wait_steps "$out" 2 2 30 "$lo" "case 2 (after the release)"
 no_relaunch "$lo" "case 2, the release"
 line=$(tail -n +"$lo" "$out" | grep -a -m1 "released GPUs with no live rank") ||
 	t_fail "case 2: elastic-run did not acknowledge at once: $(tail -n +"$lo" "$out" | grep -a -m3 -e 'planned shrink' -e 'asking the')"

@@ -43,7 +43,6 @@ ctl_start
 j=$(ctl_train_job shrink alice acct_a "--epochs $epochs $targs --step-sleep 20000 --compare $T_DIR/ref.model" "" \
 	--elastic-gpus="$half-$np" --elastic-grace=30 -N1 -n1)
 out=$T_DIR/shrink.out
-tag=$(ctl_tag "$j") || exit 1
 
 # Steps committed at SIZE after line LINE of the output: "step t" lines.
 steps_at() { # size line
@@ -64,7 +63,6 @@ wait_steps() { # size count timeout line
 		sleep 0.1
 	done
 }
-set_max() { scontrol update JobId="$j" AdminComment="${tag/,max=$np,/,max=$1,}" || t_fail "cannot set job $j's maximum to $1"; }
 # elasticd's log stamp of the first (or, with "last", the last) line for the
 # job matching WHAT after line LINE, in epoch seconds.
 stamp_of() { # line what [last]
@@ -84,7 +82,7 @@ t_log "job $j: $np ranks over 2 nodes: $(ctl_grants "$j" | awk '{print $3 ":" $4
 for i in $(seq 1 "$runs"); do
 	lo=$(($(wc -l <"$out") + 1))
 	le=$(($(wc -l <"$T_DIR/elasticd.log") + 1))
-	set_max "$half"
+	ctl_set_max "$j" "$half"
 	wait_steps "$half" 1 60 "$lo"
 	t_first=$(steps_at "$half" "$lo" | head -n1 | awk '{print $2}')
 	t_ord=$(order_at "$le") || t_fail "run $i: no release order in elasticd's log"
@@ -122,7 +120,7 @@ for i in $(seq 1 "$runs"); do
 	ack=$(awk -v a="$t_ack" -v o="$t_ord" 'BEGIN { printf "%.0f", (a - o) * 1e3 }')
 	t_log "run $i: order -> first step at $half ranks $ms ms, $how; acknowledged $ack ms after the order"
 	lo=$(($(wc -l <"$out") + 1))
-	set_max "$np"
+	ctl_set_max "$j" "$np"
 	wait_steps "$np" 3 90 "$lo"
 done
 t_wait_job "$j" 600
