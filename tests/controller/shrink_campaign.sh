@@ -34,9 +34,10 @@ in_place=0
 t_runtime_in_place && in_place=1
 
 # Long enough for every run (a shrink, its acknowledgement and a grow: about
-# 5.5 s here, 1.3 epochs of 32 steps at 8 ranks, 3.3 at 4), not much longer:
-# the rest runs after the last.
-epochs=$((runs * (np == 4 ? 4 : 2) + 4))
+# 5.5 s on a quiet host, 1.3 epochs of 32 steps at 8 ranks, 3.3 at 4; twice
+# that under a whole check's load), not much longer: the rest runs after the
+# last.
+epochs=$((runs * (np == 4 ? 8 : 4) + 4))
 targs="--samples 4096 --global-batch 128"
 ctl_reference "$epochs" "$targs"
 ctl_start

@@ -12,7 +12,9 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/lib.sh"
-args="--epochs 3 --samples 4096 --global-batch 128 --step-sleep 20000"
+# (6 epochs: the grant starts and the order reaches
+# elastic-run before the end even on a loaded host)
+args="--epochs 6 --samples 4096 --global-batch 128 --step-sleep 20000"
 lr_start "$args" 0
 lr_wait_step 15
 # A grant of 2 GPUs on node2, as elasticd starts one; then SIGUSR1 to

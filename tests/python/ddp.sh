@@ -96,12 +96,13 @@ t_grep '^RESUMED at step 13 epoch 0 size 2' "$T_DIR/exact_reraise.out" "the rela
 # already taken (a rank killed in step 11 of 13): the loop skips the batches prepared
 # for the world of 3, and the DataLoader's new pass hands out the rest of the epoch
 # inside it (checked below: each sample once per epoch, exact1's model and LR)
-# a rank stuck inside step 6 (init_process_group(timeout=8 s): the steps before it
-# must finish within that on a loaded host): it ends with status 75
+# a rank stuck inside step 6 (init_process_group(timeout=20 s): the steps before it,
+# the first with its DataLoader workers starting, must finish within that on a
+# loaded host): it ends with status 75
 # and libelastic's message, and mpirun ends non-zero, not hangs
-run exact_hang 2 HANG_RANK=1 HANG_STEP=6 HANG_TIMEOUT=8
+run exact_hang 2 HANG_RANK=1 HANG_STEP=6 HANG_TIMEOUT=20
 t_grep '^HANG rank 1 at step 6' "$T_DIR/exact_hang.out" "rank 1 hung in step 6"
-t_grep 'libelastic\[1\]: a step did not finish in 8 s: exiting 75' "$T_DIR/exact_hang.out" \
+t_grep 'libelastic\[1\]: a step did not finish in 20 s: exiting 75' "$T_DIR/exact_hang.out" \
 	"the stuck rank ended with the step timeout's message"
 [ "$status" != 0 ] && [ "$status" != 137 ] ||
 	{ tail -n 30 "$T_DIR/exact_hang.out"; t_fail "exact_hang: mpirun ended with status $status (0: a hang passed as success; 137: it hung)"; }
