@@ -141,28 +141,28 @@ int elastic__orders_take(struct elastic_orders *o, const struct elastic_msg *m,
 		    o->job);
 		return 0;
 	}
-	int act;
+	int act = 0;
 	switch (m->type) {
 	case ELASTIC_MSG_RELEASE:
 		act = _release(o, m, say);
-		o->unheeded |= act;
-		return act;
+		break;
 	case ELASTIC_MSG_GRANT:
 		act = _grant(o, m, say);
-		o->unheeded |= act;
-		return act;
+		break;
 	case ELASTIC_MSG_TARGET:
 		o->target = m->target;
 		say("controller: target %u GPUs", m->target);
-		return 0;
+		break;
 	case ELASTIC_MSG_ERROR:
 		say("controller refused: %s", m->reason);
-		return 0;
+		break;
 	default:
 		say("controller: unexpected %s message ignored",
 		    elastic_msg_type_name(m->type));
-		return 0;
+		break;
 	}
+	o->unheeded |= act;
+	return act;
 }
 
 int elastic__orders_heed(struct elastic_orders *o)

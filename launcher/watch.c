@@ -55,18 +55,14 @@ static int _releases_to_come(struct run *r, int released)
 	if (!target || target >= r->sets.launched.total ||
 	    r->sets.launched.total - released <= target)
 		return 0;
-	switch (elastic__wait(&r->ip.t_rel_wait, elastic__now(), RELEASE_SETTLE_S)) {
-	case ELASTIC_WAIT_BEGUN:
+	enum elastic_wait w =
+		elastic__wait(&r->ip.t_rel_wait, elastic__now(), RELEASE_SETTLE_S);
+	if (w == ELASTIC_WAIT_BEGUN)
 		elastic__say(
 			"controller: target %d GPUs, %d of %d released so far: waiting up to %.1f s for the other releases",
 			target, released, r->sets.launched.total - target,
 			RELEASE_SETTLE_S);
-		return 1;
-	case ELASTIC_WAIT_ON:
-		return 1;
-	default:
-		return 0;
-	}
+	return w != ELASTIC_WAIT_OVER;
 }
 
 /* Slurm's list now against the launched set: 1 when it changed (a growth
@@ -473,9 +469,10 @@ static void _bound_name(const struct run *r, double bound, char *buf, size_t len
  * for a slurmctld that restarted). Every rank said how it ended and mpirun
  * runs on: what it waits for (an srun into a grant's step that cannot tell
  * slurmctld its step ended, slurmctld restarting) holds the job's GPUs for
- * nothing. Each such launch is ended: SIGTERM to mpirun and to all it started on this node (its launch
- * agents and their sruns included), SIGKILL if it is still there
- * ELASTIC_BOUND_KILL_S later; the job launches again. */
+ * nothing. Each such launch is ended: SIGTERM to mpirun and to all it
+ * started on this node (its launch agents and their sruns included),
+ * SIGKILL if it is still there ELASTIC_BOUND_KILL_S later; the job launches
+ * again. */
 static void _clocks(struct run *r)
 {
 	struct run_launch *l = &r->launch;
