@@ -12,6 +12,7 @@
 # give a committed step's whole global batch.
 import collections
 import glob
+import math
 import os
 import zlib
 
@@ -52,7 +53,8 @@ class Runs:
             if w[0] == "RESUMED":
                 return len(w) == 8 and int(w[3]) >= 0 and int(w[5]) >= 0 and int(w[7]) > 0
             if w[0] == "EVAL":
-                return len(w) == 3 and float(w[2]) >= 0
+                # "nan" is a whole word: the check below names it
+                return len(w) == 3 and not float(w[2]) < 0
         except ValueError:
             return False
         return False
@@ -160,7 +162,10 @@ class Runs:
         if eval_ref:
             ev = [float(w[2]) for w in self.lines(outs, "EVAL")]
             ref = [float(w[2]) for w in self.lines([eval_ref], "EVAL")]
-            if not ev or not ref or abs(ev[-1] - ref[-1]) > 0.1 * ref[-1] + 0.02:
+            if any(math.isnan(x) for x in ev[-1:] + ref[-1:]):
+                self.fail("%s: evaluation loss %s against %s's %s: not a number"
+                          % (sc, ev[-1:], eval_ref, ref[-1:]))
+            elif not ev or not ref or abs(ev[-1] - ref[-1]) > 0.1 * ref[-1] + 0.02:
                 self.fail("%s: evaluation loss %s against %s's %s" % (sc, ev[-1:], eval_ref, ref[-1:]))
             else:
                 print("%s: evaluation loss %.4f against %s's %.4f" % (sc, ev[-1], eval_ref, ref[-1]))
