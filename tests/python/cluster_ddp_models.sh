@@ -84,8 +84,10 @@ five_events() { # scenario dir verify-args
 	# node2's other 2 GPUs, freed for the grow
 	ctl_block_gpus 2 node2
 	free2=${CTL_BLOCKERS##* }
-	# slow steps while the events are staged, full speed after the last
-	echo 0.3 >"$T_DIR/$2/sleep"
+	# slow steps while the events are staged, full speed after the last: at 0.6 s a step,
+	# the 156 steps outlast the four waits for warm interpreters and relaunches (each up
+	# to 20 s with Python 3.14, whose DataLoader workers each import torch)
+	echo 0.6 >"$T_DIR/$2/sleep"
 	job=$(t_sbatch alice -A acct_a --elastic-gpus=2-4 -N1 -n1 -w node1 -o "$out" \
 		--export="ALL,PYTHONPATH=$PYTHONPATH,EPOCHS=$EPOCHS,SLEEP_FILE=$T_DIR/$2/sleep,KILL_RANK=3,KILL_STEP=0,KILL_FROM=1" \
 		"$T_DIR/ddp.sbatch" "$1" "$T_DIR/$2")
