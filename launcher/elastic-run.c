@@ -342,7 +342,7 @@ static enum run_state _reform(struct run *r)
 		return RUN_FINISH;
 	default:
 		/* (a launch again is the same re-form, still open: counted once) */
-		if (!elastic__launch_again(r)) {
+		if (!elastic__launch_again(&r->launch)) {
 			struct elastic_reform_in in = _reform_in(r);
 			elastic__recovery_reform(&r->recov, &r->job.ctl, &in,
 						 r->launch.t_end);
@@ -391,7 +391,15 @@ static void _loop(struct run *r)
 	while (s != RUN_FINISH) {
 		switch (s) {
 		case RUN_LAUNCH:
-			s = elastic__launch(r);
+			s = elastic__launch(&(struct elastic_launch_run){
+				.opt = &r->opt,
+				.job = &r->job,
+				.file = &r->file,
+				.sets = &r->sets,
+				.launch = &r->launch,
+				.ip = &r->ip,
+				.since = &r->progress.since,
+			});
 			break;
 		case RUN_WATCH:
 			s = elastic__watch(r);
@@ -415,9 +423,10 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--rank") == 0)
 		return elastic__rank_main(argc - 2, argv + 2);
 	run.launch.status = 1;
-	if (elastic__options(&run, argc, argv, &code) == RUN_SETUP_EXIT ||
-	    elastic__job_setup(&run, &code) == RUN_SETUP_EXIT ||
-	    elastic__files_setup(&run, &code) == RUN_SETUP_EXIT)
+	if (elastic__options(&run.opt, argc, argv, &code) == RUN_SETUP_EXIT ||
+	    elastic__job_setup(&run.job, &run.opt, &code) == RUN_SETUP_EXIT ||
+	    elastic__files_setup(&run.file, run.job.jobid, &run.progress, &run.launch.rep,
+				 &code) == RUN_SETUP_EXIT)
 		return code;
 	_signals();
 	_loop(&run);

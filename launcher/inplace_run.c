@@ -30,25 +30,26 @@ static void _empty_file(const char *path)
 }
 
 /* The in-place state's one writer (inplace.h: elastic__inplace_next). */
-static void _move(struct run *r, enum elastic_inplace_event event)
+static void _move(struct elastic_inplace *ip, enum elastic_inplace_event event)
 {
-	r->ip.state = elastic__inplace_next(r->ip.state, event, r->ip.t_heal != 0);
+	ip->state = elastic__inplace_next(ip->state, event, ip->t_heal != 0);
 }
 
-void elastic__inplace_begin(struct run *r)
+void elastic__inplace_begin(struct elastic_inplace *ip, const struct run_job *job,
+			    const struct run_files *file, int world)
 {
-	r->ip.world = r->sets.launched.total;
-	r->ip.leave_ranks = 0;
-	r->ip.join_add = 0;
-	r->ip.t_heal = 0;
-	_move(r, ELASTIC_INPLACE_LAUNCHED);
-	if (r->job.in_place) {
-		_empty_file(r->file.leave);
-		setenv("ELASTIC_RUN_LEAVE", r->file.leave, 1);
+	ip->world = world;
+	ip->leave_ranks = 0;
+	ip->join_add = 0;
+	ip->t_heal = 0;
+	_move(ip, ELASTIC_INPLACE_LAUNCHED);
+	if (job->in_place) {
+		_empty_file(file->leave);
+		setenv("ELASTIC_RUN_LEAVE", file->leave, 1);
 	}
-	if (r->job.grow_in_place) {
-		_empty_file(r->file.join);
-		setenv("ELASTIC_RUN_JOIN", r->file.join, 1);
+	if (job->grow_in_place) {
+		_empty_file(file->join);
+		setenv("ELASTIC_RUN_JOIN", file->join, 1);
 	}
 }
 
@@ -100,7 +101,7 @@ int elastic__plan_grow(struct run *r)
 		_empty_file(r->file.join);
 		return 0;
 	}
-	_move(r, ELASTIC_INPLACE_JOIN_PLANNED);
+	_move(&r->ip, ELASTIC_INPLACE_JOIN_PLANNED);
 	r->ip.join_add = p.add, r->ip.join_world = r->ip.world + p.add;
 	r->ip.t_join = elastic__now();
 	elastic__sets_plan_grown(&r->sets);
@@ -136,7 +137,7 @@ static void _grow_done(struct run *r, unsigned long long step, int size)
 	r->ip.join_add = 0;
 	elastic__recovery_resized(&r->recov, &r->job.ctl, ELASTIC_RESIZE_GROW,
 				  r->ip.t_join);
-	_move(r, ELASTIC_INPLACE_JOINED);
+	_move(&r->ip, ELASTIC_INPLACE_JOINED);
 	/* the joiners started cold: the next relaunch need not */
 	elastic__prewarm_hosts(&r->sets.launched);
 	elastic__stop_done(&r->launch.stop);
@@ -219,7 +220,7 @@ int elastic__plan_leave(struct run *r)
 			     r->file.leave, strerror(errno));
 		return 1;
 	}
-	_move(r, ELASTIC_INPLACE_LEAVE_PLANNED);
+	_move(&r->ip, ELASTIC_INPLACE_LEAVE_PLANNED);
 	r->ip.leave_ranks = p.leaving, r->ip.leave_world = r->ip.world;
 	r->ip.leave_step = 0;
 	r->ip.t_leave = elastic__now();
@@ -259,7 +260,7 @@ static void _shrink_done(struct run *r, unsigned long long step, int size)
 		"planned shrink in place: step %llu committed at %d rank%s: releasing",
 		step, size, size == 1 ? "" : "s");
 	r->ip.leave_ranks = 0;
-	_move(r, ELASTIC_INPLACE_RELEASED);
+	_move(&r->ip, ELASTIC_INPLACE_RELEASED);
 	if (r->job.have_ctl) {
 		r->job.ctl.gpus = r->sets.launched.total;
 		/* only the grants no rank runs on any more; one released while
@@ -295,7 +296,7 @@ static void _heal_shrink_set(struct run *r)
 	switch (elastic__inplace_heal_look(&in)) {
 	case ELASTIC_HEAL_END:
 		r->ip.t_heal = 0;
-		_move(r, ELASTIC_INPLACE_HEAL_OVER);
+		_move(&r->ip, ELASTIC_INPLACE_HEAL_OVER);
 		return;
 	case ELASTIC_HEAL_WAIT:
 		return; /* (a release under way drops its GPUs and acknowledges them) */
@@ -342,7 +343,7 @@ static void _healed(struct run *r, unsigned long long step, int size)
 	r->ip.world = size;
 	r->ip.t_heal = elastic__now();
 	r->ip.t_heal_look = 0;
-	_move(r, ELASTIC_INPLACE_HEALED);
+	_move(&r->ip, ELASTIC_INPLACE_HEALED);
 	_heal_shrink_set(r);
 	if (r->job.have_ctl) {
 		r->job.ctl.gpus =

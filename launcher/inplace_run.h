@@ -6,9 +6,11 @@
 
 #include "run.h"
 
-/* A new launch: no resize under way; empty leave and join files (named in
- * ELASTIC_RUN_LEAVE, ELASTIC_RUN_JOIN) on runtimes that can use them. */
-void elastic__inplace_begin(struct run *r);
+/* A new launch of world ranks: no resize under way; empty leave and join
+ * files (named in ELASTIC_RUN_LEAVE, ELASTIC_RUN_JOIN) on runtimes that can
+ * use them. */
+void elastic__inplace_begin(struct elastic_inplace *ip, const struct run_job *job,
+			    const struct run_files *file, int world);
 
 /* The larger set seen (r->sets.seen) on a runtime that grows in place: when
  * it only adds whole nodes new to the launch, write the join list and the

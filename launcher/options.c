@@ -14,7 +14,7 @@
 #include "prewarm.h"
 #include "runlog.h"
 
-static int _runtime_in_place(const struct run *r, char *desc, size_t len, int *majorp);
+static int _runtime_in_place(const char *mpirun, char *desc, size_t len, int *majorp);
 static int _runtime_grows(int major);
 
 /* Setting up ends the program with code. */
@@ -100,43 +100,43 @@ static int _seconds_opt(const char *opt, const char *v, int lo, int hi, int *out
 
 /* An option that takes a value: a is the option, v its value: 0, or -1
  * (a usage error, said). */
-static int _value_opt(struct run *r, const char *a, const char *v)
+static int _value_opt(struct run_opts *o, const char *a, const char *v)
 {
 	if (strcmp(a, "--mpirun") == 0) {
-		r->opt.mpirun = v;
+		o->mpirun = v;
 	} else if (strcmp(a, "--mpirun-arg") == 0) {
-		if (r->opt.nextra >= 32) {
+		if (o->nextra >= 32) {
 			fprintf(stderr, "elastic-run: at most 32 --mpirun-arg\n");
 			return -1;
 		}
-		r->opt.extra[r->opt.nextra++] = v;
+		o->extra[o->nextra++] = v;
 	} else if (strcmp(a, "--max-stuck") == 0) {
-		return _count_opt(a, v, &r->opt.max_stuck);
+		return _count_opt(a, v, &o->max_stuck);
 	} else if (strcmp(a, "--max-failures") == 0) {
-		return _count_opt(a, v, &r->opt.max_failures);
+		return _count_opt(a, v, &o->max_failures);
 	} else if (strcmp(a, "--launch-timeout") == 0) {
-		return _count_opt(a, v, &r->opt.launch_timeout);
+		return _count_opt(a, v, &o->launch_timeout);
 	} else if (strcmp(a, "--replace-after") == 0) {
-		return _seconds_opt(a, v, 1, 100000, &r->opt.replace_after);
+		return _seconds_opt(a, v, 1, 100000, &o->replace_after);
 	} else if (strcmp(a, "--grant-wait") == 0) {
-		return _seconds_opt(a, v, 0, 600, &r->opt.grant_wait);
+		return _seconds_opt(a, v, 0, 600, &o->grant_wait);
 	} else {
-		return _count_opt(a, v, &r->opt.max_relaunch);
+		return _count_opt(a, v, &o->max_relaunch);
 	}
 	return 0;
 }
 
-enum run_setup elastic__options(struct run *r, int argc, char **argv, int *code)
+enum run_setup elastic__options(struct run_opts *o, int argc, char **argv, int *code)
 {
 	int i;
 
-	r->opt.mpirun = "mpirun";
-	r->opt.max_relaunch = 20;
-	r->opt.max_stuck = 3;
-	r->opt.max_failures = 1;
-	r->opt.launch_timeout = 600;
-	r->opt.grant_wait = 3;
-	r->opt.replace_after = ELASTIC_REPLACE_AFTER_S;
+	o->mpirun = "mpirun";
+	o->max_relaunch = 20;
+	o->max_stuck = 3;
+	o->max_failures = 1;
+	o->launch_timeout = 600;
+	o->grant_wait = 3;
+	o->replace_after = ELASTIC_REPLACE_AFTER_S;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0) {
@@ -151,10 +151,11 @@ enum run_setup elastic__options(struct run *r, int argc, char **argv, int *code)
 		} else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
 			elastic__verbose++;
 		} else if (strcmp(a, "--dry-run") == 0) {
-			r->opt.dry = 1;
+			o->dry = 1;
 		} else if (strcmp(a, "--runtime") == 0) {
 			char rt[128];
-			int major = 0, ip = _runtime_in_place(r, rt, sizeof(rt), &major);
+			int major = 0,
+			    ip = _runtime_in_place(o->mpirun, rt, sizeof(rt), &major);
 			printf("%s: a lost node %s\n", rt,
 			       ip ? "heals in place" : "ends mpirun (re-form)");
 			printf("%s: a grant on a new node %s\n", rt,
@@ -175,7 +176,7 @@ enum run_setup elastic__options(struct run *r, int argc, char **argv, int *code)
 					a);
 				return _exit_with(code, EXIT_USAGE);
 			}
-			if (_value_opt(r, a, argv[++i]) < 0)
+			if (_value_opt(o, a, argv[++i]) < 0)
 				return _exit_with(code, EXIT_USAGE);
 		} else if (a[0] == '-') {
 			fprintf(stderr, "elastic-run: unknown option '%s' (try --help)\n",
@@ -189,7 +190,7 @@ enum run_setup elastic__options(struct run *r, int argc, char **argv, int *code)
 		fprintf(stderr, "elastic-run: no program given (try --help)\n");
 		return _exit_with(code, EXIT_USAGE);
 	}
-	r->opt.prog = argv + i;
+	o->prog = argv + i;
 	return RUN_SETUP_GO_ON;
 }
 
@@ -198,15 +199,15 @@ enum run_setup elastic__options(struct run *r, int argc, char **argv, int *code)
  * --with-ft ulfm; 5.0.x (PRRTE 3) aborts the whole mpirun. Asked once from
  * `mpirun --version` ("mpirun (Open MPI) 6.0.0rc2"); ELASTIC_RUN_IN_PLACE
  * =0/1 overrides it. */
-static int _runtime_in_place(const struct run *r, char *desc, size_t len, int *majorp)
+static int _runtime_in_place(const char *mpirun, char *desc, size_t len, int *majorp)
 {
 	const char *o = getenv("ELASTIC_RUN_IN_PLACE");
 	char cmd[PATH_MAX + 32], line[256];
 	int major = 0;
 
 	snprintf(desc, len, "unknown MPI runtime");
-	snprintf(cmd, sizeof(cmd), "'%s' --version 2>/dev/null", r->opt.mpirun);
-	FILE *f = strchr(r->opt.mpirun, '\'') ? NULL : popen(cmd, "r");
+	snprintf(cmd, sizeof(cmd), "'%s' --version 2>/dev/null", mpirun);
+	FILE *f = strchr(mpirun, '\'') ? NULL : popen(cmd, "r");
 	while (f && fgets(line, sizeof(line), f)) {
 		char *v = strstr(line, "(Open MPI) ");
 		if (v && !major) {
@@ -238,7 +239,7 @@ static int _runtime_grows(int major)
 }
 
 /* The Slurm job and the elastic settings from the environment. */
-enum run_setup elastic__job_setup(struct run *r, int *code)
+enum run_setup elastic__job_setup(struct run_job *j, const struct run_opts *o, int *code)
 {
 	const char *jid = getenv("SLURM_JOB_ID");
 	char *end;
@@ -249,12 +250,12 @@ enum run_setup elastic__job_setup(struct run *r, int *code)
 			"elastic-run: not inside a Slurm allocation (SLURM_JOB_ID is unset): run it from an sbatch script or an salloc shell\n");
 		return _exit_with(code, EXIT_NOALLOC);
 	}
-	r->job.jobid = strtoul(jid, &end, 10);
-	if (*end || !r->job.jobid) {
+	j->jobid = strtoul(jid, &end, 10);
+	if (*end || !j->jobid) {
 		fprintf(stderr, "elastic-run: SLURM_JOB_ID=%s is not a job id\n", jid);
 		return _exit_with(code, EXIT_NOALLOC);
 	}
-	if (elastic_request_from_env(&r->job.req, NULL, &err) < 0) {
+	if (elastic_request_from_env(&j->req, NULL, &err) < 0) {
 		fprintf(stderr, "elastic-run: %s\n", err.text);
 		return _exit_with(code, EXIT_USAGE);
 	}
@@ -268,30 +269,29 @@ enum run_setup elastic__job_setup(struct run *r, int *code)
 		setenv("ELASTIC_JOB_STAMP", start, 1);
 	const char *ctlspec = getenv("ELASTIC_CONTROLLER");
 	if (ctlspec && *ctlspec) {
-		if (elastic__ctl_init(&r->job.ctl, ctlspec, (uint32_t)r->job.jobid,
-				      &err) < 0) {
+		if (elastic__ctl_init(&j->ctl, ctlspec, (uint32_t)j->jobid, &err) < 0) {
 			fprintf(stderr, "elastic-run: %s\n", err.text);
 			return _exit_with(code, EXIT_USAGE);
 		}
-		elastic__orders_init(&r->job.orders, (uint32_t)r->job.jobid);
-		r->job.have_ctl = 1;
+		elastic__orders_init(&j->orders, (uint32_t)j->jobid);
+		j->have_ctl = 1;
 	}
 	/* warm interpreters for a Python program's relaunches (prewarm.h) */
-	elastic__prewarm_setup(r->opt.prog, r->job.jobid, elastic__verbose, elastic__say);
+	elastic__prewarm_setup(o->prog, j->jobid, elastic__verbose, elastic__say);
 	char rt[128];
 	int major = 0;
-	r->job.in_place = _runtime_in_place(r, rt, sizeof(rt), &major);
-	r->job.grow_in_place = _runtime_grows(major);
+	j->in_place = _runtime_in_place(o->mpirun, rt, sizeof(rt), &major);
+	j->grow_in_place = _runtime_grows(major);
 	/* the ranks' libelastic follows the same word (its snapshot default) */
-	setenv("ELASTIC_RUN_IN_PLACE", r->job.in_place ? "1" : "0", 1);
+	setenv("ELASTIC_RUN_IN_PLACE", j->in_place ? "1" : "0", 1);
 	if (elastic__verbose)
 		elastic__say("MPI runtime: %s: a lost node %s", rt,
-			     r->job.in_place ? "heals in place (the survivors go on)"
-					     : "ends mpirun (re-form from the snapshot)");
+			     j->in_place ? "heals in place (the survivors go on)"
+					 : "ends mpirun (re-form from the snapshot)");
 	if (elastic__verbose)
 		elastic__say(
 			"MPI runtime: a grant on a new node %s",
-			r->job.grow_in_place
+			j->grow_in_place
 				? "joins in place (new ranks started, none restarted)"
 				: "re-forms the job (every rank restarts)");
 	return RUN_SETUP_GO_ON;
@@ -300,51 +300,51 @@ enum run_setup elastic__job_setup(struct run *r, int *code)
 /* The run's directory: the hostfile, the launch agent (this binary, as
  * PRRTE runs it: "AGENT HOST CMD"), the progress record; and the socket
  * the ranks report their end to. */
-enum run_setup elastic__files_setup(struct run *r, int *code)
+enum run_setup elastic__files_setup(struct run_files *f, unsigned long jobid,
+				    struct elastic_progress *progress,
+				    struct elastic_report *rep, int *code)
 {
 	elastic_error_t err;
-	ssize_t sl = readlink("/proc/self/exe", r->file.self, sizeof(r->file.self) - 1);
+	ssize_t sl = readlink("/proc/self/exe", f->self, sizeof(f->self) - 1);
 	if (sl <= 0) {
 		fprintf(stderr, "elastic-run: cannot find its own path: %s\n",
 			strerror(errno));
 		return _exit_with(code, 1);
 	}
-	r->file.self[sl] = '\0';
-	snprintf(r->file.dir, sizeof(r->file.dir), "%s/elastic-run.%lu.XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", r->job.jobid);
-	if (!mkdtemp(r->file.dir)) {
-		fprintf(stderr, "elastic-run: mkdtemp %s: %s\n", r->file.dir,
-			strerror(errno));
+	f->self[sl] = '\0';
+	snprintf(f->dir, sizeof(f->dir), "%s/elastic-run.%lu.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", jobid);
+	if (!mkdtemp(f->dir)) {
+		fprintf(stderr, "elastic-run: mkdtemp %s: %s\n", f->dir, strerror(errno));
 		return _exit_with(code, 1);
 	}
-	snprintf(r->file.hostfile, sizeof(r->file.hostfile), "%s/hostfile", r->file.dir);
-	snprintf(r->file.agent, sizeof(r->file.agent), "%s/agent", r->file.dir);
-	snprintf(r->file.progress, sizeof(r->file.progress), "%s/progress", r->file.dir);
-	r->progress.path = r->file.progress;
-	setenv("ELASTIC_RUN_PROGRESS", r->file.progress, 1);
-	snprintf(r->file.leave, sizeof(r->file.leave), "%s/leave", r->file.dir);
-	snprintf(r->file.join, sizeof(r->file.join), "%s/join", r->file.dir);
-	snprintf(r->file.mapfile, sizeof(r->file.mapfile), "%s/map", r->file.dir);
+	snprintf(f->hostfile, sizeof(f->hostfile), "%s/hostfile", f->dir);
+	snprintf(f->agent, sizeof(f->agent), "%s/agent", f->dir);
+	snprintf(f->progress, sizeof(f->progress), "%s/progress", f->dir);
+	progress->path = f->progress;
+	setenv("ELASTIC_RUN_PROGRESS", f->progress, 1);
+	snprintf(f->leave, sizeof(f->leave), "%s/leave", f->dir);
+	snprintf(f->join, sizeof(f->join), "%s/join", f->dir);
+	snprintf(f->mapfile, sizeof(f->mapfile), "%s/map", f->dir);
 	/* the number of the last request (SIGUSR1) to the ranks: libelastic
 	 * drops a late copy of one it took (elastic__ask_taken) */
-	snprintf(r->file.ask, sizeof(r->file.ask), "%s/ask", r->file.dir);
-	setenv("ELASTIC_RUN_ASK", r->file.ask, 1);
+	snprintf(f->ask, sizeof(f->ask), "%s/ask", f->dir);
+	setenv("ELASTIC_RUN_ASK", f->ask, 1);
 	/* the agent finds a node added to a running mpirun there */
-	setenv("ELASTIC_RUN_MAP_FILE", r->file.mapfile, 1);
-	FILE *af = fopen(r->file.agent, "w");
-	if (!af ||
-	    fprintf(af, "#!/bin/sh\nexec '%s' --agent \"$@\"\n", r->file.self) < 0 ||
-	    fclose(af) != 0 || chmod(r->file.agent, 0755) < 0) {
-		fprintf(stderr, "elastic-run: cannot write %s: %s\n", r->file.agent,
+	setenv("ELASTIC_RUN_MAP_FILE", f->mapfile, 1);
+	FILE *af = fopen(f->agent, "w");
+	if (!af || fprintf(af, "#!/bin/sh\nexec '%s' --agent \"$@\"\n", f->self) < 0 ||
+	    fclose(af) != 0 || chmod(f->agent, 0755) < 0) {
+		fprintf(stderr, "elastic-run: cannot write %s: %s\n", f->agent,
 			strerror(errno));
 		return _exit_with(code, 1);
 	}
-	if (elastic__report_open(&r->launch.rep, &err) < 0) {
+	if (elastic__report_open(rep, &err) < 0) {
 		fprintf(stderr, "elastic-run: %s\n", err.text);
 		return _exit_with(code, 1);
 	}
-	r->launch.rep.on_said = elastic__say_srun;
-	setenv("ELASTIC_RUN_REPORT", r->launch.rep.addr, 1);
-	setenv("ELASTIC_RUN_TOKEN", r->launch.rep.token, 1);
+	rep->on_said = elastic__say_srun;
+	setenv("ELASTIC_RUN_REPORT", rep->addr, 1);
+	setenv("ELASTIC_RUN_TOKEN", rep->token, 1);
 	return RUN_SETUP_GO_ON;
 }

@@ -133,16 +133,25 @@ struct run {
 	struct elastic_recovery recov;	  /* re-forms, resizes in place, recoveries */
 };
 
+/* What the launched set's queries (sets.h) read of the parts of a run,
+ * with world ranks in its world now. */
+static inline struct elastic_sets_view
+elastic__sets_view_of(const struct run_sets *sets, const struct run_job *job,
+		      const struct run_launch *launch, int world)
+{
+	return (struct elastic_sets_view){
+		.launched = &sets->launched,
+		.orders = &job->orders,
+		.rep = &launch->rep,
+		.req = &job->req,
+		.world = world,
+	};
+}
+
 /* What the launched set's queries (sets.h) read of the run, now. */
 static inline struct elastic_sets_view elastic__sets_view(const struct run *r)
 {
-	return (struct elastic_sets_view){
-		.launched = &r->sets.launched,
-		.orders = &r->job.orders,
-		.rep = &r->launch.rep,
-		.req = &r->job.req,
-		.world = r->ip.world,
-	};
+	return elastic__sets_view_of(&r->sets, &r->job, &r->launch, r->ip.world);
 }
 
 enum run_state { RUN_LAUNCH, RUN_WATCH, RUN_REFORM, RUN_FINISH };
@@ -150,16 +159,16 @@ enum run_state { RUN_LAUNCH, RUN_WATCH, RUN_REFORM, RUN_FINISH };
 /* Is the launch being made (from REFORM on) the one again after a launch
  * that started no rank? The first such launch in a row is tried again on
  * the same GPUs (elastic-run.c); the retry forms the same world. */
-static inline int elastic__launch_again(const struct run *r)
+static inline int elastic__launch_again(const struct run_launch *l)
 {
-	return r->launch.blank == 1;
+	return l->blank == 1;
 }
 
 /* The world the current launch forms: 0 the first, N re-form N (a launch
  * again after one that started no rank keeps that one's number). */
-static inline int elastic__world_no(const struct run *r)
+static inline int elastic__world_no(const struct run_launch *l)
 {
-	return r->launch.launches - r->launch.retried;
+	return l->launches - l->retried;
 }
 
 #endif
