@@ -38,7 +38,9 @@ fi
 exec "$@"
 SH
 chmod +x "$T_DIR/stall.sh"
-args="--epochs 2 --samples 4096 --global-batch 128 --step-sleep 20000"
+# (100 ms steps: the SIGUSR1 at step 10 lands 5 s before the training's end, even
+# when the test's polls lag on a loaded host)
+args="--epochs 2 --samples 4096 --global-batch 128 --step-sleep 100000"
 declare -A job
 submit() { # name node gen elastic-run-options
 	local opts=${4:+$4 }
