@@ -16,7 +16,12 @@ ompi_info 2>/dev/null | grep -q "FT MPI support: yes" ||
 t_ompi_env
 # one thread per rank: these 2 cores run several ranks
 export OMP_NUM_THREADS=1
-MPIRUN="mpirun --with-ft ulfm --oversubscribe --bind-to none -x PYTHONPATH -x OMP_NUM_THREADS"
+# oneDNN's AVX-512 convolutions in torch 2.6 evaluate examples/pytorch's ResNet to
+# NaN on some AVX-512 CPUs (an AMD EPYC with avx512_vp2intersect); its AVX2 kernels
+# give other hosts' figures. Set before any process starts: a warm interpreter has
+# chosen its kernels before the script runs.
+export ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-AVX2}
+MPIRUN="mpirun --with-ft ulfm --oversubscribe --bind-to none -x PYTHONPATH -x OMP_NUM_THREADS -x ONEDNN_MAX_CPU_ISA"
 
 t_mpi_scratch() {
 	mkdir -p "$T_DIR/tmp" "$T_DIR/sm"

@@ -19,12 +19,6 @@ TORCHRUN_ENV = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE
 
 import numpy as np
 import torch
-
-# oneDNN's AVX-512 convolution kernels in torch 2.6 evaluate the ResNet in eval mode
-# to NaN on some AVX-512 CPUs (an AMD EPYC with avx512_vp2intersect); its AVX2 kernels
-# agree with other hosts. oneDNN reads the limit at its first kernel, so this holds
-# in a warm interpreter too, where torch was imported before the script.
-os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
