@@ -126,6 +126,20 @@ ended_in_log() { grep -a "job $j1: ended or no longer elastic\|job $j1: \(cancel
 ! ended_in_log || t_fail "elasticd took alice's running job for ended during slurmctld's restart"
 
 # 4. slurmctld stopped as elasticd submits a grant: bob's job ends, alice grows back.
+# First alice settles at her share beside bob: the grants given back in case 3 come
+# again, and a growth still under way would need slurmctld for its relaunch.
+end=$((SECONDS + 90)) since=
+while :; do
+	if [ "$(ctl_gpus "$j1")" = "$(size_now)" ] && ! squeue -h -n "elastic:$j1" -t PD,CF -o %i | grep -q .; then
+		since=${since:-$SECONDS}
+		[ $((SECONDS - since)) -lt 3 ] || break
+	else
+		since=
+	fi
+	[ $SECONDS -lt $end ] || t_fail "alice did not settle within 90 s after the third restart (at $(size_now), holding $(ctl_gpus "$j1"))"
+	sleep 0.2
+done
+t_log "alice trains on all the $(size_now) GPUs she holds, no grant of hers starting"
 touch "$hold/arm"
 scancel "$j2"
 end=$((SECONDS + 60))
