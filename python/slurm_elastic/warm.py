@@ -37,7 +37,7 @@ A request is refused (the wrapper then starts ``python3`` itself and says
 so with ``-v``) when the interpreter or its flags differ, or when a
 variable read while importing differs from the zygote's (``PYTHON*``,
 ``LD_*``, ``OMP_*``, ``MKL_*``, ``OPENBLAS_*``, ``KMP_*``, ``GOMP_*``,
-``TORCH_*``), or when the peer is another user.
+``TORCH_*``, ``ONEDNN_*``, ``DNNL_*``), or when the peer is another user.
 
 What differs from a fresh interpreter: modules imported by the zygote are
 the versions on disk when elastic-run started the zygote on that node, not
@@ -64,7 +64,10 @@ import struct
 import sys
 import time
 
-_ENV_PREFIXES = ("PYTHON", "LD_", "OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_", "TORCH_")
+# (oneDNN's ONEDNN_*/DNNL_* are read once, at its first kernel: torch's imports in
+# the zygote may come first, and a forked rank would keep the zygote's values)
+_ENV_PREFIXES = ("PYTHON", "LD_", "OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_", "TORCH_",
+                 "ONEDNN_", "DNNL_")
 _MAX_FDS = 250
 
 

@@ -193,8 +193,12 @@ def train(kind, epochs=3, kill=None, workers=2, untracked=False):
     model = DDP(net.to(dev))
     ds = Tokens() if kind == "lm" else Images() if kind == "cnn" else Points()
     sampler = DistributedSampler(ds, batch_size=40, seed=3)
+    # LOADER_START: the workers' start method (fork, forkserver, spawn); unset or
+    # empty: Python's default (forkserver from 3.14 on: each worker imports torch)
+    start = os.environ.get("LOADER_START") or None
     loader = DataLoader(ds, batch_sampler=sampler, num_workers=workers,
-                        persistent_workers=workers > 0)
+                        persistent_workers=workers > 0,
+                        multiprocessing_context=start if workers > 0 else None)
     decay = [p for p in model.parameters() if p.dim() > 1]
     other = [p for p in model.parameters() if p.dim() <= 1]
     if kind == "lm":  # AdamW, linear warmup then cosine, per step

@@ -3,10 +3,10 @@
 # tests/python/warm.sh: the warm interpreter without Slurm: a zygote (python3 -m
 # slurm_elastic.warm) started by hand and ranks started by mpirun through elastic-run's
 # rank wrapper. (1) The ranks are forked by the zygote and train, also (1c) when they
-# start before it and wait for it, and (1d) start cold when it ends unusable; (2) a rank whose
-# import-time environment differs (OMP_NUM_THREADS) is refused and starts cold, saying
-# so; (3) a rank wrapper SIGKILLed: the zygote kills the rank it forked, and the others
-# heal in place (3 -> 2) and finish.
+# start before it and wait for it, and (1d) start cold when it ends unusable; (2) a
+# rank whose import-time environment differs (OMP_NUM_THREADS, ONEDNN_MAX_CPU_ISA) is
+# refused and starts cold, saying so; (3) a rank wrapper SIGKILLed: the zygote kills
+# the rank it forked, and the others heal in place (3 -> 2) and finish.
 set -u
 . "$(dirname "$0")/common.sh"
 py_need_torch
@@ -77,10 +77,11 @@ t_grep "not usable: 2 threads" "$T_DIR/unusable.zygote" "the zygote said why it 
 n=$(grep -c "the warm interpreter did not take the rank (.*): starting python3 cold" "$T_DIR/unusable")
 [ "$n" = 2 ] || { cat "$T_DIR/unusable"; t_fail "$n of 2 ranks started cold when their zygote ended"; }
 
-# (2) refused: OMP_NUM_THREADS differs from the zygote's
-OMP_NUM_THREADS=2 run refused 2 --epochs 1 || { cat "$T_DIR/refused"; t_fail "refused run"; }
+# (2) refused: OMP_NUM_THREADS and oneDNN's ISA limit differ from the zygote's
+ONEDNN_MAX_CPU_ISA=SSE41 OMP_NUM_THREADS=2 run refused 2 --epochs 1 ||
+	{ cat "$T_DIR/refused"; t_fail "refused run"; }
 t_grep "^done: 12 steps" "$T_DIR/refused" "the refused ranks ran cold"
-n=$(grep -c "the warm interpreter refused: environment differs: OMP_NUM_THREADS: starting python3 cold" "$T_DIR/refused")
+n=$(grep -c "the warm interpreter refused: environment differs: OMP_NUM_THREADS, ONEDNN_MAX_CPU_ISA: starting python3 cold" "$T_DIR/refused")
 [ "$n" = 2 ] || { cat "$T_DIR/refused"; t_fail "$n of 2 ranks said why they started cold"; }
 t_grep '^timings \(fresh, step 0, cold\)' "$T_DIR/refused" "rank 0 says cold"
 
