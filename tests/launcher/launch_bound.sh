@@ -52,8 +52,11 @@ submit first node1 1 "--launch-timeout 15"
 submit reform node2 2 ""
 # ended: 1 GPU on node3 and a grant of 1 there (its rank runs in the grant's step,
 # through an srun)
+# (400 ms steps until its srun is stopped, full speed after: the other cases come
+# first, and a loaded host must not see it end before)
+touch "$T_DIR/ended.slow"
 ended=$(t_sbatch root -N1 -n1 -w node3 --gres=gpu:1 -H -o "$T_DIR/ended.out" -D "$T_DIR" --wrap "
-exec ./elastic-run -v -- $train --epochs 2 --samples 4096 --global-batch 128 --step-sleep 50000")
+exec ./elastic-run -v -- $train --epochs 2 --samples 4096 --global-batch 128 --step-sleep 400000 --sleep-while $T_DIR/ended.slow")
 t_grant_release "$ended" 1 node3
 ended_grant=$grant
 # stepless: its own GPU on node4, a grant of 1 on node3 (the daemon's step there); srun
@@ -99,6 +102,7 @@ stopped=$(t_pgrep -f "^srun --jobid=$ended_grant --overlap .*--rank-in-step" || 
 stopped=${stopped%%$'\n'*}
 [ -n "$stopped" ] || t_fail "ended: no srun into grant $ended_grant"
 kill -STOP "$stopped"
+rm "$T_DIR/ended.slow"
 t_log "ended: srun $stopped (rank 1, in grant $ended_grant's step) stopped at step 10"
 
 check() { # name bound bound-words
