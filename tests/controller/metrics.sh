@@ -208,7 +208,9 @@ sleep 0.5
 t0=$(date +%s%N)
 [ "$(http /metrics | head -n1)" = 200 ] || t_fail "no scrape beside a silent client"
 ms=$((($(date +%s%N) - t0) / 1000000))
-[ $ms -lt 1000 ] || t_fail "a scrape beside a silent client took $ms ms"
+# (the silent client holds its connection 8 s; a python3 start is up to 1 s of
+# this under the whole check's load)
+[ $ms -lt 4000 ] || t_fail "a scrape beside a silent client took $ms ms"
 wait "$silent"
 ctl_alive || t_fail "elasticd died on bad requests"
 t_log "404, 405, 400 and 431 answered; a scrape beside a silent client took $ms ms; elasticd alive"
