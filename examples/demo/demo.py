@@ -494,9 +494,13 @@ class Demo:
         if j.torch:
             return ["--epochs", str(j.epochs), "--global-batch", str(self.a.batch),
                     "--lr", str(self.a.torch_lr), "--seed", str(j.num)]
+        # 30 ms more a step while the pace file exists (steps 1-3 of the scenario): job
+        # 1 still has most of its steps to go when step 4 kills one of its ranks, however
+        # slowly job 2's PyTorch ranks start on a loaded host
         return ["--epochs", str(j.epochs), "--samples", str(self.a.samples), "--features",
                 str(self.a.features), "--lr", str(self.a.lr), "--global-batch", str(self.a.batch),
-                "--seed", str(j.num)]
+                "--seed", str(j.num), "--step-sleep", "30000",
+                "--sleep-while", os.path.join(self.a.out, "pace")]
 
     def reference(self, j):
         """The same training as a static 2-rank run, with no failure: its model.
@@ -664,6 +668,8 @@ class Demo:
     def scenario(self):
         a, j1, j2 = self.a, self.jobs[0], self.jobs[1]
         T = a.timeout
+        pace = os.path.join(a.out, "pace")
+        open(pace, "w").close()
         self.step_title("1. job 1 (alice, --elastic-gpus=1-8) starts alone and grows to the "
                         "free GPUs")
         self.submit(j1)
@@ -699,6 +705,7 @@ class Demo:
         reforms1 = j1.reforms
         heals1 = len(j1.heals)
         before1 = j1.step
+        os.unlink(pace)  # full speed from here on
         self.kill_rank(j1)
         self.wait("job 1 healed in place", lambda: len(j1.heals) > heals1 and j1.step > before1, T)
         if j1.reforms != reforms1:
@@ -1020,7 +1027,8 @@ def main():
     p.add_argument("--build", default=os.environ.get("ELASTIC_BUILD_DIR", "/src/build-testbed"),
                    help="build tree with elasticd, elastic-run, elastic_train")
     p.add_argument("--epochs1", type=int, default=60,
-                   help="job 1's epochs (60, 32 steps each: it must last through step 4, "
+                   help="job 1's epochs (60, 32 steps each, 30 ms slower before step 4: it "
+                   "must last through step 4, "
                    "however slowly job 2's PyTorch ranks start)")
     p.add_argument("--epochs2", type=int, default=9, help="job 2's epochs (9)")
     p.add_argument("--torch-job", type=int, choices=(0, 1, 2), default=2,
