@@ -87,7 +87,7 @@ t_grep '^done: 128 steps' "$T_DIR/ref.out" "reference run"
 _run_b() {
 	local i=$1 silent=${2:-} P=B out=$T_DIR/b$i.out prog=$T_DIR/progress.b$i target lead grant
 	[ -n "$silent" ] && P=C out=$T_DIR/c$i.out prog=$T_DIR/progress.c$i
-	local end victims dvict ovict p comm t_kill last size first rec reforms
+	local end victims dvict ovict p comm t_kill before last size first rec reforms
 	target=$((3 + RANDOM % 60))
 	lead=$(t_sbatch root -N1 -n"$per" -w node1 --gres=gpu:"$per" -H -o "$out" -D "$T_DIR" --wrap "
 exec timeout 150 ./elastic-run -v -- $TRAIN $targs --step-sleep 20000 --progress $prog --compare ref.model")
@@ -117,7 +117,6 @@ exec timeout 150 ./elastic-run -v -- $TRAIN $targs --step-sleep 20000 --progress
 	# the last step committed before the kill: read after it, the record may
 	# already hold a step the survivors committed again at once (a heal in place
 	# takes about a millisecond)
-	local before
 	before=$(sed 's/^0*//' "$prog" 2>/dev/null)
 	[ -n "$silent" ] && ip link set vnode2 down
 	t_kill=$(date +%s.%N)
