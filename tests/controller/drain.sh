@@ -10,7 +10,9 @@ ctl_block_nodes node3 node4
 trap 'rc=$?; scontrol update NodeName=node2 State=RESUME >/dev/null 2>&1; ctl_cleanup $rc' EXIT
 ctl_start
 
-j1=$(ctl_job alice acct_a 1 8 5 5000)
+# Job 1's own GPU on node1: what it holds on node2 then is grants alone, which it
+# gives back (a job whose own allocation is on the drained node keeps that GPU).
+j1=$(CTL_SBATCH_EXTRA="-w node1" ctl_job alice acct_a 1 8 5 5000)
 ctl_client alice "$j1"
 ctl_wait_split 30 "$j1=8"
 scontrol update NodeName=node2 State=DRAIN Reason=elastic-drain-test
