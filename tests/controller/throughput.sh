@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # tests/controller/throughput.sh: PolicyMode=throughput with real training.
-# Two C trainers whose scaling differs by construction: "lin" spends 4 ms per
-# sample, split among its ranks (near-linear), "sat" 200 ms a step whatever
+# Two C trainers whose scaling differs by construction: "lin" spends 12 ms per
+# sample, split among its ranks (near-linear: a step's 770 ms of work dwarfs the
+# tens of ms a loaded host adds to each commit), "sat" 200 ms a step whatever
 # its size and 0.4 ms per sample (a second GPU adds 0.06 of one). On node1's
 # 4 GPUs (node2 blocked) both run at 2; node2's 4 GPUs come free, both are
 # tried at 4 (one doubling past what each was measured at), and once measured
@@ -23,8 +24,8 @@ ctl_block_nodes node3 node4
 ctl_block_gpus 4 node2
 blocker2=${CTL_BLOCKERS##* }
 
-targs="--samples 2048 --global-batch 64"
-ctl_references "$targs" 6 16
+targs="--samples 1024 --global-batch 64"
+ctl_references "$targs" 12 16
 ctl_start
 # The scrape's lines that start with PREFIX (fixed string); 1 if none.
 metric() { # prefix
@@ -34,8 +35,8 @@ job() { # name user account epochs sleeps
 	ctl_train_job "$1" "$2" "$3" "--epochs $4 $targs $5 --compare $T_DIR/ref-$4.model" "" \
 		--elastic-gpus=1-8 --elastic-grace=30 -N1 -n1
 }
-lin=$(job lin alice acct_a 16 "--sample-sleep 4000")
-sat=$(job sat bob acct_b 6 "--step-sleep 200000 --sample-sleep 400")
+lin=$(job lin alice acct_a 16 "--sample-sleep 12000")
+sat=$(job sat bob acct_b 12 "--step-sleep 200000 --sample-sleep 400")
 ctl_wait_split 60 "$lin=2" "$sat=2"
 t_log "node1's 4 GPUs: lin ($lin) 2, sat ($sat) 2"
 # both measured at 2 before node2's GPUs come free
@@ -86,6 +87,6 @@ sleep 4
 t_log "elastic-ctl status: lin's EFF $e; restarted elasticd read both models back and kept lin/sat $(split)"
 t_wait_job "$sat" 200
 t_wait_job "$lin" 200
-ctl_train_done "$T_DIR/sat.out" 6
+ctl_train_done "$T_DIR/sat.out" 12
 ctl_train_done "$T_DIR/lin.out" 16
 t_log "PASS: throughput split lin/sat by their measured scaling; both models equal their static runs"
