@@ -494,12 +494,13 @@ class Demo:
         if j.torch:
             return ["--epochs", str(j.epochs), "--global-batch", str(self.a.batch),
                     "--lr", str(self.a.torch_lr), "--seed", str(j.num)]
-        # 30 ms more a step while the pace file exists (steps 1-3 of the scenario): job
-        # 1 still has most of its steps to go when step 4 kills one of its ranks, however
-        # slowly job 2's PyTorch ranks start on a loaded host
+        # 100 ms more a step while the pace file exists (steps 1-3 of the scenario): job
+        # 1's 1920 steps last 190 s at that pace, so it still has steps to go when step 4
+        # kills one of its ranks, however slowly job 2's PyTorch ranks start and re-form
+        # on a loaded host (75 s for steps 1-3 under a whole test suite's load)
         return ["--epochs", str(j.epochs), "--samples", str(self.a.samples), "--features",
                 str(self.a.features), "--lr", str(self.a.lr), "--global-batch", str(self.a.batch),
-                "--seed", str(j.num), "--step-sleep", "30000",
+                "--seed", str(j.num), "--step-sleep", "100000",
                 "--sleep-while", os.path.join(self.a.out, "pace")]
 
     def reference(self, j):
@@ -1027,7 +1028,7 @@ def main():
     p.add_argument("--build", default=os.environ.get("ELASTIC_BUILD_DIR", "/src/build-testbed"),
                    help="build tree with elasticd, elastic-run, elastic_train")
     p.add_argument("--epochs1", type=int, default=60,
-                   help="job 1's epochs (60, 32 steps each, 30 ms slower before step 4: it "
+                   help="job 1's epochs (60, 32 steps each, 100 ms slower before step 4: it "
                    "must last through step 4, "
                    "however slowly job 2's PyTorch ranks start)")
     p.add_argument("--epochs2", type=int, default=9, help="job 2's epochs (9)")
