@@ -16,7 +16,10 @@
 # on its cluster 'check'). Exits non-zero on any failed test and on any
 # sanitizer report. Leaks inside Open MPI, PMIx, PRRTE, hwloc and libevent
 # (not ours, reported at every MPI exit) are suppressed by library name.
+#   tests/sanitize.sh --controller-tests   prints the controller tests of step 3
 set -euo pipefail
+ctl_tests="scenario grace restart auth drain drift jam"
+[ "${1:-}" != --controller-tests ] || { echo "$ctl_tests"; exit 0; }
 top=$(cd "$(dirname "$0")/.." && pwd)
 b=${ELASTIC_ASAN_BUILD:-build-asan}
 cd "$top"
@@ -72,8 +75,9 @@ testbed/cluster exec -- bash -c '
 	rm -f "$supp"
 	exit $bad' || rc=1
 # (elasticd and elastic-ctl do not use MPI: testbed/check runs them under
-# the first runtime only, ELASTIC_ASAN_CONTROLLER=0 under the other)
+# one runtime only, ELASTIC_ASAN_CONTROLLER=0 under the others)
 if [ "${ELASTIC_ASAN_CONTROLLER:-1}" = 1 ]; then
-	ELASTIC_ASAN_BUILD=$b tests/controller/run-sanitized.sh scenario grace restart auth drain drift jam || rc=1
+	# shellcheck disable=SC2086 # one word per test
+	ELASTIC_ASAN_BUILD=$b tests/controller/run-sanitized.sh $ctl_tests || rc=1
 fi
 exit $rc
