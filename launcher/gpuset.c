@@ -148,6 +148,12 @@ static int _add_gpus(struct elastic_gpuset *set, unsigned long job, const char *
 	return added;
 }
 
+int elastic__slurm_job_unknown(const char *text)
+{
+	/* Slurm's words for ESLURM_INVALID_JOB_ID (slurm_strerror) */
+	return text && strstr(text, "Invalid job id specified") != NULL;
+}
+
 int elastic__gpuset_add_job(struct elastic_gpuset *set, unsigned long job,
 			    const char *text,
 			    char *(*expand)(const char *hostlist, void *arg), void *arg,

@@ -54,6 +54,12 @@ int elastic__gpuset_add_job(struct elastic_gpuset *set, unsigned long job,
 			    char *(*expand)(const char *hostlist, void *arg), void *arg,
 			    elastic_error_t *err);
 
+/* What a failed `scontrol show job -d ID` said (its stdout and stderr):
+ * 1 if Slurm does not know the job (it ended and was purged: "Invalid job
+ * id specified"), 0 for anything else, above all a slurmctld that did not
+ * answer (a restart), after which the job may well still run. */
+int elastic__slurm_job_unknown(const char *text);
+
 /* 1 if job's GPUs were added to set (kept or trimmed away). */
 int elastic__gpuset_has_job(const struct elastic_gpuset *set, unsigned long job);
 

@@ -15,9 +15,10 @@
 #include "sets.h"
 #include "slurmlist.h"
 
-/* Run argv, capture its stdout (at most 1 MiB). Returns a malloc'd string or
- * NULL; *status gets the exit status (-1: could not run). */
-static char *_capture(char *const argv[], int *status)
+/* Run argv, capture its stdout, and its stderr too if with_err (at most
+ * 1 MiB). Returns a malloc'd string or NULL; *status gets the exit status
+ * (-1: could not run). */
+static char *_capture(char *const argv[], int with_err, int *status)
 {
 	int fd[2];
 	pid_t pid;
@@ -35,7 +36,9 @@ static char *_capture(char *const argv[], int *status)
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
 		dup2(fd[1], 1);
-		if (null >= 0 && !elastic__verbose)
+		if (with_err)
+			dup2(fd[1], 2);
+		else if (null >= 0 && !elastic__verbose)
 			dup2(null, 2);
 		close(fd[0]);
 		close(fd[1]);
@@ -72,7 +75,7 @@ static char *_expand(const char *hostlist, void *arg)
 {
 	char *argv[] = {"scontrol", "show", "hostnames", (char *)hostlist, NULL};
 	int st;
-	char *out = _capture(argv, &st);
+	char *out = _capture(argv, 0, &st);
 	if (st != 0) {
 		free(out);
 		return NULL;
@@ -80,17 +83,29 @@ static char *_expand(const char *hostlist, void *arg)
 	return out;
 }
 
-static int _add_job(struct elastic_gpuset *set, unsigned long job, elastic_error_t *err)
+/* Add job's GPUs to set. -1 with err if it has none to add; *answered is
+ * then 0 if Slurm could not be asked (scontrol failed, and not because
+ * Slurm has no such job: a slurmctld restarting), else 1. */
+static int _add_job(struct elastic_gpuset *set, unsigned long job, int *answered,
+		    elastic_error_t *err)
 {
 	char id[32];
 	snprintf(id, sizeof(id), "%lu", job);
 	char *argv[] = {"scontrol", "show", "job", "-d", id, NULL};
 	int st;
-	char *out = _capture(argv, &st);
+	/* (its stderr too: what a failure says decides what it means) */
+	char *out = _capture(argv, 1, &st);
+	*answered = 1;
 	if (!out || st != 0) {
+		char said[160] = "";
+		*answered = elastic__slurm_job_unknown(out);
+		if (out && *out)
+			snprintf(said, sizeof(said), ": %.*s", (int)strcspn(out, "\n"),
+				 out);
 		free(out);
-		return elastic__errorf(err, "scontrol show job -d %lu failed (status %d)",
-				       job, st);
+		return elastic__errorf(err,
+				       "scontrol show job -d %lu failed (status %d)%s",
+				       job, st, said);
 	}
 	int rc = elastic__gpuset_add_job(set, job, out, _expand, NULL, err);
 	free(out);
@@ -104,16 +119,16 @@ static int _discover(const struct run_job *job, struct elastic_gpuset *set,
 {
 	unsigned long jobid = job->jobid;
 	char name[64], user[64];
-	int st;
+	int st, answered;
 
 	memset(set, 0, sizeof(*set));
-	if (_add_job(set, jobid, err) < 0)
+	if (_add_job(set, jobid, &answered, err) < 0)
 		return -1;
 	snprintf(name, sizeof(name), "elastic:%lu", jobid);
 	snprintf(user, sizeof(user), "%u", (unsigned)getuid());
 	char *argv[] = {"squeue", "-h",	     "-u", user, "-n",	     name,
 			"-t",	  "RUNNING", "-o", "%i", "--sort=i", NULL};
-	char *out = _capture(argv, &st);
+	char *out = _capture(argv, 0, &st);
 	if (!out || st != 0) {
 		free(out);
 		return elastic__errorf(
@@ -125,9 +140,18 @@ static int _discover(const struct run_job *job, struct elastic_gpuset *set,
 		/* Grants ordered released stay out, even while still running. */
 		if (job->have_ctl && elastic__orders_released(&job->orders, (uint32_t)g))
 			continue;
-		/* A grant that ended between squeue and scontrol is just gone. */
-		if (g && _add_job(set, g, &e) < 0 && elastic__verbose)
-			elastic__say("grant job %lu skipped: %s", g, e.text);
+		if (!g || _add_job(set, g, &answered, &e) >= 0)
+			continue;
+		/* A grant that ended between squeue and scontrol is just gone;
+		 * one scontrol could not ask about (slurmctld restarting) may
+		 * run on: the job's GPUs are not known. */
+		if (answered) {
+			if (elastic__verbose)
+				elastic__say("grant job %lu skipped: %s", g, e.text);
+			continue;
+		}
+		free(out);
+		return elastic__errorf(err, "grant job %lu: %s", g, e.text);
 	}
 	free(out);
 	return 0;

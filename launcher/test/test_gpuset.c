@@ -230,6 +230,20 @@ static void leave_lines_and_drop(void **state)
 	assert_int_equal(set.total, 3);
 }
 
+/* Slurm 24.11's and 26.05's words on a failed look-up: only "no such job"
+ * makes a grant ended; slurmctld not answering does not. */
+static void unknown_job_or_no_answer(void **state)
+{
+	assert_true(elastic__slurm_job_unknown(
+		"slurm_load_jobs error: Invalid job id specified\n"));
+	assert_false(elastic__slurm_job_unknown(
+		"slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"));
+	assert_false(elastic__slurm_job_unknown(
+		"slurm_load_jobs error: Socket timed out on send/recv operation\n"));
+	assert_false(elastic__slurm_job_unknown(""));
+	assert_false(elastic__slurm_job_unknown(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +255,7 @@ int main(void)
 		cmocka_unit_test(trim_to_max_and_sizes),
 		cmocka_unit_test(hostfile_lines),
 		cmocka_unit_test(leave_lines_and_drop),
+		cmocka_unit_test(unknown_job_or_no_answer),
 	};
 	return cmocka_run_group_tests_name("gpuset", tests, NULL, NULL);
 }
