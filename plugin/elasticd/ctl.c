@@ -426,8 +426,11 @@ void ed_ctl_end_released(struct ed_ctl *c, uint32_t grant, uint32_t job, const c
  * Its job tells it again only after a new hello. */
 void ed_ctl_cancel_given_back(struct ed_ctl *c, uint32_t grant, uint32_t job)
 {
-	if (ed_ctl_cancel(c, grant, job, GIVEN_BACK) == 0 || !ed_slurm_ctld_down() ||
-	    _ending_room(c) < 0)
+	/* Any failure is tried again: whether slurmctld is down is read apart
+	 * from the call, and a ping answered in between would drop the
+	 * cancel, leaving the grant held and used by no one. A grant that
+	 * ended meanwhile leaves the list at the next tick (_ending_settle). */
+	if (ed_ctl_cancel(c, grant, job, GIVEN_BACK) == 0 || _ending_room(c) < 0)
 		return;
 	c->ending[c->nending++] =
 		(struct ed_ending){.grant = grant, .job = job, .given_back = 1};
@@ -456,8 +459,7 @@ static void _ending_settle(struct ed_ctl *c, struct ed_snapshot *s, uint64_t now
 		if (x.given_back) {
 			double t0 = ed_mono_s();
 			if (!_act_budget(c, x.job, "the cancel of a grant given back") ||
-			    (ed_ctl_cancel(c, x.grant, x.job, GIVEN_BACK) < 0 &&
-			     ed_slurm_ctld_down()))
+			    ed_ctl_cancel(c, x.grant, x.job, GIVEN_BACK) < 0)
 				c->ending[kept++] = x; /* again at the next tick */
 			_act_spent(c, t0);
 			continue;
