@@ -465,10 +465,10 @@ static void _ending_settle(struct ed_ctl *c, struct ed_snapshot *s, uint64_t now
 			continue;
 		}
 		if (x.signalled && now_ms >= x.by_ms) {
+			/* (any failure again: as for a grant given back) */
 			if (ed_ctl_cancel(c, x.grant, x.job,
 					  "its work done, it did not end on its signal") <
-				    0 &&
-			    ed_slurm_ctld_down())
+			    0)
 				c->ending[kept++] = x; /* again at the next tick */
 			continue;
 		}
