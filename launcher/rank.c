@@ -170,46 +170,14 @@ static void _rank_exec(pid_t parent, char **argv)
 	_exit(127);
 }
 
-/* Where this rank's reports go (ELASTIC_RUN_REPORT, ELASTIC_RUN_TOKEN), the
- * launch they are of (ELASTIC_RUN_GEN) and the rank in the launch's world (a
- * joiner's follows the ranks that ran: ELASTIC_RUN_JOIN_BASE). 0, or -1
- * outside elastic-run. */
-static int _report_to(const char **addr, const char **token, unsigned *gen, int *rank)
-{
-	const char *g = getenv("ELASTIC_RUN_GEN"), *rk = getenv("OMPI_COMM_WORLD_RANK"),
-		   *base = getenv("ELASTIC_RUN_JOIN_BASE");
-
-	*addr = getenv("ELASTIC_RUN_REPORT");
-	*token = getenv("ELASTIC_RUN_TOKEN");
-	if (!*addr || !*token || !g || !rk)
-		return -1;
-	*gen = (unsigned)strtoul(g, NULL, 10);
-	*rank = atoi(rk) + (base ? atoi(base) : 0);
-	return 0;
-}
-
 /* Tell elastic-run how the program ended (wait status ws). */
 static void _rank_report_send(int ws)
 {
-	const char *addr, *token;
-	const char *host = getenv("SLURMD_NODENAME"), *gpu = getenv("ELASTIC_GPU");
-	char line[200], hn[256] = "";
-	unsigned gen;
-	int rk;
+	const char *addr = getenv("ELASTIC_RUN_REPORT");
 
-	if (_report_to(&addr, &token, &gen, &rk) < 0)
-		return;
-	if (!host) {
-		gethostname(hn, sizeof(hn) - 1);
-		host = hn;
-	}
-	/* where it ran: elastic-run then knows that GPU has no live rank */
-	elastic__report_format(line, sizeof(line), token, gen, rk,
-			       WIFSIGNALED(ws) ? ELASTIC_RANK_SIGNALED
-					       : ELASTIC_RANK_EXITED,
-			       WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws), host,
-			       gpu ? atoi(gpu) : -1);
-	if (elastic__report_send(addr, line) < 0)
+	if (elastic__report_end(WIFSIGNALED(ws) ? ELASTIC_RANK_SIGNALED
+						: ELASTIC_RANK_EXITED,
+				WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws)) < 0)
 		fprintf(stderr, "elastic-run --rank: cannot report to %s\n", addr);
 }
 
@@ -253,7 +221,7 @@ static int _error_send(int ws)
 	if (!n || !elastic__report_end_failed(how, WIFSIGNALED(ws) ? WTERMSIG(ws)
 								   : WEXITSTATUS(ws)))
 		return 0;
-	if (_report_to(&addr, &token, &gen, &rank) < 0)
+	if (elastic__report_to(&addr, &token, &gen, &rank) < 0)
 		return 1;
 	elastic__report_format_error(line, sizeof(line), token, gen, rank, text);
 	if (elastic__report_send(addr, line) < 0)

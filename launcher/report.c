@@ -5,21 +5,19 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
 #include "gpuset.h"
 #include "report.h"
 
-#define MAGIC	 "ELASTICRUN1"
+#define MAGIC	 ELASTIC_REPORT_MAGIC
 #define END_LINE 160 /* the longest line of a rank's end */
 #define MAX_LINE ELASTIC_REPORT_ERROR_LINE
 
@@ -102,21 +100,6 @@ int elastic__report_grow(struct elastic_report *r, int nranks)
 	r->end = e;
 	r->nranks = nranks;
 	return 0;
-}
-
-void elastic__report_format(char *buf, size_t len, const char *token, unsigned gen,
-			    int rank, int how, int value, const char *host, int gpu)
-{
-	int n = snprintf(buf, len, "%s %s %u %d %s %d", MAGIC, token, gen, rank,
-			 how == ELASTIC_RANK_SIGNALED ? "signal" : "exit", value);
-	/* where it ran, when the name fits a line and has no blank */
-	if (host && *host &&
-	    strlen(host) < sizeof(((struct elastic_rank_end *)0)->host) &&
-	    !strpbrk(host, " \t\r\n") && n > 0 && (size_t)n < len)
-		n += snprintf(buf + n, len - (size_t)n, " %s %d", host,
-			      gpu < 0 ? -1 : gpu);
-	if (n > 0 && (size_t)n < len)
-		snprintf(buf + n, len - (size_t)n, "\n");
 }
 
 /* Escape text into out (of cap bytes): backslash and newline as \\ and
@@ -488,32 +471,6 @@ int elastic__report_poll(struct elastic_report *r, int timeout_ms)
 		_drop(r, i); /* one line per connection, whole or nothing */
 	}
 	return taken;
-}
-
-int elastic__report_send(const char *addr, const char *line)
-{
-	char host[256];
-	const char *colon = strrchr(addr, ':');
-	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM},
-			*ai = NULL;
-	struct timeval tv = {.tv_sec = 5};
-	int fd = -1, rc = -1;
-
-	if (!colon || (size_t)(colon - addr) >= sizeof(host))
-		return -1;
-	memcpy(host, addr, colon - addr);
-	host[colon - addr] = '\0';
-	if (getaddrinfo(host, colon + 1, &hints, &ai) != 0)
-		return -1;
-	if ((fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0) {
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-		    send(fd, line, strlen(line), MSG_NOSIGNAL) == (ssize_t)strlen(line))
-			rc = 0;
-		close(fd);
-	}
-	freeaddrinfo(ai);
-	return rc;
 }
 
 /* An exit status that says the rank was killed from outside, not that it

@@ -6,6 +6,7 @@
 #define ELASTIC_LAUNCHER_REPORT_H
 
 #include "conf.h"
+#include "rankend.h"
 
 #define ELASTIC_REPORT_MAX_RANKS 65536
 
@@ -13,14 +14,12 @@
  * last frames of a traceback and the exception itself), in bytes. */
 #define ELASTIC_REPORT_ERROR_MAX 1024
 
-enum { ELASTIC_RANK_UNKNOWN = 0, ELASTIC_RANK_EXITED, ELASTIC_RANK_SIGNALED };
-
 struct elastic_rank_end {
-	int how;       /* ELASTIC_RANK_* */
-	int value;     /* exit status or signal number */
-	char host[64]; /* where the rank ran ("" if not said) */
-	int gpu;       /* its GPU's index there (-1: none or not said) */
-	int told;      /* elastic-run has said so (set by the caller) */
+	int how;			/* ELASTIC_RANK_* */
+	int value;			/* exit status or signal number */
+	char host[ELASTIC_REPORT_HOST]; /* where the rank ran ("" if not said) */
+	int gpu;			/* its GPU's index there (-1: none or not said) */
+	int told;			/* elastic-run has said so (set by the caller) */
 };
 
 /* A Slurm step a launch needs besides mpirun's own: a daemon's (started by
@@ -73,11 +72,6 @@ int elastic__report_poll(struct elastic_report *r, int timeout_ms);
 /* Parse one report line; returns 0 and fills rank/end, or -1. */
 int elastic__report_parse(const struct elastic_report *r, const char *line, int *rank,
 			  struct elastic_rank_end *end);
-
-/* Format the line a rank sends (buf of at least 160 bytes); host (NULL:
- * not said) and gpu (-1: none) say where it ran. */
-void elastic__report_format(char *buf, size_t len, const char *token, unsigned gen,
-			    int rank, int how, int value, const char *host, int gpu);
 
 /* 1 if a rank of the current launch reported its end and ran on GPU gpu of
  * host (its GPU holds no live rank now), else 0. */
@@ -140,9 +134,6 @@ int elastic__report_no_step(const struct elastic_report *r,
 				       int tried, const struct elastic_srun *s,
 				       void *arg),
 			    void *arg);
-
-/* Send one line to "host:port" (5 s timeout). Returns 0 or -1. */
-int elastic__report_send(const char *addr, const char *line);
 
 /* Summarise the launch: counts of ranks that exited 0, exited non-zero,
  * exited with want_code, were signalled, and did not report. */

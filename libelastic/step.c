@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "rankend.h"
 
 /* Bits of the commit agreement (bitwise AND over the survivors). */
 #define AGREE_STEP_OK 1 /* the step succeeded on this rank */
@@ -271,6 +272,16 @@ static void _stop_for_reform(elastic_ctx_t *ctx)
 		     (unsigned long long)ctx->committed, ELASTIC_EXIT_REFORM);
 	elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg, ELASTIC_EXIT_REFORM,
 			   "planned re-form");
+	/* Told from here, before MPI_Finalize, whose fence holds every rank
+	 * until all have told it: the runtime ends a launch's other ranks
+	 * (SIGTERM, then SIGKILL half a second later) as soon as one exits,
+	 * and a wrapper that a loaded host ran late would be killed before its
+	 * own report, making a rank that stopped as asked look lost. */
+	if (elastic__report_end(ELASTIC_RANK_EXITED, ELASTIC_EXIT_REFORM) < 0)
+		elastic__log(
+			ctx, ELASTIC_LOG_WARN,
+			"planned re-form: cannot tell elastic-run (%s); its rank wrapper tells it after the exit",
+			getenv("ELASTIC_RUN_REPORT"));
 	elastic_finalize(ctx, ELASTIC_EXIT_REFORM);
 	_exit(ELASTIC_EXIT_REFORM);
 }

@@ -203,6 +203,52 @@ static void one_poll(void **state)
 	elastic__report_close(&r);
 }
 
+/* What a rank says of itself from the environment elastic-run gives it
+ * (libelastic at a planned re-form, the wrapper after the program): its
+ * rank in the launch's world (a joiner's after its base), where it ran, and
+ * nothing at all outside elastic-run. */
+static void end_from_env(void **state)
+{
+	struct elastic_report r;
+	elastic_error_t err;
+	char to[64], gen[16];
+
+	(void)state;
+	assert_int_equal(elastic__report_open(&r, &err), 0);
+	assert_int_equal(elastic__report_begin(&r, 4), 0);
+	snprintf(to, sizeof(to), "127.0.0.1%s", strrchr(r.addr, ':'));
+	snprintf(gen, sizeof(gen), "%u", r.gen);
+	unsetenv("ELASTIC_RUN_REPORT");
+	assert_int_equal(elastic__report_end(ELASTIC_RANK_EXITED, 75), 1);
+	setenv("ELASTIC_RUN_REPORT", to, 1);
+	setenv("ELASTIC_RUN_TOKEN", r.token, 1);
+	setenv("ELASTIC_RUN_GEN", gen, 1);
+	setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+	setenv("ELASTIC_RUN_JOIN_BASE", "2", 1);
+	setenv("SLURMD_NODENAME", "node7", 1);
+	setenv("ELASTIC_GPU", "5", 1);
+	assert_int_equal(elastic__report_end(ELASTIC_RANK_EXITED, 75), 0);
+	assert_int_equal(elastic__report_poll(&r, 1000), 1);
+	assert_int_equal(r.end[3].how, ELASTIC_RANK_EXITED);
+	assert_int_equal(r.end[3].value, 75);
+	assert_string_equal(r.end[3].host, "node7");
+	assert_int_equal(r.end[3].gpu, 5);
+	assert_int_equal(r.end[1].how, ELASTIC_RANK_UNKNOWN);
+	/* the same end told twice (the program, then its wrapper) is one */
+	unsetenv("ELASTIC_RUN_JOIN_BASE");
+	setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+	assert_int_equal(elastic__report_end(ELASTIC_RANK_EXITED, 75), 0);
+	assert_int_equal(elastic__report_poll(&r, 1000), 0);
+	/* nobody listening: -1, within the send's bound */
+	elastic__report_close(&r);
+	assert_int_equal(elastic__report_end(ELASTIC_RANK_EXITED, 75), -1);
+	const char *vars[] = {"ELASTIC_RUN_REPORT", "ELASTIC_RUN_TOKEN",
+			      "ELASTIC_RUN_GEN",    "OMPI_COMM_WORLD_RANK",
+			      "SLURMD_NODENAME",    "ELASTIC_GPU"};
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+}
+
 /* A rank's error text: a short one arrives whole (newlines, backslashes);
  * a long one keeps its first line and its end, from a line's start; a line
  * of another launch or token is dropped; the text of the first rank that
@@ -412,11 +458,11 @@ static void no_step(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(round_trip), cmocka_unit_test(bad_lines),
-		cmocka_unit_test(ended_on),   cmocka_unit_test(cause),
-		cmocka_unit_test(one_poll),   cmocka_unit_test(failed_on_and_from),
-		cmocka_unit_test(error_text), cmocka_unit_test(srun_lines),
-		cmocka_unit_test(no_step),
+		cmocka_unit_test(round_trip),	      cmocka_unit_test(bad_lines),
+		cmocka_unit_test(ended_on),	      cmocka_unit_test(cause),
+		cmocka_unit_test(one_poll),	      cmocka_unit_test(end_from_env),
+		cmocka_unit_test(failed_on_and_from), cmocka_unit_test(error_text),
+		cmocka_unit_test(srun_lines),	      cmocka_unit_test(no_step),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,11 @@
 # together after one committed step N (exit 75), elastic-run relaunches, and
 # the new launch's first step is N+1: nothing redone, nothing skipped; the
 # final model equals a run without any re-form. A second SIGUSR1 the moment
-# the relaunch starts waits until its ranks can take it.
+# the relaunch starts waits until its ranks can take it. At the first, rank
+# 1's wrapper is held still, as on a host too loaded to run it: the runtime
+# ends a launch's other ranks (SIGTERM, then SIGKILL) as soon as one exits,
+# so that wrapper dies before it can say how its rank ended. The rank says
+# it itself, before MPI_Finalize: no rank looks lost.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/lib.sh"
@@ -15,7 +19,18 @@ lr_wait_step 15
 # The batch script exec'd elastic-run: it is the job's batch step process.
 er=$(t_pgrep -f "^./elastic-run -v -- $train" | head -n1)
 [ -n "$er" ] || t_fail "no elastic-run process found"
-t_log "SIGUSR1 to elastic-run (pid $er)"
+w1=""
+for p in $(t_pgrep -f -- "elastic-run --rank .*$train" || true); do
+	t_env_has "$p" "SLURM_JOB_ID=$lead" OMPI_COMM_WORLD_RANK=1 && w1=$p && break
+done
+[ -n "$w1" ] || t_fail "no wrapper of rank 1 found"
+python3 "$(dirname "$0")/../hold.py" "$w1" 3 >"$T_DIR/hold.out" 2>&1 &
+end=$((SECONDS + 10))
+until grep -q '^held' "$T_DIR/hold.out" 2>/dev/null; do
+	[ $SECONDS -lt $end ] || t_fail "rank 1's wrapper could not be held: $(cat "$T_DIR/hold.out")"
+	sleep 0.05
+done
+t_log "rank 1's wrapper (pid $w1) held; SIGUSR1 to elastic-run (pid $er)"
 kill -USR1 "$er"
 # A second re-form asked the moment the relaunch starts, before its ranks
 # can take SIGUSR1 (their handler comes with elastic_init): elastic-run
@@ -28,6 +43,8 @@ done
 kill -USR1 "$er"
 t_log "SIGUSR1 again as the relaunch started"
 t_wait_job "$lead" 120
+wait
+t_log "rank 1's wrapper: $(tail -n 1 "$T_DIR/hold.out")"
 cat "$T_DIR/lead.out" | grep -av '^step [0-9]*[1-9] '
 # (A rank still exiting when mpirun sees the first exit 75 may get its
 # SIGTERM: "failed" with status 143. A rank SIGUSR1 ended before it could
