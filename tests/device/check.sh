@@ -226,8 +226,9 @@ build() {
 	[ $have_nccl = yes ] && inc="$inc -I$nccl_inc"
 	# libelastic as libelastic/Makefile.am builds it: every source but the
 	# GPU file of the other kind, the no-NCCL stubs only without NCCL, and
-	# common's contract and write-all loop (their symbols hidden)
-	srcs="$src/common/contract.c $src/common/io.c"
+	# common's contract, write-all loop and rank-end report (their symbols
+	# hidden)
+	srcs="$src/common/contract.c $src/common/io.c $src/common/rankend.c"
 	for f in "$src"/libelastic/*.c; do
 		case "${f##*/}" in
 		gpu.c) [ $have_cuda = yes ] || continue ;;
