@@ -27,6 +27,17 @@ static void book(struct elastic_report *r, int n)
 	assert_int_equal(elastic__report_begin(r, n), 0);
 }
 
+/* A report book for a launch of n ranks, listening: to is where a rank on
+ * this host sends ("127.0.0.1:PORT", at least 64 bytes). */
+static void listening(struct elastic_report *r, int n, char *to)
+{
+	elastic_error_t err;
+
+	assert_int_equal(elastic__report_open(r, &err), 0);
+	assert_int_equal(elastic__report_begin(r, n), 0);
+	snprintf(to, 64, "127.0.0.1%s", strrchr(r->addr, ':'));
+}
+
 static void round_trip(void **state)
 {
 	struct elastic_report r;
@@ -186,13 +197,10 @@ static void cause(void **state)
 static void one_poll(void **state)
 {
 	struct elastic_report r;
-	elastic_error_t err;
 	char line[200], to[64];
 
 	(void)state;
-	assert_int_equal(elastic__report_open(&r, &err), 0);
-	assert_int_equal(elastic__report_begin(&r, 2), 0);
-	snprintf(to, sizeof(to), "127.0.0.1%s", strrchr(r.addr, ':'));
+	listening(&r, 2, to);
 	elastic__report_format(line, sizeof(line), r.token, r.gen, 1, ELASTIC_RANK_EXITED,
 			       75, "node1", 3);
 	assert_int_equal(elastic__report_send(to, line), 0);
@@ -210,13 +218,10 @@ static void one_poll(void **state)
 static void end_from_env(void **state)
 {
 	struct elastic_report r;
-	elastic_error_t err;
 	char to[64], gen[16];
 
 	(void)state;
-	assert_int_equal(elastic__report_open(&r, &err), 0);
-	assert_int_equal(elastic__report_begin(&r, 4), 0);
-	snprintf(to, sizeof(to), "127.0.0.1%s", strrchr(r.addr, ':'));
+	listening(&r, 4, to);
 	snprintf(gen, sizeof(gen), "%u", r.gen);
 	unsetenv("ELASTIC_RUN_REPORT");
 	assert_int_equal(elastic__report_end(ELASTIC_RANK_EXITED, 75), 1);
@@ -256,7 +261,6 @@ static void end_from_env(void **state)
 static void error_text(void **state)
 {
 	struct elastic_report r;
-	elastic_error_t err;
 	static char line[ELASTIC_REPORT_ERROR_LINE], text[ELASTIC_REPORT_ERROR_MAX],
 		big[8192];
 	char to[64];
@@ -302,10 +306,8 @@ static void error_text(void **state)
 	elastic__report_close(&r);
 
 	/* through the socket: the first text is kept, the second is not */
-	assert_int_equal(elastic__report_open(&r, &err), 0);
-	assert_int_equal(elastic__report_begin(&r, 2), 0);
+	listening(&r, 2, to);
 	assert_int_equal(r.err_from, 0);
-	snprintf(to, sizeof(to), "127.0.0.1%s", strrchr(r.addr, ':'));
 	elastic__report_format_error(line, sizeof(line), r.token, r.gen, 1, big);
 	assert_int_equal(elastic__report_send(to, line), 0);
 	elastic__report_poll(&r, 1000);
