@@ -14,8 +14,8 @@
 #include "agent.h"
 #include "ldpath.h"
 #include "contract.h"
-#include "procsig.h"
-#include "runmap.h"
+#include "process.h"
+#include "gpuset.h"
 #include "srunpipe.h"
 
 int elastic__agent_main(int argc, char **argv)

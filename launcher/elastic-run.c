@@ -20,13 +20,11 @@
 #include "launch.h"
 #include "options.h"
 #include "prewarm.h"
-#include "procsig.h"
-#include "progress.h"
+#include "process.h"
 #include "rank.h"
-#include "recovery_run.h"
+#include "inplace_run.h"
 #include "run.h"
-#include "runlog.h"
-#include "runstate.h"
+#include "decide.h"
 #include "sets.h"
 #include "proto.h"
 #include "slurmlist.h"
@@ -76,7 +74,7 @@ static int _blank_launch(const struct run *r)
 }
 
 /* Nodes whose ranks never said how they ended (their daemon or the node
- * lost) are held out of the next launches while Slurm lists them (lost.h).
+ * lost) are held out of the next launches while Slurm lists them (decide.h).
  * A launch that started nothing does not say which node failed (every
  * node's ranks are silent): the first such launch in a row is retried on
  * the same GPUs a second later (a daemon's start can fail once: a PRRTE
@@ -107,7 +105,7 @@ static void _hold_out_lost(struct run *r)
 
 /* The nodes marked lost as this mpirun ended, once Slurm's list (seen) says
  * whether they are left out: a node whose daemon's grant Slurm no longer
- * lists lost its ranks with that grant (lost.h), and its other GPUs are in
+ * lists lost its ranks with that grant (decide.h), and its other GPUs are in
  * the next launch. */
 static void _say_lost(struct run *r)
 {
@@ -232,7 +230,7 @@ static void _say_first_failure(const struct run *r)
 		fprintf(stderr, "%s\n", f->text);
 }
 
-/* What the relaunch after this launch follows (recovery.h), for its cause. */
+/* What the relaunch after this launch follows (decide.h), for its cause. */
 static struct elastic_reform_in _reform_in(const struct run *r)
 {
 	return (struct elastic_reform_in){

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* launcher/gpuset.h: the GPUs an elastic job holds (its own allocation and
- * its grant jobs), parsed from Slurm's text, and the hostfile built on them. */
+ * its grant jobs), parsed from Slurm's text, and what is built on them: the
+ * hostfile, and the map of where each host's ranks run (ELASTIC_RUN_MAP). */
 #ifndef ELASTIC_LAUNCHER_GPUSET_H
 #define ELASTIC_LAUNCHER_GPUSET_H
 
@@ -87,5 +88,18 @@ int elastic__gpuset_write_hostfile(const struct elastic_gpuset *set, const char 
 
 /* A one-line description "node1:0,1(job 12) node2:0(job 14)" into buf. */
 void elastic__gpuset_describe(const struct elastic_gpuset *set, char *buf, size_t len);
+
+/* ---- ELASTIC_RUN_MAP, where each host's ranks run: written by the launcher,
+ * read by the launch agent and the rank wrapper. */
+
+/* The map of set, "host=job:idx,idx;host=job:idx", malloc'd (the caller
+ * frees it), or NULL. A GPU of another job than the host's (whose step
+ * hosts the daemon) is "idx@job": its rank runs in that job's step
+ * (elastic__rank_in_step_main). */
+char *elastic__map_env(const struct elastic_gpuset *set);
+
+/* From map, host's job and its GPU list (into gpus, len bytes): 0 or -1. */
+int elastic__map_find(const char *map, const char *host, unsigned long *job, char *gpus,
+		      size_t len);
 
 #endif

@@ -14,9 +14,8 @@
 #include "inplace_run.h"
 #include "launch.h"
 #include "prewarm.h"
-#include "procsig.h"
-#include "runlog.h"
-#include "runmap.h"
+#include "process.h"
+#include "gpuset.h"
 #include "sets.h"
 #include "slurmlist.h"
 
@@ -78,7 +77,7 @@ static void _pause(const struct elastic_launch_run *r, double s)
 
 /* r->sets->launched from Slurm now. Slurm not answering (slurmctld restarting
  * for longer than its clients' MessageTimeout) does not end the job: the
- * launch asks again, within the launch bound (recovery.h). A look-up of the
+ * launch asks again, within the launch bound (decide.h). A look-up of the
  * re-form that just failed counts as the first ask, so the wait is said at
  * once rather than after one more of scontrol's own timeouts. -1 (logged,
  * r->launch->status set) when it still cannot be read. */

@@ -12,7 +12,7 @@
 
 #include "options.h"
 #include "prewarm.h"
-#include "runlog.h"
+#include "process.h"
 
 static int _runtime_in_place(const char *mpirun, char *desc, size_t len, int *majorp);
 static int _runtime_grows(int major);

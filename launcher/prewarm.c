@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "prewarm.h"
-#include "runlog.h"
+#include "process.h"
 
 #define MAX_FLAGS  8
 #define MAX_ZYGOTE 64

@@ -17,12 +17,11 @@
 #include "devcheck.h"
 #include "gpuset.h"
 #include "warm_rank.h"
-#include "procsig.h"
+#include "process.h"
 #include "rank.h"
 #include "report.h"
 #include "srunpipe.h"
 #include "contract.h"
-#include "runmap.h"
 
 /* The GPUs of the Slurm step this process runs in on this node: a job
  * step's SLURM_STEP_GPUS, or in the batch step (where mpirun and its local

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
@@ -544,4 +545,54 @@ void elastic__report_summary(const struct elastic_report *r, int reform_code,
 			s->failed++;
 	}
 	s->raised = r->err_from > 0;
+}
+
+/* ---- Rank 0's progress record (report.h). */
+
+/* Was a file last written (st) after the current mpirun was started? */
+static int _since_launch(const struct elastic_progress *p, const struct stat *st)
+{
+	return st->st_mtim.tv_sec > p->since.tv_sec ||
+	       (st->st_mtim.tv_sec == p->since.tv_sec &&
+		st->st_mtim.tv_nsec > p->since.tv_nsec);
+}
+
+int elastic__progress_read(const struct elastic_progress *p, unsigned long long *step,
+			   unsigned long long *seen, double *t, int *size)
+{
+	char buf[96];
+	struct stat st;
+	int fd;
+	ssize_t n;
+
+	if ((fd = open(p->path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1; /* no record yet */
+	if (fstat(fd, &st) < 0 || !_since_launch(p, &st)) {
+		close(fd);
+		return -1;
+	}
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	*size = 0;
+	return sscanf(buf, "%llu %llu %lf %d", step, seen, t, size) >= 3 ? 0 : -1;
+}
+
+int elastic__progress_committed(const struct elastic_progress *p)
+{
+	unsigned long long step, seen;
+	double t;
+	int size;
+
+	return elastic__progress_read(p, &step, &seen, &t, &size) == 0;
+}
+
+int elastic__ranks_ready(const struct elastic_progress *p, double t0, double now)
+{
+	struct stat st;
+	if (now - t0 > 10.0)
+		return 1;
+	return stat(p->path, &st) == 0 && _since_launch(p, &st);
 }

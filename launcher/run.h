@@ -10,14 +10,9 @@
 
 #include "ctlclient.h"
 #include "gpuset.h"
-#include "inplace.h"
-#include "lost.h"
+#include "decide.h"
 #include "orders.h"
-#include "progress.h"
-#include "recovery.h"
 #include "report.h"
-#include "stopask.h"
-#include "watchclock.h"
 
 #define EXIT_REFORM  ELASTIC_EXIT_REFORM /* common/contract.h */
 #define EXIT_USAGE   ELASTIC_EXIT_USAGE
@@ -81,7 +76,7 @@ struct run_sets {
 	elastic_error_t seen_err;	   /* and why */
 	struct elastic_gpuset grown;	   /* launched and the nodes joining in place */
 	struct elastic_gpuset after_leave; /* launched less the leaving ranks' GPUs */
-	struct elastic_lost lost;	   /* nodes held out as lost (lost.h) */
+	struct elastic_lost lost;	   /* nodes held out as lost (decide.h) */
 	double lost_look;		   /* when Slurm is next asked about them */
 	double lost_mark;		   /* when the last mpirun end marked some */
 	/* grants in which a launch's step never began: left out of the
@@ -106,13 +101,13 @@ struct run_launch {
 	int fail_committed;	  /* ...after rank 0 committed a step in it (1) or not */
 	struct run_failure first; /* the run's first such failure */
 	int say_first;		  /* the run gives up on failures: say it at the end */
-	struct elastic_watch_clock clock; /* its bounds (watchclock.h) */
+	struct elastic_watch_clock clock; /* its bounds (decide.h) */
 	char last_cause[200];		  /* the last launch's failure, as first.cause */
 	int blank;			  /* launches in a row that started no rank */
 	int retried;		  /* launches that repeated one that started no rank */
-	struct elastic_stop stop; /* the ranks asked to stop (stopask.h) */
+	struct elastic_stop stop; /* the ranks asked to stop (decide.h) */
 	double t_failed; /* since when GPUs of failed ranks are held with no rank (0: none) */
-	struct elastic_replace replace; /* re-forms onto such GPUs (recovery.h) */
+	struct elastic_replace replace; /* re-forms onto such GPUs (decide.h) */
 	int replacing;			/* the re-form asked is one of them */
 	double t_warm; /* since when a due re-form waits for zygotes (0: none) */
 	unsigned long long asks; /* requests (SIGUSR1) sent to the ranks, all launches */
@@ -129,7 +124,7 @@ struct run {
 	struct run_sets sets;
 	struct run_launch launch;
 	struct elastic_inplace ip;
-	struct elastic_progress progress; /* rank 0's record (progress.h) */
+	struct elastic_progress progress; /* rank 0's record (report.h) */
 	struct elastic_recovery recov;	  /* re-forms, resizes in place, recoveries */
 };
 

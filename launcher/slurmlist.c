@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runlog.h"
+#include "process.h"
 #include "sets.h"
 #include "slurmlist.h"
 

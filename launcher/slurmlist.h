@@ -6,7 +6,7 @@
 #include "run.h"
 
 /* The job's GPUs now (its allocation, then its running grant jobs in job id
- * order, less grants ordered released, nodes held out as lost (lost.h) and
+ * order, less grants ordered released, nodes held out as lost (decide.h) and
  * grants in which a launch's step never began),
  * cut to what it may use (--elastic-gpus MAX, sizes), into set: 0, or -1
  * with err. Grants announced as started that Slurm no longer lists leave

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "procsig.h"
+#include "process.h"
 #include "report.h"
 #include "srunout.h"
 #include "srunpipe.h"

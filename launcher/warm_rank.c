@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "ldpath.h"
-#include "runlog.h"
-#include "runmap.h"
+#include "process.h"
+#include "gpuset.h"
 #include "warm_rank.h"
 
 #define MAX_FDS		250  /* SCM_RIGHTS takes at most 253 */

@@ -9,13 +9,10 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "decide.h"
 #include "inplace_run.h"
 #include "prewarm.h"
-#include "procsig.h"
-#include "progress.h"
-#include "recovery_run.h"
-#include "runlog.h"
-#include "runstate.h"
+#include "process.h"
 #include "sets.h"
 #include "slurmlist.h"
 #include "watch.h"
@@ -83,6 +80,35 @@ static int _slurm_changed(struct run *r)
 	return 1;
 }
 
+/* The job's progress: when the committed step moved, tell elasticd (ctl)
+ * the step and the samples/s since the last record (elastic-ctl status).
+ * Read at most once a second. */
+static void _forward_progress(struct elastic_progress *pr, struct elastic_ctlclient *ctl)
+{
+	unsigned long long step, seen;
+	double t;
+	int size;
+
+	if (elastic__now() - pr->t_read < 1.0)
+		return;
+	pr->t_read = elastic__now();
+	if (elastic__progress_read(pr, &step, &seen, &t, &size) < 0 ||
+	    (pr->have_last && step == pr->step_last))
+		return;
+	/* The rate between two records, by the writer's clock: a measurement
+	 * of the job at its size only when one world committed both
+	 * (elasticd's throughput policy fits its scaling to it); across a
+	 * change of size none is sent. */
+	if (pr->have_last && seen >= pr->seen_last && t > pr->t_last)
+		pr->rate = (double)(seen - pr->seen_last) / (t - pr->t_last);
+	if (size > 0 && size != pr->size_last)
+		pr->rate = -1;
+	pr->step_last = step, pr->seen_last = seen, pr->t_last = t;
+	pr->size_last = size;
+	pr->have_last = 1;
+	elastic__orders_status(ctl, step, pr->rate, elastic__say);
+}
+
 /* While mpirun runs: an order that changes the job's GPUs makes a re-form
  * due (_stop_when_ready tells the ranks). A release of GPUs in use, or
  * started grants that add usable GPUs, settle it at once; otherwise Slurm
@@ -91,7 +117,7 @@ static int _slurm_changed(struct run *r)
  * at Slurm, are acted on at the first turn that can (orders.h). */
 static void _follow_orders(struct run *r)
 {
-	elastic__progress_forward(&r->progress, &r->job.ctl);
+	_forward_progress(&r->progress, &r->job.ctl);
 	elastic__orders_poll(&r->job.orders, &r->job.ctl, 50, elastic__say);
 	if (!elastic__stop_open(&r->launch.stop) ||
 	    (!r->job.orders.unheeded && !r->ip.t_rel_wait))
@@ -127,7 +153,7 @@ static void _follow_orders(struct run *r)
 /* How often Slurm is asked about the nodes held out as lost. */
 #define LOST_LOOK_S 1.0
 
-/* Nodes held out as lost (lost.h), while no change is under way: a node
+/* Nodes held out as lost (decide.h), while no change is under way: a node
  * whose GPUs Slurm no longer lists is forgotten; one still listed when its
  * hold ends is taken again (a growth, in place where the runtime can). */
 static void _look_at_lost(struct run *r)
@@ -179,7 +205,7 @@ static int _rankless_gpus(const struct run *r, const struct elastic_gpuset *list
  * the ranks of a node whose daemon was lost while Slurm keeps the node in
  * the job: their GPUs stay held by the job with no rank on them. Unless a
  * release takes them (acknowledged at once), the job re-forms onto all its
- * GPUs, a rank on each, after elastic__replace_wait (recovery.h: longer
+ * GPUs, a rank on each, after elastic__replace_wait (decide.h: longer
  * for failures that come again and again). */
 static void _replace_failed(struct run *r)
 {
@@ -305,7 +331,7 @@ static void _stop_when_ready(struct run *r)
 	switch (elastic__stop_when(
 		s,
 		elastic__stop_pending(s) &&
-			elastic__ranks_ready(&r->progress, r->launch.t0),
+			elastic__ranks_ready(&r->progress, r->launch.t0, elastic__now()),
 		joining)) {
 	case ELASTIC_STOP_WAIT:
 		return;
@@ -459,7 +485,7 @@ static void _bound_name(const struct run *r, double bound, char *buf, size_t len
 		snprintf(buf, len, "--launch-timeout %d", r->opt.launch_timeout);
 }
 
-/* The launch's clocks (watchclock.h), acted on. The launch bound
+/* The launch's clocks (decide.h), acted on. The launch bound
  * (--launch-timeout, elastic__launch_bound): a launch whose rank 0 commits
  * no step within it holds its GPUs and trains nothing (a rank that never
  * came: its srun into a grant failed or hangs, a node's slurmd not

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "inplace.h"
+#include "decide.h"
 
 /* The GPU sets of the growth cases (each 3.5 MB: kept out of the stack). */
 static struct elastic_gpuset launched, grows, more_here, same, swapped, owner_moved;

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "lost.h"
+#include "decide.h"
 
 /* (each set is 3.5 MB: kept out of the stack) */
 static struct elastic_gpuset launched, listed, ended, new_grant, set;

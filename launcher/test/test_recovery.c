@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "contract.h"
-#include "recovery.h"
+#include "decide.h"
 #include "report.h"
 
 static const struct {

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "runstate.h"
+#include "decide.h"
 
 static struct elastic_report_summary sum(int ok, int failed, int reform, int signaled,
 					 int missing)

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "stopask.h"
+#include "decide.h"
 
 #define WAIT	  ELASTIC_STOP_WAIT
 #define SEND	  ELASTIC_STOP_SEND

@@ -12,8 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "runstate.h"
-#include "watchclock.h"
+#include "decide.h"
 
 #define UNTRAINED ELASTIC_CLOCK_UNTRAINED
 #define LINGERING ELASTIC_CLOCK_LINGERING

@@ -1,11 +1,36 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* launcher/procsig.h: the signals of an elastic-run process (launcher or
- * rank wrapper): what it got, and the child it passes them on to. */
-#ifndef ELASTIC_LAUNCHER_PROCSIG_H
-#define ELASTIC_LAUNCHER_PROCSIG_H
+/* launcher/process.h: elastic-run's process: its clocks and messages, its
+ * signals, and the process trees it ends. */
+#ifndef ELASTIC_LAUNCHER_PROCESS_H
+#define ELASTIC_LAUNCHER_PROCESS_H
 
 #include <signal.h>
 #include <sys/types.h>
+
+/* ==== elastic-run's clock and its log lines on stderr. */
+
+/* -v given this many times: say more. */
+extern int elastic__verbose;
+
+/* Seconds on the monotonic clock. */
+double elastic__now(void);
+
+/* Seconds on the wall clock (the ranks' timings, compared across nodes). */
+double elastic__wall(void);
+
+/* Set the environment variable name to the time t, in seconds ("%.6f"). */
+void elastic__setenv_time(const char *name, double t);
+
+/* "elastic-run HH:MM:SS.mmm: MESSAGE" on stderr, in one write. */
+void elastic__say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A line an srun of the launch said of its own, as it comes
+ * (elastic_report's on_said). */
+struct elastic_srun;
+void elastic__say_srun(const struct elastic_srun *s, const char *text);
+
+/* ==== the signals of an elastic-run process (launcher or
+ * rank wrapper): what it got, and the child it passes them on to. */
 
 /* The last signal the handlers below took (0: none). */
 extern volatile sig_atomic_t elastic__got_signal;
