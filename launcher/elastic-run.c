@@ -243,11 +243,11 @@ static struct elastic_reform_in _reform_in(const struct run *r)
 	};
 }
 
-/* REFORM: finished, or launch again, or give up (elastic__run_* decide). */
-static enum run_state _reform(struct run *r)
+/* How the launch ended, when that ends the run (elastic__run_ended):
+ * said, and 1; 0 when the run may launch again. */
+static int _run_over(struct run *r)
 {
 	const struct elastic_report_summary *sum = &r->launch.sum;
-	elastic_error_t err;
 	int healed = _healed_world(r);
 
 	switch (elastic__run_ended(sum, r->launch.mstatus, elastic__got_signal, healed,
@@ -257,14 +257,14 @@ static enum run_state _reform(struct run *r)
 			     r->job.jobid, r->launch.launches,
 			     r->launch.launches == 1 ? "" : "es", sum->ok,
 			     r->sets.launched.total);
-		return RUN_FINISH;
+		return 1;
 	case ELASTIC_RUN_STOPPED:
 		elastic__say("stopped by signal %d; not re-forming",
 			     (int)elastic__got_signal);
-		return RUN_FINISH;
+		return 1;
 	case ELASTIC_RUN_NOSTART:
 		elastic__say("%s could not be started (status 127)", r->opt.mpirun);
-		return RUN_FINISH;
+		return 1;
 	case ELASTIC_RUN_FAILED:
 		_note_failure(r);
 		elastic__say(
@@ -272,15 +272,20 @@ static enum run_state _reform(struct run *r)
 			r->job.jobid, sum->ok, sum->ok == 1 ? "" : "s", sum->failed,
 			r->launch.last_cause);
 		r->launch.say_first = 1;
-		return RUN_FINISH;
+		return 1;
 	default:
-		break;
+		return 0;
 	}
-	/* (whether rank 0 had committed a step when the first rank failed:
-	 * the survivors of a failure may commit more, at a smaller size) */
-	int failed = sum->failed > 0 && _note_failure(r),
-	    committed = r->launch.fail_seen ? r->launch.fail_committed
-					    : elastic__progress_committed(&r->progress);
+}
+
+/* After a launch that did not end the run: the nodes to hold out, and
+ * Slurm's list of the job's GPUs now (r->sets.seen); said with how the
+ * launch ended. 1 when the job's GPUs changed. */
+static int _look_again(struct run *r)
+{
+	const struct elastic_report_summary *sum = &r->launch.sum;
+	elastic_error_t err;
+
 	/* (a re-form that takes back GPUs whose ranks were lost and healed
 	 * around holds none of their nodes out: it is there for them) */
 	if (!_hold_out_stepless(r) && !r->launch.replacing)
@@ -301,6 +306,22 @@ static enum run_state _reform(struct run *r)
 		r->launch.t_end - r->launch.t0, sum->ok, sum->ok == 1 ? "" : "s",
 		sum->failed, sum->reform, sum->signaled, sum->missing,
 		changed ? "; the job's GPUs changed" : "");
+	return changed;
+}
+
+/* REFORM: finished, or launch again, or give up (elastic__run_* decide). */
+static enum run_state _reform(struct run *r)
+{
+	const struct elastic_report_summary *sum = &r->launch.sum;
+
+	if (_run_over(r))
+		return RUN_FINISH;
+	/* (whether rank 0 had committed a step when the first rank failed:
+	 * the survivors of a failure may commit more, at a smaller size) */
+	int failed = sum->failed > 0 && _note_failure(r),
+	    committed = r->launch.fail_seen ? r->launch.fail_committed
+					    : elastic__progress_committed(&r->progress);
+	int changed = _look_again(r);
 	/* (a stop sent because a rank failed on its own error plans nothing) */
 	int planned = r->launch.stop.sent && !r->launch.stop.now;
 	switch (elastic__run_retry(sum->reform > 0 || changed || planned, planned,
