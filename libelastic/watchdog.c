@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "rankend.h"
 
 /* The library ends the process here (elastic(3), EXIT HOOK): ULFM
  * recovery, or a step whose failure went unnoticed, can hang; a peer that
@@ -24,6 +25,12 @@ static _Noreturn void _escalate(elastic_ctx_t *ctx, const char *msg, int n,
 	}
 	elastic__persist_on_exit(ctx);
 	elastic__exit_hook(ctx->cb.exit_fn, ctx->cb.exit_arg, ELASTIC_EXIT_REFORM, why);
+	/* Told from here: the runtime ends a launch's other processes within
+	 * half a second of the first exit, and a rank wrapper a loaded host
+	 * runs late would die before its own report, making this rank look
+	 * lost (its node held out of the relaunch). No log line on failure:
+	 * the wrapper still tells it when it can. */
+	(void)elastic__report_end(ELASTIC_RANK_EXITED, ELASTIC_EXIT_REFORM);
 	_exit(ELASTIC_EXIT_REFORM);
 }
 
