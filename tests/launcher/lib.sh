@@ -57,3 +57,28 @@ lr_wait_step() {
 lr_first_step_after_reform() {
 	awk '/re-form 1:/{f=1} f && /^step [0-9]+ /{print $2; exit}' "$T_DIR/lead.out"
 }
+
+# lr_wrapper RANK [VAR=VALUE...]: the pid of the wrapper (elastic-run --rank)
+# of rank RANK of the elastic run whose environment also holds each
+# VAR=VALUE given; nothing when none does.
+lr_wrapper() {
+	local rank=$1 p
+	shift
+	for p in $(t_pgrep -f -- "elastic-run --rank .*$train" || true); do
+		t_env_has "$p" "OMPI_COMM_WORLD_RANK=$rank" "$@" && echo "$p" && return 0
+	done
+	return 0
+}
+
+# lr_hold PID SECONDS WHAT: holds process PID still (tests/hold.py) for
+# SECONDS at most, in the background, and returns once it is held; how the
+# hold ended is the last line of $T_DIR/hold.out. WHAT names PID in the
+# failure when it cannot be held within 10 s.
+lr_hold() {
+	local end=$((SECONDS + 10))
+	python3 "$(dirname "${BASH_SOURCE[0]}")/../hold.py" "$1" "$2" >"$T_DIR/hold.out" 2>&1 &
+	until grep -q '^held' "$T_DIR/hold.out" 2>/dev/null; do
+		[ $SECONDS -lt $end ] || t_fail "$3 could not be held: $(cat "$T_DIR/hold.out")"
+		sleep 0.05
+	done
+}

@@ -19,17 +19,9 @@ lr_wait_step 15
 # The batch script exec'd elastic-run: it is the job's batch step process.
 er=$(t_pgrep -f "^./elastic-run -v -- $train" | head -n1)
 [ -n "$er" ] || t_fail "no elastic-run process found"
-w1=""
-for p in $(t_pgrep -f -- "elastic-run --rank .*$train" || true); do
-	t_env_has "$p" "SLURM_JOB_ID=$lead" OMPI_COMM_WORLD_RANK=1 && w1=$p && break
-done
+w1=$(lr_wrapper 1 "SLURM_JOB_ID=$lead")
 [ -n "$w1" ] || t_fail "no wrapper of rank 1 found"
-python3 "$(dirname "$0")/../hold.py" "$w1" 3 >"$T_DIR/hold.out" 2>&1 &
-end=$((SECONDS + 10))
-until grep -q '^held' "$T_DIR/hold.out" 2>/dev/null; do
-	[ $SECONDS -lt $end ] || t_fail "rank 1's wrapper could not be held: $(cat "$T_DIR/hold.out")"
-	sleep 0.05
-done
+lr_hold "$w1" 3 "rank 1's wrapper"
 t_log "rank 1's wrapper (pid $w1) held; SIGUSR1 to elastic-run (pid $er)"
 kill -USR1 "$er"
 # A second re-form asked the moment the relaunch starts, before its ranks

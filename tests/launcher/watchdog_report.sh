@@ -16,22 +16,13 @@ set -euo pipefail
 LR_RUN_ARGS="--mpirun-arg -x --mpirun-arg ELASTIC_STEP_TIMEOUT=2 " \
 	lr_start "--epochs 4 --samples 4096 --global-batch 128 --step-sleep 20000" 1
 lr_wait_step 15
-w1="" w2=""
-for p in $(t_pgrep -f -- "elastic-run --rank .*$train" || true); do
-	t_env_has "$p" OMPI_COMM_WORLD_RANK=1 && w1=$p
-	t_env_has "$p" OMPI_COMM_WORLD_RANK=2 && w2=$p
-done
+w1=$(lr_wrapper 1) w2=$(lr_wrapper 2)
 [ -n "$w1" ] && [ -n "$w2" ] || t_fail "no wrapper of rank 1 or of rank 2 found"
 t_env_has "$w2" ELASTIC_STEP_TIMEOUT=2 ||
 	t_fail "rank 2's wrapper has no ELASTIC_STEP_TIMEOUT=2 (elastic-run's --mpirun-arg -x)"
 r2=$(pgrep -P "$w2" | head -n1)
 [ -n "$r2" ] || t_fail "rank 2's wrapper (pid $w2) has no child"
-python3 "$(dirname "$0")/../hold.py" "$w1" 8 >"$T_DIR/hold.out" 2>&1 &
-end=$((SECONDS + 10))
-until grep -q '^held' "$T_DIR/hold.out" 2>/dev/null; do
-	[ $SECONDS -lt $end ] || t_fail "rank 1's wrapper could not be held: $(cat "$T_DIR/hold.out")"
-	sleep 0.05
-done
+lr_hold "$w1" 8 "rank 1's wrapper"
 kill -STOP "$r2"
 t_log "rank 1's wrapper (pid $w1) held; rank 2 (pid $r2) stopped"
 # (Open MPI 5 sends SIGCONT to every process at the first exit; a runtime
