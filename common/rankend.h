@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* common/rankend.h: the line that tells elastic-run how one rank ended, and
  * its sending. The rank wrapper sends it once the program ended; libelastic
- * sends it itself at a planned re-form, before MPI_Finalize (step.c). */
+ * sends it itself when it ends the rank with exit 75: at a planned re-form,
+ * before MPI_Finalize (step.c), and at a watchdog's end (watchdog.c). */
 #ifndef ELASTIC_COMMON_RANKEND_H
 #define ELASTIC_COMMON_RANKEND_H
 

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "decide.h"
-#include "report.h"
 
 /* ==== After each mpirun. */
 

@@ -86,12 +86,12 @@ static int _slurm_changed(struct run *r)
 static void _forward_progress(struct elastic_progress *pr, struct elastic_ctlclient *ctl)
 {
 	unsigned long long step, seen;
-	double t;
+	double t, now = elastic__now();
 	int size;
 
-	if (elastic__now() - pr->t_read < 1.0)
+	if (now - pr->t_read < 1.0)
 		return;
-	pr->t_read = elastic__now();
+	pr->t_read = now;
 	if (elastic__progress_read(pr, &step, &seen, &t, &size) < 0 ||
 	    (pr->have_last && step == pr->step_last))
 		return;
