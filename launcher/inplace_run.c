@@ -18,6 +18,12 @@
 #include "sets.h"
 #include "slurmlist.h"
 
+/* What the queries of the launched set (sets.h) read of these parts. */
+static struct elastic_sets_view _view(const struct elastic_inplace_run *r)
+{
+	return elastic__sets_view_of(r->sets, r->job, r->rep, r->ip->world);
+}
+
 /* The leave and join files say "nothing" when empty: at a planned stop
  * every rank stops (libelastic). */
 static void _empty_file(const char *path)
@@ -53,20 +59,21 @@ void elastic__inplace_begin(struct elastic_inplace *ip, const struct run_job *jo
 
 /* The grown map (for the launch agent) and the join list (libelastic's
  * resize.c) for a growth onto seen: 0, or -1 with errno. */
-static int _write_join(const struct run *r, const struct elastic_gpuset *seen)
+static int _write_join(const struct elastic_inplace_run *r,
+		       const struct elastic_gpuset *seen)
 {
 	char *map = elastic__map_env(seen);
-	FILE *mf = map ? fopen(r->file.mapfile, "w") : NULL;
+	FILE *mf = map ? fopen(r->file->mapfile, "w") : NULL;
 	int ok = mf && fprintf(mf, "%s\n", map) > 0;
 	if (mf && fclose(mf) != 0)
 		ok = 0;
-	FILE *f = ok ? fopen(r->file.join, "w") : NULL;
-	ok = f && fprintf(f, "wrapper %s\nmap %s\n", r->file.self, map) > 0;
+	FILE *f = ok ? fopen(r->file->join, "w") : NULL;
+	ok = f && fprintf(f, "wrapper %s\nmap %s\n", r->file->self, map) > 0;
 	for (int h = 0; ok && h < seen->nhosts; h++)
-		if (!elastic__inplace_host_known(&r->sets.launched, seen->host[h].name))
+		if (!elastic__inplace_host_known(&r->sets->launched, seen->host[h].name))
 			ok = fprintf(f, "host %s %d\n", seen->host[h].name,
 				     seen->host[h].ngpus) > 0;
-	for (char **a = r->opt.prog; ok && *a; a++)
+	for (char **a = r->prog; ok && *a; a++)
 		ok = fprintf(f, "arg %s\n", *a) > 0;
 	if (f && fclose(f) != 0)
 		ok = 0;
@@ -74,17 +81,17 @@ static int _write_join(const struct run *r, const struct elastic_gpuset *seen)
 	return ok ? 0 : -1;
 }
 
-int elastic__plan_grow(struct run *r)
+int elastic__plan_grow(const struct elastic_inplace_run *r)
 {
-	const struct elastic_gpuset *seen = &r->sets.seen;
+	const struct elastic_gpuset *seen = &r->sets->seen;
 	struct elastic_grow_in in = {
-		.grow_in_place = r->job.grow_in_place,
-		.state = r->ip.state,
-		.released = elastic__released_gpus(elastic__sets_view(r)),
-		.world = r->ip.world,
-		.launched = &r->sets.launched,
+		.grow_in_place = r->job->grow_in_place,
+		.state = r->ip->state,
+		.released = elastic__released_gpus(_view(r)),
+		.world = r->ip->world,
+		.launched = &r->sets->launched,
 		.seen = seen,
-		.prog = r->opt.prog,
+		.prog = r->prog,
 	};
 	struct elastic_grow_plan p = elastic__inplace_plan_grow(&in);
 	char desc[2048];
@@ -95,62 +102,63 @@ int elastic__plan_grow(struct run *r)
 		return 0;
 	if (_write_join(r, seen) < 0) {
 		elastic__say("cannot write %s: %s: every rank re-forms instead",
-			     r->file.join, strerror(errno));
-		_empty_file(r->file.join);
+			     r->file->join, strerror(errno));
+		_empty_file(r->file->join);
 		return 0;
 	}
-	_move(&r->ip, ELASTIC_INPLACE_JOIN_PLANNED);
-	r->ip.join_add = p.add, r->ip.join_world = r->ip.world + p.add;
-	r->ip.t_join = elastic__now();
-	elastic__sets_plan_grown(&r->sets);
+	_move(r->ip, ELASTIC_INPLACE_JOIN_PLANNED);
+	r->ip->join_add = p.add, r->ip->join_world = r->ip->world + p.add;
+	r->ip->t_join = elastic__now();
+	elastic__sets_plan_grown(r->sets);
 	elastic__gpuset_describe(seen, desc, sizeof(desc));
 	elastic__say(
 		"grow in place: %d new rank%s join the %d running at the next step boundary (none restarts), on %s",
-		p.add, p.add == 1 ? "" : "s", r->ip.world, desc);
+		p.add, p.add == 1 ? "" : "s", r->ip->world, desc);
 	return 1;
 }
 
-void elastic__grow_from_slurm(struct run *r)
+void elastic__grow_from_slurm(const struct elastic_inplace_run *r)
 {
 	elastic_error_t err;
-	if (r->job.grow_in_place &&
-	    elastic__slurm_gpus(&r->job, &r->sets, &r->sets.seen, &err) == 0)
+	if (r->job->grow_in_place &&
+	    elastic__slurm_gpus(r->job, r->sets, &r->sets->seen, &err) == 0)
 		elastic__plan_grow(r);
 }
 
 /* The ranks started by a growth in place joined (rank 0's record shows the
  * grown world): the set is the grown one, elasticd hears it. */
-static void _grow_done(struct run *r, unsigned long long step, int size)
+static void _grow_done(const struct elastic_inplace_run *r, unsigned long long step,
+		       int size, struct elastic_record_act *act)
 {
 	char desc[2048];
-	elastic__sets_take_grown(&r->sets);
-	if (elastic__report_grow(&r->launch.rep, size) < 0)
+	elastic__sets_take_grown(r->sets);
+	if (elastic__report_grow(r->rep, size) < 0)
 		elastic__say("out of memory: the joined ranks' ends are not followed");
-	elastic__gpuset_describe(&r->sets.launched, desc, sizeof(desc));
+	elastic__gpuset_describe(&r->sets->launched, desc, sizeof(desc));
 	elastic__say(
 		"grew in place: %d rank%s joined, %d at step %llu, no relaunch (%.0f ms after the order); GPUs now: %s",
-		size - r->ip.world, size - r->ip.world == 1 ? "" : "s", size, step,
-		(elastic__now() - r->ip.t_join) * 1e3, desc);
-	r->ip.world = size;
-	r->ip.join_add = 0;
-	elastic__recovery_resized(&r->recov, &r->job.ctl, ELASTIC_RESIZE_GROW,
-				  r->ip.t_join);
-	_move(&r->ip, ELASTIC_INPLACE_JOINED);
+		size - r->ip->world, size - r->ip->world == 1 ? "" : "s", size, step,
+		(elastic__now() - r->ip->t_join) * 1e3, desc);
+	r->ip->world = size;
+	r->ip->join_add = 0;
+	elastic__recovery_resized(r->recov, &r->job->ctl, ELASTIC_RESIZE_GROW,
+				  r->ip->t_join);
+	_move(r->ip, ELASTIC_INPLACE_JOINED);
 	/* the joiners started cold: the next relaunch need not */
-	elastic__prewarm_hosts(&r->sets.launched);
-	elastic__stop_done(&r->launch.stop);
-	_empty_file(r->file.join);
-	if (r->job.have_ctl) {
-		r->job.ctl.gpus = r->sets.launched.total;
-		elastic__orders_status(&r->job.ctl, step, -1, elastic__say);
+	elastic__prewarm_hosts(&r->sets->launched);
+	act->done = 1;
+	_empty_file(r->file->join);
+	if (r->job->have_ctl) {
+		r->job->ctl.gpus = r->sets->launched.total;
+		elastic__orders_status(&r->job->ctl, step, -1, elastic__say);
 		/* orders that came while the ranks grew (the watch waits for a
 		 * change under way): a release gets its shrink, grants still
 		 * outside the set another change */
-		elastic__orders_heed(&r->job.orders);
-		if (elastic__uses_released(elastic__sets_view(r))) {
-			elastic__stop_set_due(&r->launch.stop, elastic__plan_leave(r));
-		} else if (elastic__grants_add(elastic__sets_view(r))) {
-			elastic__stop_set_due(&r->launch.stop, 1);
+		elastic__orders_heed(&r->job->orders);
+		if (elastic__uses_released(_view(r))) {
+			act->due = elastic__plan_leave(r);
+		} else if (elastic__grants_add(_view(r))) {
+			act->due = 1;
 			elastic__grow_from_slurm(r);
 		}
 	}
@@ -158,48 +166,48 @@ static void _grow_done(struct run *r, unsigned long long step, int size)
 
 /* No live rank on the released GPUs (lost and healed around): they leave
  * the set and the release is acknowledged at once. */
-static void _leave_idle(struct run *r, int n)
+static void _leave_idle(const struct elastic_inplace_run *r, int n)
 {
 	char desc[2048];
-	elastic__gpuset_drop(&r->sets.launched, elastic__released_job, &r->job.orders);
-	elastic__gpuset_describe(&r->sets.launched, desc, sizeof(desc));
+	elastic__gpuset_drop(&r->sets->launched, elastic__released_job, &r->job->orders);
+	elastic__gpuset_describe(&r->sets->launched, desc, sizeof(desc));
 	elastic__say(
 		"released GPU%s with no live rank (lost and healed around): no stop, acknowledged at once; GPUs now: %s",
 		n == 1 ? "" : "s", desc);
-	if (r->job.have_ctl) {
-		r->job.ctl.gpus = r->sets.launched.total < r->ip.world
-					  ? r->sets.launched.total
-					  : r->ip.world;
+	if (r->job->have_ctl) {
+		r->job->ctl.gpus = r->sets->launched.total < r->ip->world
+					   ? r->sets->launched.total
+					   : r->ip->world;
 		elastic__orders_releases_done_unless(
-			&r->job.orders, elastic__grant_has_gpu, &r->sets.launched);
-		elastic__orders_poll(&r->job.orders, &r->job.ctl, 0, elastic__say);
+			&r->job->orders, elastic__grant_has_gpu, &r->sets->launched);
+		elastic__orders_poll(&r->job->orders, &r->job->ctl, 0, elastic__say);
 	}
 }
 
-int elastic__plan_leave(struct run *r)
+int elastic__plan_leave(const struct elastic_inplace_run *r)
 {
 	char list[8192];
 	struct elastic_leave_in in = {
-		.in_place = r->job.in_place,
-		.state = r->ip.state,
-		.daemon_host = elastic__daemon_released(elastic__sets_view(r)),
-		.world = r->ip.world,
-		.live = elastic__live_gpus(elastic__sets_view(r)),
-		.total = r->sets.launched.total,
-		.grants_add = elastic__grants_add(elastic__sets_view(r)),
+		.in_place = r->job->in_place,
+		.state = r->ip->state,
+		.daemon_host = elastic__daemon_released(_view(r)),
+		.world = r->ip->world,
+		.live = elastic__live_gpus(_view(r)),
+		.total = r->sets->launched.total,
+		.grants_add = elastic__grants_add(_view(r)),
 		.released =
-			elastic__gpuset_leave(&r->sets.launched, elastic__released_job,
-					      &r->job.orders, list, sizeof(list)),
-		.idle_released = elastic__idle_gpus(elastic__sets_view(r), 1),
-		.target = r->job.orders.target,
-		.req = &r->job.req,
+			elastic__gpuset_leave(&r->sets->launched, elastic__released_job,
+					      &r->job->orders, list, sizeof(list)),
+		.idle_released = elastic__idle_gpus(_view(r), 1),
+		.target = r->job->orders.target,
+		.req = &r->job->req,
 	};
 	struct elastic_leave_plan p = elastic__inplace_plan_leave(&in);
 	const struct elastic_host *h;
 
 	switch (p.what) {
 	case ELASTIC_LEAVE_REFORM_DAEMON:
-		h = &r->sets.launched.host[in.daemon_host];
+		h = &r->sets->launched.host[in.daemon_host];
 		elastic__say(
 			"planned shrink: grant %lu, released, hosts the daemon of %s where ranks stay: all ranks re-form",
 			h->job, h->name);
@@ -212,20 +220,20 @@ int elastic__plan_leave(struct run *r)
 	default:
 		break;
 	}
-	FILE *f = fopen(r->file.leave, "w");
+	FILE *f = fopen(r->file->leave, "w");
 	if (!f || fputs(list, f) < 0 || fclose(f) != 0) {
 		elastic__say("cannot write %s: %s: the job re-forms instead",
-			     r->file.leave, strerror(errno));
+			     r->file->leave, strerror(errno));
 		return 1;
 	}
-	_move(&r->ip, ELASTIC_INPLACE_LEAVE_PLANNED);
-	r->ip.leave_ranks = p.leaving, r->ip.leave_world = r->ip.world;
-	r->ip.leave_step = 0;
-	r->ip.t_leave = elastic__now();
-	elastic__sets_plan_after_leave(&r->sets, elastic__released_job, &r->job.orders);
+	_move(r->ip, ELASTIC_INPLACE_LEAVE_PLANNED);
+	r->ip->leave_ranks = p.leaving, r->ip->leave_world = r->ip->world;
+	r->ip->leave_step = 0;
+	r->ip->t_leave = elastic__now();
+	elastic__sets_plan_after_leave(r->sets, elastic__released_job, &r->job->orders);
 	elastic__say(
 		"planned shrink in place: the %d rank%s on released GPUs leave at the next step boundary",
-		r->ip.leave_ranks, r->ip.leave_ranks == 1 ? "" : "s");
+		r->ip->leave_ranks, r->ip->leave_ranks == 1 ? "" : "s");
 	return 1;
 }
 
@@ -233,41 +241,42 @@ int elastic__plan_leave(struct run *r)
  * record); once they committed a step after it, the releases are done and
  * acknowledged: elasticd cancels the grants (their daemons' end is
  * survived). */
-static void _shrink_done(struct run *r, unsigned long long step, int size)
+static void _shrink_done(const struct elastic_inplace_run *r, unsigned long long step,
+			 int size, struct elastic_record_act *act)
 {
-	if (!r->ip.leave_step) {
+	if (!r->ip->leave_step) {
 		char desc[2048];
-		r->ip.leave_step = step;
-		r->ip.world = size;
+		r->ip->leave_step = step;
+		r->ip->world = size;
 		/* the GPUs named when the shrink was planned (a grant released
 		 * since has its ranks still running) */
-		elastic__sets_take_after_leave(&r->sets);
-		elastic__gpuset_describe(&r->sets.launched, desc, sizeof(desc));
+		elastic__sets_take_after_leave(r->sets);
+		elastic__gpuset_describe(&r->sets->launched, desc, sizeof(desc));
 		elastic__say(
 			"planned shrink in place: %d rank%s left after step %llu, %d go on (%.0f ms after the order); GPUs now: %s",
-			r->ip.leave_ranks, r->ip.leave_ranks == 1 ? "" : "s", step, size,
-			(elastic__now() - r->ip.t_leave) * 1e3, desc);
-		elastic__stop_done(&r->launch.stop);
-		_empty_file(r->file.leave);
-		elastic__recovery_resized(&r->recov, &r->job.ctl, ELASTIC_RESIZE_SHRINK,
-					  r->ip.t_leave);
+			r->ip->leave_ranks, r->ip->leave_ranks == 1 ? "" : "s", step,
+			size, (elastic__now() - r->ip->t_leave) * 1e3, desc);
+		act->done = 1;
+		_empty_file(r->file->leave);
+		elastic__recovery_resized(r->recov, &r->job->ctl, ELASTIC_RESIZE_SHRINK,
+					  r->ip->t_leave);
 	}
-	if (step <= r->ip.leave_step)
+	if (step <= r->ip->leave_step)
 		return;
 	elastic__say(
 		"planned shrink in place: step %llu committed at %d rank%s: releasing",
 		step, size, size == 1 ? "" : "s");
-	r->ip.leave_ranks = 0;
-	_move(&r->ip, ELASTIC_INPLACE_RELEASED);
-	if (r->job.have_ctl) {
-		r->job.ctl.gpus = r->sets.launched.total;
+	r->ip->leave_ranks = 0;
+	_move(r->ip, ELASTIC_INPLACE_RELEASED);
+	if (r->job->have_ctl) {
+		r->job->ctl.gpus = r->sets->launched.total;
 		/* only the grants no rank runs on any more; one released while
 		 * this shrink was under way gets a shrink of its own */
 		elastic__orders_releases_done_unless(
-			&r->job.orders, elastic__grant_has_gpu, &r->sets.launched);
-		elastic__orders_poll(&r->job.orders, &r->job.ctl, 0, elastic__say);
-		if (elastic__uses_released(elastic__sets_view(r)))
-			elastic__stop_set_due(&r->launch.stop, elastic__plan_leave(r));
+			&r->job->orders, elastic__grant_has_gpu, &r->sets->launched);
+		elastic__orders_poll(&r->job->orders, &r->job->ctl, 0, elastic__say);
+		if (elastic__uses_released(_view(r)))
+			act->due = elastic__plan_leave(r);
 	}
 }
 
@@ -278,131 +287,136 @@ static void _shrink_done(struct run *r, unsigned long long step, int size)
  * GPUs than ranks (a GPU whose rank alone was lost stays held). Whether the
  * lost ranks' wrappers said where they ran does not matter: those of a
  * cancelled grant often do (SIGTERM) before its GPUs leave Slurm's list. */
-static void _heal_shrink_set(struct run *r)
+static void _heal_shrink_set(const struct elastic_inplace_run *r,
+			     struct elastic_record_act *act)
 {
 	elastic_error_t err;
 	char desc[2048];
 	struct elastic_heal_in in = {
-		.world = r->ip.world,
-		.total = r->sets.launched.total,
-		.released = elastic__released_gpus(elastic__sets_view(r)),
+		.world = r->ip->world,
+		.total = r->sets->launched.total,
+		.released = elastic__released_gpus(_view(r)),
 		.now = elastic__now(),
-		.t_heal = r->ip.t_heal,
-		.t_heal_look = r->ip.t_heal_look,
+		.t_heal = r->ip->t_heal,
+		.t_heal_look = r->ip->t_heal_look,
 	};
 
 	switch (elastic__inplace_heal_look(&in)) {
 	case ELASTIC_HEAL_END:
-		r->ip.t_heal = 0;
-		_move(&r->ip, ELASTIC_INPLACE_HEAL_OVER);
+		r->ip->t_heal = 0;
+		_move(r->ip, ELASTIC_INPLACE_HEAL_OVER);
 		return;
 	case ELASTIC_HEAL_WAIT:
 		return; /* (a release under way drops its GPUs and acknowledges them) */
 	default:
 		break;
 	}
-	r->ip.t_heal_look = in.now;
-	if (elastic__slurm_gpus(&r->job, &r->sets, &r->sets.seen, &err) < 0 ||
-	    r->sets.seen.total >= r->sets.launched.total)
+	r->ip->t_heal_look = in.now;
+	if (elastic__slurm_gpus(r->job, r->sets, &r->sets->seen, &err) < 0 ||
+	    r->sets->seen.total >= r->sets->launched.total)
 		return;
 	char host[64];
 	unsigned long daemon = 0;
 	int orphans =
-		elastic__daemon_gone(&r->sets.launched, &r->sets.seen,
+		elastic__daemon_gone(&r->sets->launched, &r->sets->seen,
 				     elastic__self_host(), host, sizeof(host), &daemon);
-	elastic__sets_take_seen(&r->sets);
-	elastic__gpuset_describe(&r->sets.launched, desc, sizeof(desc));
+	elastic__sets_take_seen(r->sets);
+	elastic__gpuset_describe(&r->sets->launched, desc, sizeof(desc));
 	elastic__say("GPUs now: %s", desc);
 	/* The grant whose step hosted a node's daemon ended: the ranks on the
 	 * node's other GPUs, which live on, ended with it. They are taken
 	 * back at once by a re-form onto all the job's GPUs (a node with no
 	 * daemon takes no rank in place). */
-	if (orphans && elastic__stop_open(&r->launch.stop)) {
+	if (orphans && elastic__stop_open(r->stop)) {
 		elastic__say(
 			"%s: the grant that hosted its daemon (job %lu) ended, and its ranks there with it: re-forming onto all %d GPUs at once (%d there)",
-			host, daemon, r->sets.launched.total, orphans);
-		r->launch.replacing = 1;
-		elastic__stop_set_due(&r->launch.stop, 1);
+			host, daemon, r->sets->launched.total, orphans);
+		act->replacing = 1;
+		act->due = 1;
 	}
 	/* (elasticd hears it with the next progress) */
-	r->job.ctl.gpus = r->sets.launched.total < r->ip.world ? r->sets.launched.total
-							       : r->ip.world;
+	r->job->ctl.gpus = r->sets->launched.total < r->ip->world
+				   ? r->sets->launched.total
+				   : r->ip->world;
 }
 
 /* Ranks were lost and the survivors healed in place at size. */
-static void _healed(struct run *r, unsigned long long step, int size)
+static void _healed(const struct elastic_inplace_run *r, unsigned long long step,
+		    int size, struct elastic_record_act *act)
 {
 	elastic__say(
 		"%d rank%s lost; the survivors healed in place at %d rank%s from step %llu (no relaunch)",
-		r->ip.world - size, r->ip.world - size == 1 ? "" : "s", size,
+		r->ip->world - size, r->ip->world - size == 1 ? "" : "s", size,
 		size == 1 ? "" : "s", step);
-	elastic__recovery_resized(&r->recov, &r->job.ctl, ELASTIC_RESIZE_HEAL,
-				  elastic__recovery_heal_since(&r->recov));
-	r->ip.world = size;
-	r->ip.t_heal = elastic__now();
-	r->ip.t_heal_look = 0;
-	_move(&r->ip, ELASTIC_INPLACE_HEALED);
-	_heal_shrink_set(r);
-	if (r->job.have_ctl) {
-		r->job.ctl.gpus =
-			r->sets.launched.total < size ? r->sets.launched.total : size;
-		elastic__orders_status(&r->job.ctl, step, -1, elastic__say);
+	elastic__recovery_resized(r->recov, &r->job->ctl, ELASTIC_RESIZE_HEAL,
+				  elastic__recovery_heal_since(r->recov));
+	r->ip->world = size;
+	r->ip->t_heal = elastic__now();
+	r->ip->t_heal_look = 0;
+	_move(r->ip, ELASTIC_INPLACE_HEALED);
+	_heal_shrink_set(r, act);
+	if (r->job->have_ctl) {
+		r->job->ctl.gpus =
+			r->sets->launched.total < size ? r->sets->launched.total : size;
+		elastic__orders_status(&r->job->ctl, step, -1, elastic__say);
 	}
 }
 
-void elastic__watch_record(struct run *r)
+struct elastic_record_act elastic__watch_record(const struct elastic_inplace_run *r)
 {
+	struct elastic_record_act act = {.due = -1};
 	unsigned long long step, seen;
 	double t;
 	int size;
 
-	if (elastic__now() - r->progress.t_record_read < 0.1)
-		return;
-	r->progress.t_record_read = elastic__now();
-	if (elastic__progress_read(&r->progress, &step, &seen, &t, &size) < 0)
-		return;
+	if (elastic__now() - r->progress->t_record_read < 0.1)
+		return act;
+	r->progress->t_record_read = elastic__now();
+	if (elastic__progress_read(r->progress, &step, &seen, &t, &size) < 0)
+		return act;
 	/* A runtime that ends mpirun on a lost daemon still heals a rank lost
 	 * alone (its daemon lives): said and counted, nothing else changes
 	 * (no leave or heal machinery there; the GPU gets a rank again by a
 	 * re-form, watch.c) */
-	if (!r->job.in_place && r->ip.state != ELASTIC_INPLACE_JOINING) {
-		if (size > 0 && size < r->ip.world) {
+	if (!r->job->in_place && r->ip->state != ELASTIC_INPLACE_JOINING) {
+		if (size > 0 && size < r->ip->world) {
 			elastic__say(
 				"%d rank%s lost; the survivors healed in place at %d rank%s from step %llu (no relaunch)",
-				r->ip.world - size, r->ip.world - size == 1 ? "" : "s",
+				r->ip->world - size, r->ip->world - size == 1 ? "" : "s",
 				size, size == 1 ? "" : "s", step);
-			elastic__recovery_resized(
-				&r->recov, &r->job.ctl, ELASTIC_RESIZE_HEAL,
-				elastic__recovery_heal_since(&r->recov));
-			r->ip.world = size;
+			elastic__recovery_resized(r->recov, &r->job->ctl,
+						  ELASTIC_RESIZE_HEAL,
+						  elastic__recovery_heal_since(r->recov));
+			r->ip->world = size;
 		}
-		return;
+		return act;
 	}
 	struct elastic_record_in in = {
-		.in_place = r->job.in_place,
-		.state = r->ip.state,
+		.in_place = r->job->in_place,
+		.state = r->ip->state,
 		.size = size,
-		.world = r->ip.world,
-		.leave_end = r->ip.leave_world - r->ip.leave_ranks,
-		.join_end = r->ip.join_world,
-		.heal_open = r->ip.t_heal != 0,
+		.world = r->ip->world,
+		.leave_end = r->ip->leave_world - r->ip->leave_ranks,
+		.join_end = r->ip->join_world,
+		.heal_open = r->ip->t_heal != 0,
 	};
 	switch (elastic__inplace_on_record(&in)) {
 	case ELASTIC_RECORD_LEFT:
-		_shrink_done(r, step, size);
+		_shrink_done(r, step, size, &act);
 		break;
 	case ELASTIC_RECORD_JOINED:
-		_grow_done(r, step, size);
+		_grow_done(r, step, size, &act);
 		break;
 	case ELASTIC_RECORD_HEAL_LOOK:
-		_heal_shrink_set(r);
+		_heal_shrink_set(r, &act);
 		break;
 	case ELASTIC_RECORD_HEALED:
-		_healed(r, step, size);
+		_healed(r, step, size, &act);
 		break;
 	default:
 		break;
 	}
+	return act;
 }
 
 /* ---- The run's re-forms, resizes in place and recoveries, fed to

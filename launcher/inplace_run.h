@@ -13,15 +13,38 @@
 void elastic__inplace_begin(struct elastic_inplace *ip, const struct run_job *job,
 			    const struct run_files *file, int world);
 
-/* The larger set seen (r->sets.seen) on a runtime that grows in place: when
+/* The parts of a run the resizes in place read and change (watch.c passes
+ * them). The ranks' stop is read only: watch.c alone moves it, on what
+ * elastic__plan_leave and elastic__watch_record return. */
+struct elastic_inplace_run {
+	char **prog; /* the program and its arguments (the joiners run it) */
+	struct run_job *job;
+	const struct run_files *file;
+	struct run_sets *sets;
+	struct elastic_report *rep; /* the ranks' reports of their end */
+	struct elastic_inplace *ip;
+	struct elastic_progress *progress; /* rank 0's record */
+	struct elastic_recovery *recov;
+	const struct elastic_stop *stop;
+};
+
+/* What a record of rank 0 asks of the ranks' stop; watch.c carries it out
+ * in this order. */
+struct elastic_record_act {
+	int done;      /* a resize in place took effect: the stop asking it is over */
+	int due;       /* -1: no change planned; else whether one is due (a stop) */
+	int replacing; /* the re-form due takes back GPUs the ranks left */
+};
+
+/* The larger set seen (r->sets->seen) on a runtime that grows in place: when
  * it only adds whole nodes new to the launch, write the join list and the
  * grown map: at the next step boundary the ranks start the new ones and
  * merge with them, no rank restarts. 1 if planned; 0: the ranks re-form. */
-int elastic__plan_grow(struct run *r);
+int elastic__plan_grow(const struct elastic_inplace_run *r);
 
 /* Slurm's list of the job's GPUs now, then the growth plan on it; nothing on
  * a runtime that cannot grow in place. */
-void elastic__grow_from_slurm(struct run *r);
+void elastic__grow_from_slurm(const struct elastic_inplace_run *r);
 
 /* A release of GPUs the ranks use, on a runtime that survives a lost
  * daemon: name those GPUs in the leave file, so that their ranks leave at
@@ -31,15 +54,15 @@ void elastic__grow_from_slurm(struct run *r);
  * was lost and healed around count as no rank. Returns 1 when the ranks
  * must be asked to stop, 0 when the released GPUs hold no live rank (the
  * release is acknowledged at once). */
-int elastic__plan_leave(struct run *r);
+int elastic__plan_leave(const struct elastic_inplace_run *r);
 
 /* Rank 0's record of the world size (read at most every 0.1 s): the
  * leaving ranks left, the joining ones joined, or, with a runtime that
  * survives a lost daemon, ranks were lost and the survivors healed in
  * place. The launch goes on; after a heal its GPU set becomes what Slurm
  * says the job holds now (a cancelled grant, a node gone), and elasticd
- * hears the smaller count. */
-void elastic__watch_record(struct run *r);
+ * hears the smaller count. Returns what the ranks' stop becomes. */
+struct elastic_record_act elastic__watch_record(const struct elastic_inplace_run *r);
 
 /* ---- The run's re-forms, resizes in place and recoveries counted
  * (decide.h) and told to elasticd with the progress. */

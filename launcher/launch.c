@@ -132,7 +132,7 @@ static int _choose(const struct elastic_launch_run *r)
 	/* a planned re-form that gave grants back (acknowledged below) */
 	int released = r->launch->launches > 0 &&
 		       elastic__uses_released(elastic__sets_view_of(
-			       r->sets, r->job, r->launch, r->ip->world)) &&
+			       r->sets, r->job, &r->launch->rep, r->ip->world)) &&
 		       !r->launch->sum.failed && !r->launch->sum.signaled &&
 		       !r->launch->sum.missing;
 

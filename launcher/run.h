@@ -132,12 +132,12 @@ struct run {
  * with world ranks in its world now. */
 static inline struct elastic_sets_view
 elastic__sets_view_of(const struct run_sets *sets, const struct run_job *job,
-		      const struct run_launch *launch, int world)
+		      const struct elastic_report *rep, int world)
 {
 	return (struct elastic_sets_view){
 		.launched = &sets->launched,
 		.orders = &job->orders,
-		.rep = &launch->rep,
+		.rep = rep,
 		.req = &job->req,
 		.world = world,
 	};
@@ -146,7 +146,7 @@ elastic__sets_view_of(const struct run_sets *sets, const struct run_job *job,
 /* What the launched set's queries (sets.h) read of the run, now. */
 static inline struct elastic_sets_view elastic__sets_view(const struct run *r)
 {
-	return elastic__sets_view_of(&r->sets, &r->job, &r->launch, r->ip.world);
+	return elastic__sets_view_of(&r->sets, &r->job, &r->launch.rep, r->ip.world);
 }
 
 enum run_state { RUN_LAUNCH, RUN_WATCH, RUN_REFORM, RUN_FINISH };

@@ -62,6 +62,22 @@ static int _releases_to_come(struct run *r, int released)
 	return w != ELASTIC_WAIT_OVER;
 }
 
+/* The parts of the run a resize in place reads and changes (inplace_run.h). */
+static struct elastic_inplace_run _parts(struct run *r)
+{
+	return (struct elastic_inplace_run){
+		.prog = r->opt.prog,
+		.job = &r->job,
+		.file = &r->file,
+		.sets = &r->sets,
+		.rep = &r->launch.rep,
+		.ip = &r->ip,
+		.progress = &r->progress,
+		.recov = &r->recov,
+		.stop = &r->launch.stop,
+	};
+}
+
 /* Slurm's list now against the launched set: 1 when it changed (a growth
  * in place is planned where it can be, else a re-form is due), 0 when not
  * or when Slurm cannot be asked. Slurm shows a grant ordered released
@@ -76,7 +92,8 @@ static int _slurm_changed(struct run *r)
 	elastic__gpuset_drop(&r->sets.seen, elastic__released_job, &r->job.orders);
 	if (elastic__same_set(&r->sets.launched, &r->sets.seen))
 		return 0;
-	elastic__plan_grow(r);
+	struct elastic_inplace_run p = _parts(r);
+	elastic__plan_grow(&p);
 	return 1;
 }
 
@@ -135,16 +152,18 @@ static void _follow_orders(struct run *r)
 			return;
 		if (_heal_unsettled(r) || _releases_to_come(r, released))
 			return;
+		struct elastic_inplace_run p = _parts(r);
 		r->ip.t_rel_wait = 0;
-		elastic__stop_set_due(&r->launch.stop, elastic__plan_leave(r));
+		elastic__stop_set_due(&r->launch.stop, elastic__plan_leave(&p));
 		return;
 	}
 	r->ip.t_rel_wait = 0;
 	if (!act)
 		return;
 	if (elastic__grants_add(elastic__sets_view(r))) {
+		struct elastic_inplace_run p = _parts(r);
 		elastic__stop_set_due(&r->launch.stop, 1);
-		elastic__grow_from_slurm(r);
+		elastic__grow_from_slurm(&p);
 		return;
 	}
 	elastic__stop_set_due(&r->launch.stop, _slurm_changed(r));
@@ -324,8 +343,10 @@ static void _stop_when_ready(struct run *r)
 		elastic__stop_set_due(s, 1);
 		/* (a set that only grew onto new nodes: in place, where the
 		 * runtime can) */
-		if (!s->sent)
-			elastic__grow_from_slurm(r);
+		if (!s->sent) {
+			struct elastic_inplace_run p = _parts(r);
+			elastic__grow_from_slurm(&p);
+		}
 		joining = r->ip.state == ELASTIC_INPLACE_JOINING;
 	}
 	switch (elastic__stop_when(
@@ -572,6 +593,20 @@ static void _say_ends(struct run *r)
 	}
 }
 
+/* Rank 0's record read (inplace_run.h); the ranks' stop moves as it says. */
+static void _record(struct run *r)
+{
+	struct elastic_inplace_run p = _parts(r);
+	struct elastic_record_act act = elastic__watch_record(&p);
+
+	if (act.done)
+		elastic__stop_done(&r->launch.stop);
+	if (act.due >= 0)
+		elastic__stop_set_due(&r->launch.stop, act.due);
+	if (act.replacing)
+		r->launch.replacing = 1;
+}
+
 enum run_state elastic__watch(struct run *r)
 {
 	int ws;
@@ -588,7 +623,7 @@ enum run_state elastic__watch(struct run *r)
 		pid_t w = waitpid(elastic__child, &ws, WNOHANG);
 		if (w == elastic__child || (w < 0 && errno != EINTR))
 			break;
-		elastic__watch_record(r);
+		_record(r);
 		elastic__recovery_watch(&r->recov, &r->job.ctl, &r->progress,
 					r->ip.world);
 		/* (a launch ended at a bound plans nothing more: the orders
