@@ -160,6 +160,7 @@ void ed_ctl_destroy(struct ed_ctl *c)
 	ed_ctl_scaling_save(c);
 	free(c->jobs);
 	free(c->rels);
+	free(c->shorts);
 	free(c->ending);
 	free(c->node_names);
 	free(c);
@@ -750,8 +751,13 @@ static int _rc_input(struct ed_ctl *c, const struct ed_snapshot *s, uint64_t now
 						 .deadline_ms = c->rels[i].deadline_ms,
 						 .sent = c->rels[i].sent,
 						 .acked = c->rels[i].acked};
-	*in = (struct ed_rc_in){
-		.s = s, .jobs = jobs, .rels = rels, .nrels = c->nrels, .now_ms = now_ms};
+	*in = (struct ed_rc_in){.s = s,
+				.jobs = jobs,
+				.rels = rels,
+				.nrels = c->nrels,
+				.shorts = c->shorts,
+				.nshorts = c->nshorts,
+				.now_ms = now_ms};
 	return 0;
 }
 
@@ -978,6 +984,11 @@ static void _tick(struct ed_ctl *c)
 		goto out;
 	if (ed_rc_grants(&in, &rc) < 0)
 		goto out;
+	/* the grants found without room, for the next tick to confirm */
+	free(c->shorts);
+	c->shorts = rc.shorts, c->nshorts = rc.nshorts;
+	rc.shorts = NULL;
+	in.shorts = NULL, in.nshorts = 0;
 	_phase(c, ED_PHASE_DECIDE, &t);
 	_act(c, &s, &rc, 0, grown, now_ms);
 	_phase(c, ED_PHASE_ACT, &t);

@@ -94,6 +94,8 @@ struct ed_ctl {
 	int njobs, capjobs;
 	struct ed_release *rels;
 	int nrels, caprels;
+	uint32_t *shorts; /* pending grants the last tick found without room */
+	int nshorts;
 	struct ed_ending *ending;
 	int nending, capending;
 	uint64_t next_order;

@@ -133,15 +133,29 @@ static int _classify(const struct ed_rc_in *in, struct ed_rc *rc, time_t *resize
 	return 0;
 }
 
+static int _was_short(const struct ed_rc_in *in, uint32_t grant)
+{
+	for (int k = 0; k < in->nshorts; k++)
+		if (in->shorts[k] == grant)
+			return 1;
+	return 0;
+}
+
 /* A grant not started yet counts only while it can start: GPUs taken
  * meanwhile (e.g. by a job Slurm started there) make it go. GPUs of grants
- * being released count as free: they soon are. */
+ * being released count as free: they soon are. A snapshot reads the nodes
+ * and the jobs at two moments, so a job that ends or a grant that starts
+ * between the two can make a node look full for one snapshot: a grant goes
+ * only when two snapshots in a row find no room for it. */
 static int _unstartable(const struct ed_rc_in *in, struct ed_rc *rc)
 {
 	const struct ed_snapshot *s = in->s;
 	int *occ = calloc((size_t)s->nnodes + 1, sizeof(*occ)), ret = 0;
-	if (!occ)
+	rc->shorts = calloc((size_t)s->ngrants + 1, sizeof(*rc->shorts));
+	if (!occ || !rc->shorts) {
+		free(occ);
 		return -1;
+	}
 	for (int k = 0; k < s->nnodes; k++)
 		occ[k] = s->nodes[k].busy;
 	for (int i = 0; i < s->njobs; i++)
@@ -156,6 +170,10 @@ static int _unstartable(const struct ed_rc_in *in, struct ed_rc *rc)
 			continue;
 		if (occ[gr->node] + gr->gpus <= s->nodes[gr->node].gpus) {
 			occ[gr->node] += gr->gpus;
+			continue;
+		}
+		if (!_was_short(in, gr->id)) {
+			rc->shorts[rc->nshorts++] = gr->id;
 			continue;
 		}
 		ret = _cancel(rc, g, gr, "cannot start: its GPUs were taken meanwhile");
@@ -508,6 +526,7 @@ void ed_rc_free(struct ed_rc *rc)
 	free(rc->jobs);
 	free(rc->gclass);
 	free(rc->acts);
+	free(rc->shorts);
 	memset(rc, 0, sizeof(*rc));
 }
 

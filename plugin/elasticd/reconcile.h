@@ -42,6 +42,9 @@ struct ed_rc_in {
 	const struct ed_rc_job *jobs; /* s->njobs, in snapshot order */
 	const struct ed_rc_release *rels;
 	int nrels;
+	/* pending grants the last tick found without room (ed_rc.shorts) */
+	const uint32_t *shorts;
+	int nshorts;
 	uint64_t now_ms; /* ms since the epoch */
 };
 
@@ -94,6 +97,11 @@ struct ed_rc {
 	int njobs;
 	struct ed_rc_action *acts;
 	int nacts, capacts;
+	/* pending grants without room on their node in this snapshot and not
+	 * in the last one: kept, and cancelled if the next one agrees (the
+	 * caller passes them back as ed_rc_in.shorts) */
+	uint32_t *shorts;
+	int nshorts;
 };
 
 /* Step one. Fills out (zeroed by the caller; free it with ed_rc_free).

@@ -31,6 +31,7 @@ struct tgrant {
 	int64_t release_by; /* ms from now, as slurmctld keeps it; 0 none */
 	uid_t uid;	    /* 0: the job's */
 	int fresh;	    /* started this second (else 100 s ago) */
+	int short_before;   /* pending, the last tick found no room for it */
 };
 struct trel {
 	uint32_t grant, job;
@@ -168,9 +169,22 @@ static const struct tcase cases[] = {
 	 .targets = {{{2, 0}}},
 	 .want = "explain j1 2; target j1 2; cancel g106 (not needed any more)",
 	 .holds = "1:4/2 r0 p0"},
-	{.name = "a grant not started whose GPUs were taken meanwhile",
+	{.name = "a grant not started whose GPUs were taken meanwhile: no room for it in one snapshot, kept for the next to confirm",
 	 .jobs = {{1, 1, 0, 2, 10, 1, 4, 4}},
 	 .grants = {{107, 1, 0, 2, 0}},
+	 .busy = {1, 0},
+	 .targets = {{{4, 0}}},
+	 .want = "short g107",
+	 .holds = "1:4/2 r0 p1"},
+	{.name = "... the next snapshot has room: it stays, and is no longer short",
+	 .jobs = {{1, 1, 0, 2, 10, 1, 4, 4}},
+	 .grants = {{.id = 107, .job = 1, .node = 0, .gpus = 2, .short_before = 1}},
+	 .targets = {{{4, 0}}},
+	 .want = "",
+	 .holds = "1:4/2 r0 p1"},
+	{.name = "... the next snapshot finds no room either: it goes, and the job grows elsewhere",
+	 .jobs = {{1, 1, 0, 2, 10, 1, 4, 4}},
+	 .grants = {{.id = 107, .job = 1, .node = 0, .gpus = 2, .short_before = 1}},
 	 .busy = {1, 0},
 	 .targets = {{{4, 0}}},
 	 .want = "cancel g107 (cannot start: its GPUs were taken meanwhile); grow j1 n0 +1 (2->4); grow j1 n0 +1 (2->4)",
@@ -229,6 +243,7 @@ struct world {
 	struct ed_rc_job rj[3];
 	uint32_t announced[3];
 	struct ed_rc_release rels[2];
+	uint32_t shorts[4];
 	struct ed_target targets[3];
 	struct elastic_policy_place place[3][2];
 	struct ed_plan plan;
@@ -294,6 +309,8 @@ static void _build(const struct tcase *c, struct world *w)
 			.start = t->running ? NOW_S - (t->fresh ? 0 : 100) : 0,
 			.release_by_ms =
 				t->release_by ? NOW_MS + (uint64_t)t->release_by : 0};
+		if (t->short_before)
+			w->shorts[w->in.nshorts++] = t->id;
 		w->s.ngrants++;
 	}
 	for (int r = 0; r < 2 && c->rels[r].grant; r++) {
@@ -308,6 +325,7 @@ static void _build(const struct tcase *c, struct world *w)
 	w->in.s = &w->s;
 	w->in.jobs = w->rj;
 	w->in.rels = w->rels;
+	w->in.shorts = w->shorts;
 	w->in.now_ms = NOW_MS;
 }
 
@@ -338,6 +356,9 @@ static void table(void **state)
 			snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s",
 				 k ? "; " : "", one);
 		}
+		for (int k = 0; k < rc.nshorts; k++)
+			snprintf(got + strlen(got), sizeof(got) - strlen(got),
+				 "%sshort g%u", got[0] ? "; " : "", rc.shorts[k]);
 		if (strcmp(got, c->want) != 0 || strcmp(holds, c->holds) != 0)
 			print_error("case '%s':\n  actions want: %s\n  actions got:  %s\n"
 				    "  holdings want: %s\n  holdings got:  %s\n",
