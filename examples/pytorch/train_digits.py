@@ -140,6 +140,9 @@ def parse():
                    help="a static run on another number of ranks: how far float32 rounding "
                    "alone takes a long run from REF.npy (with --compare)")
     p.add_argument("--out", help="write the final parameters here (.npy)")
+    p.add_argument("--steps", type=int, metavar="N",
+                   help="stop once N steps are committed (a resumed run counts the steps "
+                   "before it), or at the end of --epochs if that comes first")
     p.add_argument("--quiet", action="store_true", help="print only epoch lines")
     p.add_argument("--timings", action="store_true",
                    help="rank 0 prints where this launch spent its time up to its first commit")
@@ -235,7 +238,7 @@ def main():
                                                       "no" if bad_epochs else "yes"),
                     flush=True)
 
-        for step in edp.steps(epochs=a.epochs):  # elastic
+        for step in edp.steps(epochs=a.epochs, total=a.steps):  # elastic
             for idx in step.micro_batches():
                 loss = F.cross_entropy(model(Xtr[idx]), ytr[idx], reduction="sum")
                 loss.backward()

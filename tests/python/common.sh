@@ -166,7 +166,8 @@ py_kill_node() { # grant(s) node
 
 # The job's loss fell below a third of its first value, and its final model
 # ($T_DIR/elastic.npy) equals the static run's within float32
-# summation-order noise (rtol 1e-3, atol 1e-4).
+# summation-order noise (rtol 1e-3, atol 1e-4), and a static replay of its
+# world sizes bit for bit, with the same loss at every step.
 py_check_loss_and_model() { # epochs
 	local first final
 	first=$(sed -n 's/^step 0 .* loss \([0-9.]*\) .*/\1/p' "$T_DIR/job.out")
@@ -181,4 +182,11 @@ a, b = np.load(d + "/elastic.npy"), np.load(d + "/ref.npy")
 print("final model vs static 2-rank run: max abs difference %.3g" % float(np.max(np.abs(a - b))))
 sys.exit(0 if np.allclose(a, b, rtol=1e-3, atol=1e-4) else 1)
 PY
+	# and bit for bit: the same training replayed at the job's world sizes
+	# (examples/pytorch/replay.py)
+	timeout -s KILL 300 python3 "$top_srcdir/examples/pytorch/replay.py" --mpirun "$MPIRUN" \
+		--log "$T_DIR/job.out" --model "$T_DIR/elastic.npy" --workdir "$T_DIR/replay" \
+		-- python3 "$top_srcdir/examples/pytorch/train_digits.py" --epochs "$1" >"$T_DIR/replay.out" 2>&1 ||
+		{ cat "$T_DIR/replay.out"; t_fail "the job differs from a static replay of its world sizes"; }
+	t_log "$(grep '^replay: equal' "$T_DIR/replay.out")"
 }
