@@ -46,6 +46,8 @@ class Job:
         self.out = None
         self.reference = None
         self.spread = None  # the PyTorch job: its static run on 3 ranks
+        self.model = None  # the PyTorch job: its final parameters (.npy)
+        self.replayed = None  # the PyTorch job: what its replay showed (Demo.replay)
         self.gpus = 0
         self.layout = ""
         self.ranks = 0
@@ -543,6 +545,21 @@ class Demo:
                 f"(see {self.a.out}/{log})")
         os.chmod(model, 0o644)
 
+    def replay(self, j):
+        """Job j's world sizes replayed in static runs (examples/pytorch/replay.py):
+        its loss at every step and its model must be the replay's bit for bit.
+        A static run on a fixed number of ranks rounds differently from the first
+        step on and can end far from a job that lost nothing. Returns (equal,
+        the verdict)."""
+        sys.path.insert(0, os.path.dirname(TORCH_TRAIN))
+        import replay  # noqa: E402 (examples/pytorch)
+        work = os.path.join(self.a.out, f"replay-job{j.num}")
+        env = dict(os.environ, PYTHONPATH=os.path.join(self.build, "python"), TMPDIR=self.a.out)
+        rc, verdict = replay.replay(j.out, j.model, ["python3", TORCH_TRAIN] + self.train_args(j),
+                                    ["mpirun", "--bind-to", "none", "--oversubscribe"], work,
+                                    say=lambda s, **k: print("  " + s, **k), env=env)
+        return rc == 0, verdict + ("" if rc == 0 else f" (see {work})")
+
     def submit(self, j):
         j.out = os.path.join(self.a.out, f"job{j.num}.out")
         if j.torch:
@@ -586,8 +603,9 @@ class Demo:
         one rank of train_digits.py per GPU), with simulated GPU time per
         sample (steps get faster with more ranks) and the test accuracy on
         every step line."""
+        j.model = os.path.join(self.a.out, f"job{j.num}.model.npy")
         extra = (f"--sample-sleep {self.torch_pace(j):.4f} --accuracy "
-                 f"--compare {j.reference} --compare-spread {j.spread}")
+                 f"--compare {j.reference} --compare-spread {j.spread} --out {j.model}")
         env = ",".join(["ALL", f"ELASTIC_BIN={self.build}/launcher", f"TRAIN={TORCH_TRAIN}",
                         f"PYTHONPATH={os.path.join(self.build, 'python')}",
                         f"EPOCHS={j.epochs}", f"GLOBAL_BATCH={self.a.batch}",
@@ -837,6 +855,16 @@ class Demo:
             bad += [f"job {j.num}: {p}" for p in j.problems]
             if j.repeated:
                 bad.append(f"job {j.num}: steps printed twice: {j.repeated[:10]}")
+            if j.torch and j.compare and os.path.exists(j.model or "") and (
+                    self.a.replay == "always" or self.a.replay == "auto" and not j.compare[0]):
+                print(f"\n  job {j.num}: model {j.compare[1]} from the static run; its world "
+                      f"sizes replayed in static runs (examples/pytorch/replay.py):", flush=True)
+                ok, j.replayed = self.replay(j)
+                print(f"  replay: {j.replayed}", flush=True)
+                if not ok:
+                    bad.append(f"job {j.num}: differs from the static replay of its world "
+                               f"sizes: {j.replayed}")
+                continue
             if not j.compare or not j.compare[0]:
                 bad.append(f"job {j.num}: final model does not match the static run "
                            f"({j.compare}){self.first_departure(j)}")
@@ -870,6 +898,8 @@ class Demo:
         for j in self.jobs:
             cmp = f"model matches the static run (max |dw| = {j.compare[1]})" if j.compare and \
                 j.compare[0] else f"model check: {j.compare}"
+            if j.replayed:
+                cmp = f"model max |dw| {j.compare[1]} from the static run; replay: {j.replayed}"
             once = "each once, in order" if not j.problems and not j.repeated else "NOT each once"
             print(f"  {j.label()}: {j.next} steps committed, {once} ({len(j.steps)} printed by "
                   f"rank 0, {len(j.unprinted)} committed as a launch ended); {j.reforms} "
@@ -1037,6 +1067,11 @@ def main():
                    "sklearn's digits) instead of elastic_train; 0: none (2)")
     p.add_argument("--torch-epochs", type=int, default=40,
                    help="epochs of the PyTorch job (40, 12 steps each)")
+    p.add_argument("--replay", choices=("auto", "always", "never"), default="auto",
+                   help="replay the PyTorch job's world sizes in static runs and require its "
+                   "loss at every step and its final model bit for bit: auto, when its model is "
+                   "farther from the static run than float32 rounding across world sizes "
+                   "usually takes it (one mpirun a world size it had, 1-3 min); always; never")
     p.add_argument("--torch-sample-us", type=int, default=4000,
                    help="simulated GPU time per sample of the PyTorch job, microseconds, at "
                    "least (4000; more when job 1's training left needs it: job 2 must outlast "
