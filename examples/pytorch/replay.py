@@ -19,7 +19,9 @@ The job's log is what its rank 0 printed: one line a committed step, ``step N
 steps``. A step committed as its launch ended may have no line; it is replayed
 at the size of the step before it. The program must take ``--steps N`` (stop
 once N steps are committed in all) and ``--out FILE`` (the final parameters,
-.npy), as train_digits.py does; give it the job's training options.
+.npy), as train_digits.py does; give it the job's training options, and
+run it with the job's OMP_NUM_THREADS (torch's threads may split its sums
+otherwise; 1 when unset, as train.sbatch sets it).
 
 Prints one line a stretch and the verdict; exit status 0 when the replay
 equals the job at every printed step and in every parameter, 1 when it does
