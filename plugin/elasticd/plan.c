@@ -66,6 +66,37 @@ static int _targets(const struct elastic_policy_result *res, struct ed_plan *out
 	return 0;
 }
 
+/* What the policy reads of the nodes, made to hold together with what the
+ * jobs hold there (held: allocations, grants running or pending, not those
+ * being released). A node that takes no new work (down, drained, not
+ * responding) offers what is held there and nothing more: the GPUs of
+ * grants being released on it are free for no one. A pending grant that
+ * reconcile keeps a tick more without room (a snapshot can read a node
+ * full between its two reads, reconcile.c) is held: the GPUs read busy
+ * beyond the node's room make room for it, and the tick decides instead of
+ * being refused as over-committed. Returns -1 when out of memory. */
+static int _hold_together(const struct ed_snapshot *s,
+			  const struct elastic_policy_place *const *held,
+			  const int *nheld, int *gpus, int *busy)
+{
+	int *on = calloc((size_t)s->nnodes + 1, sizeof(*on));
+
+	if (!on)
+		return -1;
+	for (int i = 0; i < s->njobs; i++)
+		for (int k = 0; k < nheld[i]; k++)
+			if (held[i][k].node >= 0 && held[i][k].node < s->nnodes)
+				on[held[i][k].node] += held[i][k].gpus;
+	for (int k = 0; k < s->nnodes; k++) {
+		if (s->nodes[k].unusable)
+			gpus[k] = busy[k] + on[k];
+		if (busy[k] + on[k] > gpus[k])
+			busy[k] = gpus[k] > on[k] ? gpus[k] - on[k] : 0;
+	}
+	free(on);
+	return 0;
+}
+
 int ed_plan_compute(const struct ed_snapshot *s,
 		    const struct elastic_policy_place *const *held, const int *nheld,
 		    const time_t *last_resize,
@@ -106,6 +137,10 @@ int ed_plan_compute(const struct ed_snapshot *s,
 	for (int k = 0; k < s->nnodes; k++) {
 		gpus[k] = s->nodes[k].gpus;
 		busy[k] = s->nodes[k].busy;
+	}
+	if (_hold_together(s, held, nheld, gpus, busy) < 0) {
+		elastic__errorf(err, "out of memory");
+		goto done;
 	}
 	for (int i = 0; i < s->njobs; i++)
 		jobs[i] = _policy_job(s, i, held[i], nheld[i], last_resize[i],
