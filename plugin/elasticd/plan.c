@@ -68,13 +68,13 @@ static int _targets(const struct elastic_policy_result *res, struct ed_plan *out
 
 /* What the policy reads of the nodes, made to hold together with what the
  * jobs hold there (held: allocations, grants running or pending, not those
- * being released). A node that takes no new work (down, drained, not
- * responding) offers what is held there and nothing more: the GPUs of
- * grants being released on it are free for no one. A pending grant that
- * reconcile keeps a tick more without room (a snapshot can read a node
- * full between its two reads, reconcile.c) is held: the GPUs read busy
- * beyond the node's room make room for it, and the tick decides instead of
- * being refused as over-committed. Returns -1 when out of memory. */
+ * being released), so that a tick decides instead of being refused as
+ * over-committed. A pending grant stays held a tick more without room
+ * (reconcile.c: a snapshot can read a node full between its two reads): on
+ * a node that takes no new work (down, drained, not responding), whose
+ * snapshot counts only the grants running there, the node offers at least
+ * what is held; elsewhere the GPUs read busy beyond the node's room make
+ * room for it. Returns -1 when out of memory. */
 static int _hold_together(const struct ed_snapshot *s,
 			  const struct elastic_policy_place *const *held,
 			  const int *nheld, int *gpus, int *busy)
@@ -88,7 +88,7 @@ static int _hold_together(const struct ed_snapshot *s,
 			if (held[i][k].node >= 0 && held[i][k].node < s->nnodes)
 				on[held[i][k].node] += held[i][k].gpus;
 	for (int k = 0; k < s->nnodes; k++) {
-		if (s->nodes[k].unusable)
+		if (s->nodes[k].unusable && busy[k] + on[k] > gpus[k])
 			gpus[k] = busy[k] + on[k];
 		if (busy[k] + on[k] > gpus[k])
 			busy[k] = gpus[k] > on[k] ? gpus[k] - on[k] : 0;

@@ -191,12 +191,13 @@ static void plan_compute(void **state)
 }
 
 /* The nodes as the policy reads them hold together with what the jobs hold.
- * Drained node2 still counts 4 GPUs of grants being released there (job 7
- * holds only its own GPU on node1): job 8 grows on node1 alone, not onto
- * the drained node. Then node1 is read full (4 busy) while job 8 holds a
- * pending grant of 1 there, kept a tick more without room (reconcile.c):
- * the plan decides, keeping it, instead of refusing an over-commit; and a
- * pending grant on a node drained since is held too. */
+ * node1 is read full (4 busy) while job 8 holds a pending grant of 1 there,
+ * kept a tick more without room (reconcile.c): the plan decides, keeping
+ * it, instead of refusing an over-commit. So it does for a pending grant on
+ * node2, drained since (its snapshot offers only the grants running there:
+ * none). A node that takes no new work is not read smaller than its
+ * snapshot: a tick after slurmctld restarts, nodes not responding yet would
+ * shrink every job. */
 static void plan_holds_together(void **state)
 {
 	time_t now = 100000;
@@ -229,16 +230,17 @@ static void plan_holds_together(void **state)
 	elastic_error_t err;
 
 	(void)state;
+	/* node2 not responding (as for a tick after slurmctld restarts),
+	 * counting 4 GPUs of grants being released there: not less room */
 	assert_int_equal(
 		ed_plan_compute(&s, held, nheld, last, NULL, &prm, now, &p, &err), 0);
-	assert_int_equal(p.targets[1].job, 8);
-	assert_int_equal(p.targets[1].gpus, 3);
-	for (int k = 0; k < p.targets[1].nplace; k++)
-		assert_int_equal(p.targets[1].place[k].node, 0);
+	assert_int_equal(p.targets[1].gpus, 7);
 	ed_plan_free(&p);
 
-	/* node1 read full; job 8's pending grant of 1 there kept */
+	/* node1 read full; job 8's pending grant of 1 there kept (node2 with
+	 * nothing left) */
 	nodes[0].busy = 4;
+	nodes[1].gpus = 0;
 	h1[0].gpus = 2;
 	assert_int_equal(
 		ed_plan_compute(&s, held, nheld, last, NULL, &prm, now, &p, &err), 0);
@@ -247,7 +249,6 @@ static void plan_holds_together(void **state)
 
 	/* a pending grant of 1 on node2, drained since: held, no over-commit */
 	nodes[0].busy = 0;
-	nodes[1].gpus = 0;
 	h1[0].gpus = 1;
 	h1[1] = (struct elastic_policy_place){1, 1, 0};
 	nheld[1] = 2;
