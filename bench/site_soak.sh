@@ -20,7 +20,11 @@
 #     slurmd too, the node DOWN), back 60 s later; never a node where an
 #     elastic job's batch script runs (the job would end with it);
 #   - slurmctld restarted at 30 %, elasticd SIGKILLed and started at 60 %.
-# Ranks sleep most of each step (1 s), so that 2 cores hold them. It ends
+# Ranks sleep most of each step (1 s), so that 2 cores hold them; the
+# nodes' slurmd and ranks run in one cpu cgroup beside the controller's
+# daemons, as on a site, where these run on a host of their own
+# (ELASTIC_TESTBED_NODE_CPU=own; shared: as in the tests, every process
+# weighs alike, and elasticd's ticks wait for a CPU behind the ranks). It ends
 # with one table: each job's result (every sample once, steps once and in
 # order, the static run's model, COMPLETED), the sizes it ran at, GPU-s held
 # and trained, heals in place, growths and shrinks in place and re-forms by
@@ -47,6 +51,7 @@ minutes=${1:-60}
 top=$(cd "$(dirname "$0")/.." && pwd)
 export ELASTIC_TESTBED_RUNTIME=${ELASTIC_TESTBED_RUNTIME:-ompi6}
 export ELASTIC_TESTBED_INSTANCE=soak ELASTIC_TESTBED_NODES=${SOAK_NODES:-64}
+export ELASTIC_TESTBED_NODE_CPU=${ELASTIC_TESTBED_NODE_CPU:-own}
 export ELASTIC_TESTBED_GPUS_PER_NODE=${SOAK_GPUS:-8}
 C=$top/testbed/cluster
 build=build-testbed$([ "$ELASTIC_TESTBED_RUNTIME" = ompi5 ] || echo "-$ELASTIC_TESTBED_RUNTIME")

@@ -149,6 +149,47 @@ ConstrainSwapSpace=no
 EOC
 }
 
+# The controller's CPU (ELASTIC_TESTBED_NODE_CPU). A site runs slurmctld,
+# slurmdbd and elasticd on a host of their own; here they share the host's
+# few cores with every node's slurmd and the ranks of every job. shared,
+# the default: everything weighs alike, as the tests have always run. own:
+# each slurmd of the instance, and so every step and rank it starts, runs
+# in one cpu cgroup (v1) of the instance, which weighs as much as one
+# process beside it, so that a few hundred busy ranks keep the controller's
+# daemons waiting for a CPU no longer than one busy process would, as on a
+# controller host of its own (bench/site_soak.sh). It weighs as one process
+# against every other process too (other clusters' tests, compilers), so
+# the suite keeps the default. Where there is no cpu controller to use,
+# `up` says so and the nodes share the cores.
+NODE_CPU=${ELASTIC_TESTBED_NODE_CPU:-shared}
+case $NODE_CPU in own | shared) ;; *) die "ELASTIC_TESTBED_NODE_CPU=$NODE_CPU: own or shared" ;; esac
+NODE_CPU_CG=/sys/fs/cgroup/cpu/elastic-testbed-$INST-nodes
+# `up` chooses; a node started again later (node-start) follows the choice
+# recorded in $I/run.
+_node_cpu_setup() {
+	[ "$NODE_CPU" = own ] || return 0
+	if [ -w /sys/fs/cgroup/cpu/cgroup.procs ] && mkdir -p "$NODE_CPU_CG" 2>/dev/null &&
+		[ -w "$NODE_CPU_CG/cgroup.procs" ]; then
+		echo "$NODE_CPU_CG" >"$I/run/node-cpu-cgroup"
+		say "nodes: one cpu cgroup ($NODE_CPU_CG), the controller's daemons beside it"
+	else
+		say "nodes: no cpu cgroup to put them in (/sys/fs/cgroup/cpu): they share the cores with the controller"
+	fi
+}
+# The calling shell joins the nodes' cgroup, if `up` made one (what it
+# execs inherits it).
+_node_cpu_join() {
+	local cg
+	cg=$(cat "$I/run/node-cpu-cgroup" 2>/dev/null) && [ -w "$cg/cgroup.procs" ] || return 0
+	echo "$BASHPID" >"$cg/cgroup.procs" 2>/dev/null || true
+}
+# Empty once every process of the instance is gone; a cgroup still in use
+# stays for the next `up`.
+_node_cpu_remove() {
+	[ -d "$NODE_CPU_CG" ] || return 0
+	rmdir "$NODE_CPU_CG" 2>/dev/null || true
+}
+
 _write_config() {
 	local pdir spank js n i
 	mkdir -p "$I"/{etc,run,log,state,db,spool,dev,jobs}
@@ -418,11 +459,12 @@ _start_db() {
 # also in the node's network namespace.
 _start_slurmd() { # node
 	if [ $NET = netns ]; then
-		nsenter --net=/proc/$(_ns_pid "$1")/ns/net --uts=/proc/$(_ns_pid "$1")/ns/uts \
-			slurmd -N "$1" 2>>"$I/log/slurmd-$1.log" || _start_failed "slurmd-$1"
-	else
-		unshare --uts sh -c "hostname $1 && exec slurmd -N $1" 2>>"$I/log/slurmd-$1.log" ||
+		(_node_cpu_join && exec nsenter --net=/proc/$(_ns_pid "$1")/ns/net \
+			--uts=/proc/$(_ns_pid "$1")/ns/uts slurmd -N "$1") 2>>"$I/log/slurmd-$1.log" ||
 			_start_failed "slurmd-$1"
+	else
+		(_node_cpu_join && exec unshare --uts sh -c "hostname $1 && exec slurmd -N $1") \
+			2>>"$I/log/slurmd-$1.log" || _start_failed "slurmd-$1"
 	fi
 }
 
@@ -463,6 +505,7 @@ _start_slurm() {
 	say "slurmctld (port $P_CTLD)"
 	slurmctld -i 2>>"$I/log/slurmctld.log" || _start_failed slurmctld
 	_wait_for 30 "slurmctld to answer" scontrol ping
+	_node_cpu_setup
 	for n in $NODES; do
 		_start_slurmd "$n"
 	done
@@ -644,6 +687,7 @@ do_down() {
 	done
 	[ -f "$SLURM_CONF" ] && _kill_leftovers
 	_remove_snapshots
+	_node_cpu_remove
 	[ -n "$quiet" ] || say "down: stopped $stopped daemons"
 }
 
