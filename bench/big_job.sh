@@ -72,7 +72,26 @@ event() {
 			if (n == full) { printf "%.1f %.1f %.0f", first - a, t - a, full * (t - a) - used; exit }
 		}' "$D/big.out"
 }
-job_alive() { [ -n "$(in_root squeue -h -j "$job" -o %T 2>/dev/null || true)" ]; }
+# Whether the job runs: it has ended when squeue names an end state or no
+# longer knows it (MinJobAge on). A query that fails otherwise (slurmctld
+# past MessageTimeout while 128 ranks start on 2 cores) does not say it
+# ended: it is asked again, and after three failures the job counts as
+# running (the callers' own limits bound the wait).
+job_alive() {
+	local out try
+	for try in 1 2 3; do
+		if out=$(in_root squeue -h -j "$job" -o %T 2>&1); then
+			case $out in
+			"" | COMPLETED | FAILED | CANCELLED* | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | PREEMPTED | BOOT_FAIL | DEADLINE) return 1 ;;
+			*) return 0 ;;
+			esac
+		fi
+		[[ $out != *"Invalid job id"* ]] || return 1
+		sleep 2
+	done
+	echo "big_job: squeue failed three times ($out); job $job counts as running" >&2
+	return 0
+}
 wait_full_after() { # time seconds
 	local end=$((SECONDS + $2))
 	until [ "$(event "$1" | wc -w)" = 3 ]; do
