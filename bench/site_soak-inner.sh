@@ -119,8 +119,19 @@ done
 # ---- training: 16 steps an epoch, the step paced at step_us; a job of E
 # epochs is checked against a static 2-rank run of E epochs
 targs="--samples 2048 --global-batch 128"
+# What the soak runs itself, as the site's users and observers (the static
+# reference runs, the plain jobs' submitter, the sampler), goes where the
+# nodes' work goes: into their cpu cgroup when `up` made one
+# (ELASTIC_TESTBED_NODE_CPU=own), not beside the controller's daemons.
+node_work() { # command...
+	(
+		cg=$(cat "$ELASTIC_TESTBED_DIR/run/node-cpu-cgroup" 2>/dev/null) &&
+			echo "$BASHPID" >"$cg/cgroup.procs" 2>/dev/null || true
+		"$@"
+	)
+}
 ref() { # epochs
-	[ -f "$S/ref-$1.model" ] || ctl_references "$targs" "$1"
+	[ -f "$S/ref-$1.model" ] || node_work ctl_references "$targs" "$1" || exit 1
 }
 step_s=$(awk -v u="$step_us" 'BEGIN { print u / 1e6 + 0.3 }')
 n_sub=0
@@ -130,7 +141,7 @@ n_sub=0
 # static 2-rank run of E epochs (site_soak_table.py).
 ref_torch() { # epochs
 	[ -f "$S/ref-torch-$1.npy" ] && return
-	py_digits_reference "$1" $(($1 * 12)) "$S/ref-torch-$1.npy"
+	node_work py_digits_reference "$1" $(($1 * 12)) "$S/ref-torch-$1.npy" || exit 1
 	chmod 644 "$S/ref-torch-$1.npy"
 }
 submit() { # slot seconds
@@ -182,7 +193,7 @@ plain_loop() {
 		sleep "$plain_every"
 	done
 }
-plain_loop &
+node_work plain_loop &
 PLAIN=$!
 
 # ---- the sampler: every 10 s each elastic job's GPUs (Slurm) and size
@@ -290,7 +301,7 @@ sampler() {
 		sleep 10
 	done
 }
-sampler &
+node_work sampler &
 SAMPLER=$!
 
 
